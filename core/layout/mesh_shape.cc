@@ -119,7 +119,7 @@ int64_t MeshShape::rank_of(const std::vector<int64_t>& coordinate) const {
 
 std::vector<int64_t> MeshShape::group_ranks(int64_t rank, int mesh_dim) const {
   check_rank(rank, "MeshShape::group_ranks");
-  const int dim = normalize_dim(mesh_dim, "MeshShape::group_ranks");
+  const auto dim = static_cast<size_t>(normalize_dim(mesh_dim, "MeshShape::group_ranks"));
   std::vector<int64_t> coordinate = coordinate_of(rank);
   std::vector<int64_t> group;
   group.reserve(static_cast<size_t>(shape_[dim]));
@@ -132,12 +132,13 @@ std::vector<int64_t> MeshShape::group_ranks(int64_t rank, int mesh_dim) const {
 
 std::vector<std::vector<int64_t>> MeshShape::all_groups(int mesh_dim) const {
   const int dim = normalize_dim(mesh_dim, "MeshShape::all_groups");
+  const auto index = static_cast<size_t>(dim);
   std::vector<std::vector<int64_t>> groups;
-  groups.reserve(static_cast<size_t>(num_ranks_ / shape_[dim]));
+  groups.reserve(static_cast<size_t>(num_ranks_ / shape_[index]));
   // A rank leads its group (is the lowest rank in it) iff its coordinate along
   // `dim` is 0; visiting ranks in increasing order sorts groups by lowest rank.
   for (int64_t rank = 0; rank < num_ranks_; ++rank) {
-    if (coordinate_of(rank)[dim] == 0) groups.push_back(group_ranks(rank, dim));
+    if (coordinate_of(rank)[index] == 0) groups.push_back(group_ranks(rank, dim));
   }
   return groups;
 }

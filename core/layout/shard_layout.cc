@@ -66,6 +66,41 @@ int64_t sum_shards_of_dim(size_t d, const std::vector<std::vector<int64_t>>& loc
   return total;
 }
 
+// Ranks that differ only along mesh dims not sharding tensor dim d hold the
+// same part of d, so their extents along d must agree. Checked before the sum
+// so that a bad replica is reported as such, naming both ranks.
+void check_replicas_agree(const std::vector<std::vector<int64_t>>& local_shapes,
+                          const MeshShape& mesh, const Placements& normalized) {
+  for (int64_t rank = 0; rank < mesh.num_ranks(); ++rank) {
+    const std::vector<int64_t> coordinate = mesh.coordinate_of(rank);
+    for (size_t d = 0; d < local_shapes[0].size(); ++d) {
+      std::vector<int64_t> lead = coordinate;
+      for (size_t i = 0; i < normalized.size(); ++i) {
+        if (!normalized[i].is_shard(static_cast<int64_t>(d))) lead[i] = 0;
+      }
+      const int64_t lead_rank = mesh.rank_of(lead);
+      const int64_t mine = local_shapes[static_cast<size_t>(rank)][d];
+      const int64_t theirs = local_shapes[static_cast<size_t>(lead_rank)][d];
+      DTENSOR_LAYOUT_CHECK(
+          mine == theirs, "global_shape_from_local: rank ", rank, " (coordinate ",
+          detail::shape_to_string(coordinate), ") has size ", mine, " along tensor dim ", d,
+          " but rank ", lead_rank, " (coordinate ", detail::shape_to_string(lead), ") has ",
+          theirs, "; under ", to_string(normalized), " on ", mesh.to_string(),
+          " they hold the same part of tensor dim ", d, ", so their sizes must match");
+    }
+  }
+}
+
+// "[[4], [4], [1]]", cut after 16 ranks, for error messages.
+std::string shapes_to_string(const std::vector<std::vector<int64_t>>& shapes) {
+  std::string out = "[";
+  for (size_t rank = 0; rank < shapes.size() && rank < 16; ++rank) {
+    if (rank > 0) out += ", ";
+    out += detail::shape_to_string(shapes[rank]);
+  }
+  return out + (shapes.size() > 16 ? ", ...]" : "]");
+}
+
 void check_local_shapes(const std::vector<std::vector<int64_t>>& local_shapes,
                         const MeshShape& mesh) {
   DTENSOR_LAYOUT_CHECK(static_cast<int64_t>(local_shapes.size()) == mesh.num_ranks(),
@@ -125,6 +160,7 @@ std::vector<int64_t> global_shape_from_local(
   const size_t ndim = local_shapes_by_rank[0].size();
   const Placements normalized =
       validate_placements(placements, mesh, static_cast<int64_t>(ndim));
+  check_replicas_agree(local_shapes_by_rank, mesh, normalized);
   std::vector<int64_t> global_shape(ndim);
   for (size_t d = 0; d < ndim; ++d) {
     global_shape[d] = sum_shards_of_dim(d, local_shapes_by_rank, mesh, normalized);
@@ -137,10 +173,11 @@ std::vector<int64_t> global_shape_from_local(
     DTENSOR_LAYOUT_CHECK(
         expected.local_shape == actual, "global_shape_from_local: rank ", rank, " (coordinate ",
         detail::shape_to_string(coordinate), ") has local shape ", detail::shape_to_string(actual),
-        " but the ranks at coordinate 0 of the unsharded mesh dims imply global shape ",
-        detail::shape_to_string(global_shape), ", whose shard on rank ", rank, " is ",
+        " but the shards sum to global shape ", detail::shape_to_string(global_shape),
+        ", whose torch.chunk shard on rank ", rank, " is ",
         detail::shape_to_string(expected.local_shape), " under ", to_string(placements), " on ",
-        mesh.to_string(), "; local shapes must be the torch.chunk shards of one global shape");
+        mesh.to_string(), " (local shapes by rank: ", shapes_to_string(local_shapes_by_rank),
+        "); local shapes must be the torch.chunk shards of one global shape");
   }
   return global_shape;
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
 #include <unordered_set>
 
 #include "core/layout/layout_error.h"

@@ -1,0 +1,64 @@
+// TCPStore creation with errors that name the address and the likely cause,
+// and the exit rendezvous that keeps rank 0's store alive for the others.
+#include "backends/launch/store.h"
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <exception>
+#include <string>
+
+namespace dtensor {
+namespace {
+
+constexpr const char* kExitCounterKey = "dtensor/exit/count";
+constexpr const char* kExitDoneKey = "dtensor/exit/done";
+
+std::string first_line(const char* text) {
+  std::string s(text);
+  const auto end = s.find('\n');
+  return end == std::string::npos ? s : s.substr(0, end);
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env,
+                                              std::chrono::milliseconds timeout) {
+  validate_launch_env(env);
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(env.port);
+  options.isServer = env.rank == 0;
+  options.numWorkers = static_cast<std::size_t>(env.world_size);
+  options.waitWorkers = true;
+  options.timeout = timeout;
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+  } catch (const std::exception& e) {
+    const std::string cause =
+        env.rank == 0
+            ? "rank 0 serves the store: is port " + std::to_string(env.port) +
+                  " already in use (pick another MASTER_PORT), or did some rank not start?"
+            : "is rank 0 running, and is " + env.master_addr + ":" + std::to_string(env.port) +
+                  " reachable from this host?";
+    TORCH_CHECK(false, "rendezvous store at ", env.master_addr, ":", env.port, " failed on ",
+                env.to_string(), " within ", timeout.count(), " ms: ", first_line(e.what()), "; ",
+                cause);
+  }
+}
+
+void exit_rendezvous(c10d::Store& store, const LaunchEnv& env,
+                     std::chrono::milliseconds wait) noexcept {
+  if (env.world_size <= 1 || wait.count() <= 0 || std::uncaught_exceptions() > 0) return;
+  try {
+    if (env.rank != 0) {
+      const int64_t arrived = store.add(kExitCounterKey, 1);
+      if (arrived == env.world_size - 1) store.set(kExitDoneKey, std::vector<uint8_t>{1});
+      return;
+    }
+    store.wait({kExitDoneKey}, wait);
+  } catch (...) {
+    // A rank that crashed never checks in; its peers' errors say what happened.
+  }
+}
+
+}  // namespace dtensor

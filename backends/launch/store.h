@@ -1,0 +1,36 @@
+// The job's rendezvous store: a c10d TCPStore that rank 0 serves at
+// MASTER_ADDR:MASTER_PORT. Gloo and NCCL worlds exchange their addresses and
+// ids through it.
+//   auto store = dtensor::connect_store(env, std::chrono::seconds(60));
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+
+#include "backends/launch/env.h"
+
+namespace dtensor {
+
+/// Creates this rank's handle on the job's TCPStore: rank 0 starts the server
+/// on env.port and waits until all env.world_size ranks have connected; the
+/// others connect to env.master_addr:env.port. Every wait is bounded by
+/// `timeout`. Throws c10::Error naming the address, the rank and the likely
+/// cause (port in use, rank 0 not started, firewall).
+c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env,
+                                              std::chrono::milliseconds timeout);
+
+// Note [Exit rendezvous]
+// Rank 0 serves the store. If it exits while another rank still needs the
+// store (creating a group that excludes rank 0, exchanging an NCCL id), that
+// rank fails with "connection reset". So when a world is destroyed, ranks
+// other than 0 check in and rank 0 waits until all have checked in, bounded by
+// `wait` so that a crashed rank delays rank 0's exit by at most that much.
+// Skipped while an exception unwinds the stack (a failing rank should leave
+// at once so that the others see it fail).
+
+/// See Note [Exit rendezvous]. Never throws: errors only end the wait.
+void exit_rendezvous(c10d::Store& store, const LaunchEnv& env,
+                     std::chrono::milliseconds wait) noexcept;
+
+}  // namespace dtensor
