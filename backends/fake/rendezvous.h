@@ -52,7 +52,7 @@ struct Post {
   at::Tensor reduced;               // all_reduce: this rank's reduced chunk
   std::vector<int64_t> send_splits; // all_to_all_single: rows sent to each rank
   std::vector<int64_t> recv_splits; // all_to_all_single: rows expected from each
-  bool staged = false;              // input is a private copy; see Note [Phases]
+  bool zero_copy = false;           // input is the caller's tensor; see Note [Phases]
 };
 
 /// Shared state of one group; every member's FakeCommunicator holds it.
@@ -135,9 +135,12 @@ class RendezvousRound {
   void arrive();
   /// A later phase: waits until every member has reached it too.
   void sync();
-  /// True when some member's input is not staged, so readers must be done
+  /// True when some member posted its own tensor (zero_copy), so readers must be done
   /// before anyone returns (one more sync()).
   bool any_zero_copy() const;
+  /// Drops mine()'s tensor references once a sync() after the last read of
+  /// them passed, so the caller's memory is not held until seq + 2.
+  void release_inputs();
   /// Ends the round successfully.
   void finish() { finished_ = true; }
 

@@ -24,6 +24,10 @@ namespace dtensor {
 //     same width; reductions run on a wider copy (bool as uint8 with max/min,
 //     bfloat16 as float, int16 as int32, complex as pairs of reals, sum/avg
 //     only) and copy the result back.
+// Empty tensors skip Gloo (its allgather divides by the element count): every
+// member skips alike, since these collectives need equal shapes on all ranks.
+// all_to_all_single always runs: one rank's empty input says nothing of the
+// others', and Gloo matches collectives by a per-group counter.
 // The public Communicator method reported the collective once, before run_*:
 // the pieces here call the process group directly, so they are not reported.
 
@@ -242,6 +246,7 @@ WorkPtr GlooCommunicator::complete(const char* op, c10::intrusive_ptr<c10d::Work
 
 WorkPtr GlooCommunicator::run_all_reduce(at::Tensor& tensor, const AllReduceOptions& options) {
   check_cpu("all_reduce", tensor);
+  if (tensor.numel() == 0) return completed_work();  // See Note [Composed Gloo collectives]
   const std::string where = describe("all_reduce");
   ReduceOperand r = make_reduce_operand(tensor, options.reduce_op, /*need_copy=*/false, where);
   std::vector<at::Tensor> tensors{r.gloo};
@@ -263,6 +268,7 @@ WorkPtr GlooCommunicator::run_all_reduce(at::Tensor& tensor, const AllReduceOpti
 WorkPtr GlooCommunicator::run_all_gather_into_tensor(at::Tensor& output, const at::Tensor& input,
                                                      const AllGatherOptions& options) {
   check_cpu("all_gather_into_tensor", input);
+  if (input.numel() == 0) return completed_work();  // See Note [Composed Gloo collectives]
   const std::string where = describe("all_gather_into_tensor");
   // Gloo gathers into a list of tensors shaped like the input: views of the
   // output's dim-0 blocks. See Note [Composed Gloo collectives].
@@ -285,6 +291,7 @@ WorkPtr GlooCommunicator::run_all_gather_into_tensor(at::Tensor& output, const a
 WorkPtr GlooCommunicator::run_reduce_scatter_tensor(at::Tensor& output, const at::Tensor& input,
                                                     const ReduceScatterOptions& options) {
   check_cpu("reduce_scatter_tensor", input);
+  if (input.numel() == 0) return completed_work();  // See Note [Composed Gloo collectives]
   const std::string where = describe("reduce_scatter_tensor");
   // all_reduce of a private copy, then keep this rank's block. See Note
   // [Composed Gloo collectives].
@@ -328,6 +335,7 @@ WorkPtr GlooCommunicator::run_all_to_all_single(at::Tensor& output, const at::Te
 
 WorkPtr GlooCommunicator::run_broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
   check_cpu("broadcast", tensor);
+  if (tensor.numel() == 0) return completed_work();  // See Note [Composed Gloo collectives]
   const std::string where = describe("broadcast");
   std::vector<at::Tensor> tensors{as_gloo_bits(tensor)};
   c10d::BroadcastOptions opts;
@@ -340,6 +348,7 @@ WorkPtr GlooCommunicator::run_broadcast(at::Tensor& tensor, const BroadcastOptio
 WorkPtr GlooCommunicator::run_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
                                       const ScatterOptions& options) {
   check_cpu("scatter", output);
+  if (output.numel() == 0) return completed_work();  // See Note [Composed Gloo collectives]
   const std::string where = describe("scatter");
   std::vector<at::Tensor> outputs{as_gloo_bits(output)};
   std::vector<std::vector<at::Tensor>> input_lists;

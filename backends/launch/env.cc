@@ -54,6 +54,8 @@ void validate_launch_env(const LaunchEnv& env) {
   TORCH_CHECK(!env.master_addr.empty(), kMasterAddrVar, " is empty; ", kHowToLaunch);
   TORCH_CHECK(env.port > 0 && env.port < 65536, kMasterPortVar, "=", env.port,
               " is not a TCP port (1..65535); ", kHowToLaunch);
+  TORCH_CHECK(env.restart_count >= 0, "TORCHELASTIC_RESTART_COUNT=", env.restart_count,
+              " must be >= 0");
 }
 
 LaunchEnv launch_env_from_environment() {
@@ -66,6 +68,11 @@ LaunchEnv launch_env_from_environment() {
   TORCH_CHECK(port > 0 && port < 65536, kMasterPortVar, "=", port,
               " is not a TCP port (1..65535); ", kHowToLaunch);
   env.port = static_cast<int>(port);
+  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  env.use_agent_store = agent_store != nullptr && std::string_view(agent_store) == "True";
+  if (std::getenv("TORCHELASTIC_RESTART_COUNT") != nullptr) {
+    env.restart_count = parse_int_var("TORCHELASTIC_RESTART_COUNT");
+  }
   validate_launch_env(env);
   return env;
 }

@@ -24,12 +24,19 @@ struct LaunchEnv {
   int64_t local_rank = 0;  // index of this process on its host (its GPU)
   std::string master_addr = "127.0.0.1";
   int port = 29500;
+  /// torchrun's default (static) rendezvous already serves a store at
+  /// MASTER_ADDR:MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True): every rank,
+  /// rank 0 included, is then a client. See Note [torchrun agent store].
+  bool use_agent_store = false;
+  /// TORCHELASTIC_RESTART_COUNT: keys of each restart live under their own prefix.
+  int64_t restart_count = 0;
 
   /// "rank 1 of 4 (local rank 1), store at 127.0.0.1:29500".
   std::string to_string() const;
 };
 
-/// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT. Throws
+/// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT (and,
+/// when set, TORCHELASTIC_USE_AGENT_STORE and TORCHELASTIC_RESTART_COUNT). Throws
 /// c10::Error naming the missing or invalid variable and how to launch, e.g.
 /// "RANK is not set; ... launch with torchrun --no-python --nproc-per-node N
 /// ./binary or dtensor-launch --nproc N -- ./binary".

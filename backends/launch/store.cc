@@ -3,6 +3,7 @@
 #include "backends/launch/store.h"
 
 #include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <exception>
@@ -27,15 +28,19 @@ c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env,
   validate_launch_env(env);
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(env.port);
-  options.isServer = env.rank == 0;
+  options.isServer = env.rank == 0 && !env.use_agent_store;
   options.numWorkers = static_cast<std::size_t>(env.world_size);
   options.waitWorkers = true;
   options.timeout = timeout;
+  options.multiTenant = true;  // as torch.distributed's env:// init
   try {
-    return c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    if (!env.use_agent_store) return store;
+    return c10::make_intrusive<c10d::PrefixStore>(
+        "/worker/attempt_" + std::to_string(env.restart_count), store);
   } catch (const std::exception& e) {
     const std::string cause =
-        env.rank == 0
+        options.isServer
             ? "rank 0 serves the store: is port " + std::to_string(env.port) +
                   " already in use (pick another MASTER_PORT), or did some rank not start?"
             : "is rank 0 running, and is " + env.master_addr + ":" + std::to_string(env.port) +
@@ -48,7 +53,11 @@ c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env,
 
 void exit_rendezvous(c10d::Store& store, const LaunchEnv& env,
                      std::chrono::milliseconds wait) noexcept {
-  if (env.world_size <= 1 || wait.count() <= 0 || std::uncaught_exceptions() > 0) return;
+  // The torchrun agent's store outlives the workers: nothing to wait for.
+  if (env.world_size <= 1 || env.use_agent_store || wait.count() <= 0 ||
+      std::uncaught_exceptions() > 0) {
+    return;
+  }
   try {
     if (env.rank != 0) {
       const int64_t arrived = store.add(kExitCounterKey, 1);

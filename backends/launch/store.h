@@ -12,9 +12,20 @@
 
 namespace dtensor {
 
+// Note [torchrun agent store]
+// torchrun's default "static" rendezvous starts its own TCPStore on
+// MASTER_ADDR:MASTER_PORT before the workers and tells them so with
+// TORCHELASTIC_USE_AGENT_STORE=True. Rank 0 must then not serve a store (the
+// port is taken): every rank connects as a client and, like
+// torch.distributed's env:// init, uses the prefix
+// "/worker/attempt_<TORCHELASTIC_RESTART_COUNT>" so that a restarted job does
+// not read the keys of the failed attempt. With --standalone, dtensor-launch
+// or a hand-set environment, rank 0 serves the store.
+
 /// Creates this rank's handle on the job's TCPStore: rank 0 starts the server
 /// on env.port and waits until all env.world_size ranks have connected; the
-/// others connect to env.master_addr:env.port. Every wait is bounded by
+/// others connect to env.master_addr:env.port (all ranks connect when
+/// env.use_agent_store, see Note [torchrun agent store]). Every wait is bounded by
 /// `timeout`. Throws c10::Error naming the address, the rank and the likely
 /// cause (port in use, rank 0 not started, firewall).
 c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env,

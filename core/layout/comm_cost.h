@@ -16,13 +16,13 @@ namespace dtensor {
 // What one redistribute step does on one mesh dim: a collective over the
 // group along that mesh dim, or a local op (no communication).
 enum class StepKind {
-  kAllGather,        // S(d) -> R
-  kAllToAll,         // S(d) -> S(e)
-  kAllReduce,        // P(op) -> R
-  kReduceScatter,    // P(op) -> S(d)
-  kLocalChunk,       // R -> S(d): keep this rank's torch.chunk piece
-  kLocalPartition,   // R -> P(sum): divide by the mesh dim size; R -> P(avg): keep
-  kLocalRelabel,     // any change on a size-1 mesh dim: data unchanged
+  kAllGather,       // S(d) -> R
+  kAllToAll,        // S(d) -> S(e)
+  kAllReduce,       // P(op) -> R
+  kReduceScatter,   // P(op) -> S(d)
+  kLocalChunk,      // R -> S(d): keep this rank's torch.chunk piece
+  kLocalPartition,  // R -> P(sum): divide by the mesh dim size; R -> P(avg): keep
+  kLocalRelabel,    // any change on a size-1 mesh dim: data unchanged
 };
 
 // The name PyTorch's functional collectives (and CommDebugMode) use:

@@ -42,20 +42,19 @@ Placements checked_placements(const char* caller, const char* which, const Place
   try {
     return validate_placements(raw, mesh, static_cast<int64_t>(shape.size()));
   } catch (const LayoutError& e) {
-    throw LayoutError(detail::str_cat(caller, ": invalid `", which, "` placements in ", context,
-                                      ": ", e.what()));
+    throw LayoutError(
+        detail::str_cat(caller, ": invalid `", which, "` placements in ", context, ": ", e.what()));
   }
 }
 
-Problem validate_inputs(const char* caller, const std::vector<int64_t>& shape,
-                        int64_t element_size, const MeshShape& mesh, const Placements& from,
-                        const Placements& to) {
+Problem validate_inputs(const char* caller, const std::vector<int64_t>& shape, int64_t element_size,
+                        const MeshShape& mesh, const Placements& from, const Placements& to) {
   const std::string context = describe(shape, mesh, from, to);
-  DTENSOR_LAYOUT_CHECK(element_size >= 1, caller, ": element_size ", element_size, " in ",
-                       context, " must be >= 1 (bytes per element, e.g. 4 for float32)");
+  DTENSOR_LAYOUT_CHECK(element_size >= 1, caller, ": element_size ", element_size, " in ", context,
+                       " must be >= 1 (bytes per element, e.g. 4 for float32)");
   for (size_t d = 0; d < shape.size(); ++d) {
-    DTENSOR_LAYOUT_CHECK(shape[d] >= 0, caller, ": tensor dim ", d, " has negative size ",
-                         shape[d], " in ", context, "; pass the global shape, sizes >= 0");
+    DTENSOR_LAYOUT_CHECK(shape[d] >= 0, caller, ": tensor dim ", d, " has negative size ", shape[d],
+                         " in ", context, "; pass the global shape, sizes >= 0");
   }
   detail::checked_numel(shape, caller);  // throws if the element count overflows int64
   Problem p;
@@ -77,17 +76,17 @@ void check_not_refused(const char* caller, const Problem& p) {
     const Placement& a = p.from[static_cast<size_t>(i)];
     const Placement& b = p.to[static_cast<size_t>(i)];
     if (a == b || p.mesh.size(i) == 1 || !b.is_partial()) continue;
-    DTENSOR_LAYOUT_CHECK(!a.is_partial(), caller, ": cannot redistribute ", describe(p),
-                         ": mesh dim ", i, " goes from ", a, " to ", b,
-                         " and a Partial cannot change its reduce op. Reduce first: "
+    const std::string what = detail::str_cat(caller, ": cannot redistribute ", describe(p),
+                                             ": mesh dim ", i, " goes from ", a, " to ", b);
+    DTENSOR_LAYOUT_CHECK(!a.is_partial(), what,
+                         " and a Partial cannot change its reduce op. Reduce first: ",
                          "redistribute mesh dim ", i, " to R (an all_reduce with ",
-                         reduce_op_name(a.reduce_op()), ") or a Shard, then, if you "
-                         "still need a Partial, R -> P(sum) or P(avg) is local");
-    DTENSOR_LAYOUT_CHECK(is_creatable_partial(b), caller, ": cannot redistribute ", describe(p),
-                         ": mesh dim ", i, " goes from ", a, " to ", b, "; only P(sum) "
-                         "(divide by the mesh dim size) and P(avg) (keep the value) can be "
-                         "made from R or S. A ", b, " comes only from an op producing "
-                         "partial results: redistribute to R instead");
+                         reduce_op_name(a.reduce_op()), ") or to a Shard; if you still need a ",
+                         "Partial after that, R -> P(sum) or P(avg) is a local step");
+    DTENSOR_LAYOUT_CHECK(is_creatable_partial(b), what, "; only P(sum) (divide by the mesh ",
+                         "dim size) and P(avg) (keep the value) can be made from R or S. A ", b,
+                         " comes only from an op producing partial results: redistribute to ",
+                         "R instead");
   }
 }
 
@@ -130,8 +129,8 @@ std::optional<StepKind> legal_kind(const Placements& state, const MeshShape& mes
   return kind;
 }
 
-RedistributeStep make_step(const Problem& p, const Placements& before, int i,
-                           const Placement& to, StepKind kind, const CommCostModel& cost) {
+RedistributeStep make_step(const Problem& p, const Placements& before, int i, const Placement& to,
+                           StepKind kind, const CommCostModel& cost) {
   RedistributeStep step;
   step.mesh_dim = i;
   step.from = before[static_cast<size_t>(i)];
@@ -140,8 +139,7 @@ RedistributeStep make_step(const Problem& p, const Placements& before, int i,
   step.before = before;
   step.after = before;
   step.after[static_cast<size_t>(i)] = to;
-  step.bytes_per_rank =
-      step_bytes_per_rank(p.shape, p.element_size, p.mesh, before, i, to, kind);
+  step.bytes_per_rank = step_bytes_per_rank(p.shape, p.element_size, p.mesh, before, i, to, kind);
   step.estimated_us = estimate_us(step, cost);
   return step;
 }
@@ -174,8 +172,8 @@ struct Arrival {
 Placements alphabet(const Problem& p) {
   Placements out = {Replicate()};
   for (size_t d = 0; d < p.shape.size(); ++d) out.push_back(Shard(static_cast<int64_t>(d)));
-  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin,
-                      ReduceOp::kProduct}) {
+  for (ReduceOp op :
+       {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kProduct}) {
     const Placement partial = Partial(op);
     const bool used = std::count(p.from.begin(), p.from.end(), partial) > 0 ||
                       std::count(p.to.begin(), p.to.end(), partial) > 0;
@@ -342,9 +340,8 @@ RedistributePlan greedy_plan(const Problem& p, const PlanOptions& options) {
       add(i, Replicate(), StepKind::kAllGather);  // S -> P as S -> R -> P
       add(i, target, StepKind::kLocalPartition);
     } else {
-      throw LayoutError(detail::str_cat("greedy_reference_plan: internal error: no step for ",
-                                        from, " -> ", target, " on mesh dim ", i, " in ",
-                                        describe(p)));
+      throw LayoutError(detail::str_cat("greedy_reference_plan: internal error: no step for ", from,
+                                        " -> ", target, " on mesh dim ", i, " in ", describe(p)));
     }
   }
   return plan;
@@ -366,9 +363,8 @@ std::string RedistributeStep::to_string() const {
 }
 
 int RedistributePlan::num_collectives() const {
-  return static_cast<int>(std::count_if(steps.begin(), steps.end(), [](const auto& step) {
-    return is_collective(step.kind);
-  }));
+  return static_cast<int>(std::count_if(steps.begin(), steps.end(),
+                                        [](const auto& step) { return is_collective(step.kind); }));
 }
 
 int64_t RedistributePlan::total_bytes_per_rank() const {
@@ -388,20 +384,19 @@ double RedistributePlan::estimated_us() const {
 }
 
 std::string RedistributePlan::to_string() const {
-  std::string out = detail::str_cat(dtensor::to_string(from), " -> ", dtensor::to_string(to),
-                                    ": ", steps.size(), " steps, ", num_collectives(),
-                                    " collectives, ", total_bytes_per_rank(), " bytes/rank, ",
-                                    format_us(estimated_us()), " us\n");
+  std::string out =
+      detail::str_cat(dtensor::to_string(from), " -> ", dtensor::to_string(to), ": ", steps.size(),
+                      " steps, ", num_collectives(), " collectives, ", total_bytes_per_rank(),
+                      " bytes/rank, ", format_us(estimated_us()), " us\n");
   for (size_t k = 0; k < steps.size(); ++k) {
     out += detail::str_cat("  step ", k, ": ", steps[k].to_string(), "\n");
   }
   return out;
 }
 
-RedistributePlan plan_redistribute(const std::vector<int64_t>& global_shape,
-                                   int64_t element_size, const MeshShape& mesh,
-                                   const Placements& from, const Placements& to,
-                                   const PlanOptions& options) {
+RedistributePlan plan_redistribute(const std::vector<int64_t>& global_shape, int64_t element_size,
+                                   const MeshShape& mesh, const Placements& from,
+                                   const Placements& to, const PlanOptions& options) {
   const char* caller = "plan_redistribute";
   const Problem p = validate_inputs(caller, global_shape, element_size, mesh, from, to);
   check_not_refused(caller, p);

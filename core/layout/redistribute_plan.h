@@ -37,6 +37,9 @@ namespace dtensor {
 // which are exact when one rank holds the whole value) is a local relabel
 // (StepKind::kLocalRelabel): recorded so that executors track placements, but
 // never a collective.
+// Partials on several mesh dims are reduced in plan order. That is exact when
+// the ops commute (sum with avg, or all the same op); for a mix such as
+// [P(sum), P(max)] the result depends on that order: avoid such mixes.
 
 // Note [Redistribute plan search]
 // States are full placements lists; edges are the legal steps of Note
@@ -47,7 +50,7 @@ namespace dtensor {
 // pairs, R < S(0) < S(1) < ... < Partial ops in ReduceOp order). Every key is
 // non-decreasing along a path and the graph is finite, so the search always
 // terminates, and the tie-break makes plans deterministic. The state space is
-// at most (ndim + 1 + #partials)^mesh_ndim: 343 states for a 3-D tensor with
+// at most (ndim + 1 + #partials)^mesh_ndim: 216 states for a 3-D tensor with
 // two Partial kinds on a 3-D mesh. The CommCostModel only fills estimated_us;
 // it never changes which plan wins.
 
@@ -104,10 +107,9 @@ struct PlanOptions {
 // Example: ({8, 8}, 4, Mesh(2, 2), [S(0), S(1)], [S(1), S(0)]) gives 2
 // collectives: all_gather on mesh dim 1, all_to_all on mesh dim 0, then a
 // local chunk on mesh dim 1.
-RedistributePlan plan_redistribute(const std::vector<int64_t>& global_shape,
-                                   int64_t element_size, const MeshShape& mesh,
-                                   const Placements& from, const Placements& to,
-                                   const PlanOptions& options = {});
+RedistributePlan plan_redistribute(const std::vector<int64_t>& global_shape, int64_t element_size,
+                                   const MeshShape& mesh, const Placements& from,
+                                   const Placements& to, const PlanOptions& options = {});
 
 // REFERENCE MODEL ONLY, never used for execution: PyTorch's greedy planner
 // (torch/distributed/tensor/_redistribute.py, _gen_transform_infos, ~2.4), for

@@ -1,0 +1,95 @@
+// memcpy on CPU (ATen copies elsewhere) and ATen element-wise kernels applied
+// in rank order for reductions.
+#include "backends/fake/data_movement.h"
+
+#include <ATen/ops/add.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/mul.h>
+#include <c10/util/Exception.h>
+
+#include <cstring>
+
+namespace dtensor {
+namespace detail {
+
+// Note [Fixed reduction order]
+// A fake reduction evaluates ((x0 op x1) op x2) ... op x(n-1) over the group
+// ranks in group order, with the same ATen element-wise kernels a serial
+// reference would call on whole tensors. Element-wise kernels compute each
+// output element from the same-index inputs only, so reducing a slice gives
+// the same bits as reducing the whole tensor and slicing afterwards: results
+// are bit-identical to the serial reference and across runs, whatever the
+// thread timing. kAvg is the sum divided by n (Tensor::div_ with an integer
+// scalar), as c10d's AVG on a backend that sums first.
+
+namespace {
+
+char* data_bytes(const at::Tensor& t) { return static_cast<char*>(t.data_ptr()); }
+
+void apply(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, ReduceOp op) {
+  at::Tensor result = out;  // the *_out functions take a non-const reference
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      at::add_out(result, a, b);
+      return;
+    case ReduceOp::kProduct:
+      at::mul_out(result, a, b);
+      return;
+    case ReduceOp::kMax:
+      at::maximum_out(result, a, b);
+      return;
+    case ReduceOp::kMin:
+      at::minimum_out(result, a, b);
+      return;
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown ReduceOp");
+}
+
+}  // namespace
+
+void copy_bytes(const at::Tensor& dst, int64_t dst_offset, const at::Tensor& src,
+                int64_t src_offset, int64_t bytes) {
+  if (bytes == 0) return;
+  char* to = data_bytes(dst) + dst_offset;
+  const char* from = data_bytes(src) + src_offset;
+  if (to == from) return;
+  if (dst.is_cpu() && src.is_cpu()) {
+    std::memcpy(to, from, static_cast<size_t>(bytes));
+    return;
+  }
+  flat_view(dst, dst_offset, bytes, at::kByte).copy_(flat_view(src, src_offset, bytes, at::kByte));
+}
+
+bool overlaps(const at::Tensor& a, const at::Tensor& b) {
+  const int64_t a_bytes = nbytes(a);
+  const int64_t b_bytes = nbytes(b);
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  const char* a_begin = data_bytes(a);
+  const char* b_begin = data_bytes(b);
+  return a_begin < b_begin + b_bytes && b_begin < a_begin + a_bytes;
+}
+
+at::Tensor flat_view(const at::Tensor& owner, int64_t byte_offset, int64_t numel,
+                     c10::ScalarType dtype) {
+  return at::from_blob(data_bytes(owner) + byte_offset, {numel},
+                       at::TensorOptions().dtype(dtype).device(owner.device()));
+}
+
+void reduce_in_order(const at::Tensor& out, const std::vector<at::Tensor>& srcs, ReduceOp op) {
+  TORCH_INTERNAL_ASSERT(!srcs.empty(), "reduce_in_order needs at least one source");
+  if (srcs.size() == 1) {
+    // x / 1 == x exactly, so kAvg needs no division either.
+    if (out.data_ptr() != srcs[0].data_ptr()) at::Tensor(out).copy_(srcs[0]);
+    return;
+  }
+  apply(out, srcs[0], srcs[1], op);
+  for (size_t k = 2; k < srcs.size(); ++k) apply(out, out, srcs[k], op);
+  if (op == ReduceOp::kAvg) at::Tensor(out).div_(static_cast<int64_t>(srcs.size()));
+}
+
+}  // namespace detail
+}  // namespace dtensor

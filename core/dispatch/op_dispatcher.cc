@@ -1,0 +1,256 @@
+// The boxed DTensor kernel: unwrap -> propagate (cached) -> redistribute
+// inputs -> run on local tensors -> wrap outputs.
+#include "core/dispatch/op_dispatcher.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <memory>
+#include <mutex>
+
+#include "core/dispatch/dispatch_mode.h"
+#include "core/dispatch/sharding_propagator.h"
+#include "core/dtensor_impl.h"
+#include "core/ops/builtin_rules.h"
+#include "core/redistribute.h"
+
+namespace dtensor {
+namespace {
+
+std::string full_op_name(const c10::OperatorHandle& op) {
+  const c10::OperatorName& name = op.operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+// Spec of a plain tensor taken as Replicate on `mesh`.
+DTensorSpec replicated_spec(const at::Tensor& t, const DeviceMesh& mesh) {
+  return DTensorSpec{mesh, Placements(static_cast<size_t>(mesh.ndim()), Replicate()),
+                     TensorMeta{t.sizes().vec(), t.strides().vec(), t.scalar_type()}};
+}
+
+struct Unwrapped {
+  std::vector<at::Tensor> locals;        // local tensor per input, parallel to call.inputs
+  std::vector<bool> plain;               // input was a plain tensor
+  std::vector<std::pair<size_t, int64_t>> plain_pending;  // plain tensors before the mesh is known
+};
+
+const DeviceMesh* find_mesh(const std::vector<c10::IValue>& args) {
+  for (const auto& value : args) {
+    if (value.isTensor()) {
+      if (auto* impl = dtensor_impl(value.toTensor())) return &impl->spec().mesh;
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorVector()) {
+        if (auto* impl = dtensor_impl(t)) return &impl->spec().mesh;
+      }
+    } else if (value.isList()) {
+      for (const c10::IValue& element : value.toListRef()) {
+        if (element.isTensor()) {
+          if (auto* impl = dtensor_impl(element.toTensor())) return &impl->spec().mesh;
+        }
+      }
+    }
+  }
+  return nullptr;
+}
+
+void add_input(OpCall& call, Unwrapped& u, const at::Tensor& t, size_t arg, int64_t list_index) {
+  if (!t.defined()) return;
+  if (DTensorImpl* impl = dtensor_impl(t)) {
+    TORCH_CHECK(impl->spec().mesh == call.mesh, call.name, ": DTensor arguments live on different "
+                "meshes (", impl->spec().mesh.to_string(), " and ", call.mesh.to_string(),
+                "); redistribute them onto one mesh first");
+    call.inputs.push_back(impl->spec());
+    u.locals.push_back(impl->local());
+    u.plain.push_back(false);
+  } else {
+    TORCH_CHECK(t.dim() == 0 || ImplicitReplicationGuard::active(), call.name,
+                ": argument ", arg, " is a plain tensor of shape ", t.sizes(),
+                " mixed with DTensors (rank ", call.mesh.global_rank(), "). Make it a DTensor "
+                "(distribute_tensor(t, mesh, {Replicate()}) or DTensor::from_local), or wrap "
+                "the call in a dtensor::ImplicitReplicationGuard to treat it as replicated");
+    call.inputs.push_back(replicated_spec(t, call.mesh));
+    u.locals.push_back(t);
+    u.plain.push_back(true);
+  }
+  call.positions.push_back(TensorArgPosition{arg, list_index});
+}
+
+// Non-tensor arguments that can change a sharding decision, as integers.
+void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
+  if (v.isInt()) {
+    key->insert(key->end(), {1, v.toInt()});
+  } else if (v.isBool()) {
+    key->insert(key->end(), {2, v.toBool() ? 1 : 0});
+  } else if (v.isIntList()) {
+    key->push_back(3);
+    for (int64_t x : v.toIntVector()) key->push_back(x);
+    key->push_back(-3);
+  } else if (v.isDouble()) {
+    key->push_back(4);  // value left out: see Note [Sharding cache key]
+  } else if (v.isScalar()) {
+    at::Scalar s = v.toScalar();
+    key->insert(key->end(), {5, static_cast<int64_t>(s.type())});
+  } else if (v.isNone()) {
+    key->push_back(6);
+  } else if (v.isString()) {
+    key->push_back(7);
+    for (char c : v.toStringRef()) key->push_back(c);
+  } else if (v.isTensor() || v.isTensorList() || v.isList()) {
+    key->push_back(8);  // tensors are keyed by their specs
+  } else if (v.isDevice()) {
+    key->insert(key->end(), {9, static_cast<int64_t>(v.toDevice().type())});
+  } else {
+    key->push_back(10);
+  }
+}
+
+void unwrap_args(OpCall& call, Unwrapped& u, std::vector<int64_t>* key) {
+  const auto& args = *call.args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
+    append_arg_key(v, key);
+    if (v.isTensor()) {
+      add_input(call, u, v.toTensor(), i, -1);
+    } else if (v.isTensorList()) {
+      auto tensors = v.toTensorVector();
+      for (size_t j = 0; j < tensors.size(); ++j) add_input(call, u, tensors[j], i, static_cast<int64_t>(j));
+    } else if (v.isList()) {
+      const auto& list = v.toListRef();
+      for (size_t j = 0; j < list.size(); ++j) {
+        if (list[j].isTensor()) add_input(call, u, list[j].toTensor(), i, static_cast<int64_t>(j));
+      }
+    }
+  }
+}
+
+// The flattened index of the tensor input written in place (first `a!` arg).
+int64_t written_input(const OpCall& call) {
+  const auto& schema = call.op->schema();
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const auto& info = schema.arguments()[call.positions[i].arg_index].alias_info();
+    if (info != nullptr && info->isWrite()) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+// Arguments with the (redistributed) local tensors in place of the DTensors.
+std::vector<c10::IValue> local_args(const OpCall& call, const ShardingPlan& plan,
+                                   const std::vector<at::Tensor>& locals) {
+  std::vector<c10::IValue> stack = *call.args;
+  for (const auto& [index, value] : plan.local_arg_overrides) stack[index] = value;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const TensorArgPosition& pos = call.positions[i];
+    c10::IValue& slot = stack[pos.arg_index];
+    if (pos.list_index < 0) {
+      slot = locals[i];
+    } else if (slot.isTensorList()) {
+      auto tensors = slot.toTensorVector();
+      tensors[static_cast<size_t>(pos.list_index)] = locals[i];
+      slot = c10::IValue(tensors);
+    } else {
+      auto copy = slot.toOptionalTensorList().copy();
+      copy.set(static_cast<size_t>(pos.list_index), c10::optional<at::Tensor>(locals[i]));
+      slot = c10::IValue(copy);
+    }
+  }
+  if (plan.local_args_fixup) plan.local_args_fixup(stack);
+  return stack;
+}
+
+at::Tensor wrap_one(const at::Tensor& local, const OpCall& call, const ShardingPlan& plan, size_t* next) {
+  size_t o = (*next)++;
+  if (!local.defined()) return local;
+  return make_dtensor(local, DTensorSpec{call.mesh, plan.output_placements[o], call.outputs[o]});
+}
+
+c10::IValue wrap_output(const c10::IValue& value, const OpCall& call, const ShardingPlan& plan,
+                        size_t* next) {
+  if (value.isTensor()) return wrap_one(value.toTensor(), call, plan, next);
+  if (value.isTensorList()) {
+    std::vector<at::Tensor> out;
+    for (const at::Tensor& t : value.toTensorVector()) out.push_back(wrap_one(t, call, plan, next));
+    return c10::IValue(out);
+  }
+  return value;
+}
+
+void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t num_args = op.schema().arguments().size();
+  std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - num_args),
+                                std::make_move_iterator(stack->end()));
+  stack->erase(stack->end() - num_args, stack->end());
+  OpCall call;
+  call.op = &op;
+  call.name = full_op_name(op);
+  call.args = &args;
+  const DeviceMesh* mesh = find_mesh(args);
+  TORCH_CHECK(mesh != nullptr, call.name, ": dispatched to DTensor but no argument is a DTensor");
+  call.mesh = *mesh;
+  Unwrapped u;
+  std::vector<int64_t> key;
+  unwrap_args(call, u, &key);
+  call.self_input = written_input(call);
+  const PropagationResult& result = propagate(call, key);
+  const ShardingPlan& plan = result.plan;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    if (plan.input_placements[i] != call.inputs[i].placements) {
+      u.locals[i] = redistribute_local(u.locals[i], call.inputs[i], plan.input_placements[i]);
+    }
+  }
+  std::vector<c10::IValue> local_stack = local_args(call, plan, u.locals);
+  op.callBoxed(&local_stack);
+  const auto& returns = op.schema().returns();
+  size_t next_output = 0;
+  for (size_t r = 0; r < local_stack.size(); ++r) {
+    const auto* alias = r < returns.size() ? returns[r].alias_info() : nullptr;
+    if (alias != nullptr && alias->isWrite() && call.self_input >= 0) {
+      // In-place / out=: return the DTensor that was passed in.
+      const TensorArgPosition& pos = call.positions[static_cast<size_t>(call.self_input)];
+      if (plan.self_placements_change) {
+        dtensor_impl(args[pos.arg_index].toTensor())
+            ->set_local_and_spec(u.locals[static_cast<size_t>(call.self_input)],
+                                 DTensorSpec{call.mesh, plan.output_placements[next_output],
+                                             call.outputs[next_output]});
+      }
+      ++next_output;
+      stack->push_back(args[pos.arg_index]);
+    } else {
+      stack->push_back(wrap_output(local_stack[r], call, plan, &next_output));
+    }
+  }
+}
+
+void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  (void)stack;
+  TORCH_CHECK(false, full_op_name(op), " reached the DTensor dispatcher, which was set up before "
+              "this operator was registered; call dtensor::init() again after loading it, or "
+              "use local_map / to_local()");
+}
+
+}  // namespace
+
+void init() {
+  static std::once_flag once;
+  static std::unique_ptr<torch::Library> kernels;
+  static std::unique_ptr<torch::Library> fallback;
+  std::call_once(once, [] {
+    register_builtin_rules(ShardingRegistry::global());
+    kernels = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                               c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    auto& dispatcher = c10::Dispatcher::singleton();
+    for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+      if (name.name.rfind("aten::", 0) != 0) continue;
+      auto handle = dispatcher.findOp(name);
+      if (!handle || handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) continue;
+      if (handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
+      const std::string full = name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+      kernels->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&dtensor_kernel>());
+    }
+    fallback = std::make_unique<torch::Library>(torch::Library::IMPL, "_",
+                                                c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    fallback->fallback(torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
+  });
+}
+
+}  // namespace dtensor

@@ -1,0 +1,165 @@
+// Output metadata through the meta device, rule lookup, and the bounded
+// per-thread cache in front of both.
+#include "core/dispatch/sharding_propagator.h"
+
+#include <ATen/Functions.h>
+#include <c10/util/Exception.h>
+
+#include <unordered_map>
+
+#include "core/dispatch/sharding_registry.h"
+
+namespace dtensor {
+namespace {
+
+// Note [Sharding cache key]
+// A decision depends on the operator, the input specs and the non-tensor
+// arguments that shape it (dims, sizes, flags, dtypes). Floating-point scalar
+// VALUES are left out on purpose (only their kind is kept): optimizers pass a
+// new learning-rate or bias-correction scalar every step, and keying on them
+// would grow the cache without bound. No built-in rule reads a float value.
+struct CacheKey {
+  const void* op = nullptr;
+  std::vector<int64_t> args;
+  std::vector<DTensorSpec> inputs;
+  uint64_t registry_generation = 0;
+  size_t hash = 0;
+
+  bool operator==(const CacheKey& other) const {
+    return op == other.op && hash == other.hash && registry_generation == other.registry_generation &&
+           args == other.args && inputs == other.inputs;
+  }
+};
+
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& key) const { return key.hash; }
+};
+
+// Bounded: cleared when full, so a program with ever-changing shapes costs
+// recomputation, never unbounded memory.
+constexpr size_t kMaxCacheEntries = 8192;
+
+struct ThreadCache {
+  std::unordered_map<CacheKey, PropagationResult, CacheKeyHash> entries;
+  PropagationCacheStats stats;
+};
+
+ThreadCache& thread_cache() {
+  thread_local ThreadCache cache;
+  return cache;
+}
+
+// Note [Output shapes without a meta kernel]
+// Output metadata comes from running the operator on the meta device with
+// the global shapes. LibTorch 1.13 lacks meta kernels for some operators
+// (relu, for one); for those the operator runs once on zero-filled CPU tensors
+// of the global shapes instead. That costs one global-sized computation per
+// cache miss, never per call.
+at::Tensor shape_tensor(const TensorMeta& meta, c10::DeviceType device) {
+  auto options = at::TensorOptions().dtype(meta.dtype).device(device);
+  if (device == c10::kMeta) return at::empty_strided(meta.shape, meta.stride, options);
+  return at::zeros(meta.shape, options).as_strided(meta.shape, meta.stride);
+}
+
+void collect_tensor_metas(const c10::IValue& value, std::vector<TensorMeta>* out) {
+  auto add = [&](const at::Tensor& t) {
+    if (!t.defined()) {
+      out->push_back(TensorMeta{});
+      return;
+    }
+    out->push_back(TensorMeta{t.sizes().vec(), t.strides().vec(), t.scalar_type()});
+  };
+  if (value.isTensor()) {
+    add(value.toTensor());
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& t : value.toTensorVector()) add(t);
+  } else if (value.isTuple()) {
+    for (const auto& element : value.toTupleRef().elements()) collect_tensor_metas(element, out);
+  }
+}
+
+// Runs the operator on stand-ins (meta or CPU) of the inputs' global shapes.
+std::vector<TensorMeta> output_metas_on(const OpCall& call, c10::DeviceType device) {
+  std::vector<c10::IValue> stack = *call.args;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const TensorArgPosition& pos = call.positions[i];
+    at::Tensor meta = shape_tensor(call.inputs[i].meta, device);
+    if (pos.list_index < 0) {
+      stack[pos.arg_index] = meta;
+    } else {
+      c10::IValue& list = stack[pos.arg_index];
+      if (list.isTensorList()) {
+        auto tensors = list.toTensorVector();
+        tensors[static_cast<size_t>(pos.list_index)] = meta;
+        list = c10::IValue(tensors);
+      } else {
+        auto optionals = list.toOptionalTensorList();
+        c10::List<c10::optional<at::Tensor>> copy = optionals.copy();
+        copy.set(static_cast<size_t>(pos.list_index), c10::optional<at::Tensor>(meta));
+        list = c10::IValue(copy);
+      }
+    }
+  }
+  call.op->callBoxed(&stack);
+  std::vector<TensorMeta> metas;
+  for (const auto& value : stack) collect_tensor_metas(value, &metas);
+  return metas;
+}
+
+size_t hash_key(const CacheKey& key) {
+  size_t h = reinterpret_cast<size_t>(key.op);
+  for (int64_t a : key.args) h = h * 1000003u ^ static_cast<size_t>(a);
+  for (const auto& spec : key.inputs) h = h * 31 + spec.hash();
+  return h;
+}
+
+}  // namespace
+
+const PropagationResult& propagate(OpCall& call, const std::vector<int64_t>& arg_key) {
+  ThreadCache& cache = thread_cache();
+  CacheKey key{&call.op->schema(), arg_key, call.inputs, ShardingRegistry::global().generation()};
+  key.hash = hash_key(key);
+  auto it = cache.entries.find(key);
+  if (it != cache.entries.end()) {
+    ++cache.stats.hits;
+    call.outputs = it->second.output_metas;
+    return it->second;
+  }
+  ++cache.stats.misses;
+  auto rule = ShardingRegistry::global().find(call.name);
+  TORCH_CHECK(rule.has_value(), call.describe(), ": this operator has no DTensor sharding rule. "
+              "Register one with dtensor::register_sharding(\"", call.name,
+              "\", fn), run your code on local shards with dtensor::local_map, "
+              "or redistribute to Replicate and use to_local()");
+  PropagationResult result;
+  try {
+    result.output_metas = output_metas_on(call, c10::kMeta);
+  } catch (const c10::Error&) {
+    try {
+      result.output_metas = output_metas_on(call, c10::kCPU);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, call.describe(), ": could not infer the global output shapes: ",
+                  e.what_without_backtrace());
+    }
+  }
+  call.outputs = result.output_metas;
+  result.plan = (*rule)(call);
+  TORCH_INTERNAL_ASSERT(result.plan.input_placements.size() == call.inputs.size(), call.name,
+                        ": rule returned ", result.plan.input_placements.size(),
+                        " input placements for ", call.inputs.size(), " inputs");
+  TORCH_INTERNAL_ASSERT(result.plan.output_placements.size() == call.outputs.size(), call.name,
+                        ": rule returned ", result.plan.output_placements.size(),
+                        " output placements for ", call.outputs.size(), " outputs");
+  if (cache.entries.size() >= kMaxCacheEntries) cache.entries.clear();
+  return cache.entries.emplace(std::move(key), std::move(result)).first->second;
+}
+
+PropagationCacheStats propagation_cache_stats() {
+  PropagationCacheStats stats = thread_cache().stats;
+  stats.size = thread_cache().entries.size();
+  return stats;
+}
+
+void clear_propagation_cache() { thread_cache().entries.clear(); }
+
+}  // namespace dtensor

@@ -1,0 +1,166 @@
+// Rule registry and the per-mesh-dim expansion with its cost comparison.
+#include "core/dispatch/sharding_registry.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include "core/layout/shard_layout.h"
+
+namespace dtensor {
+
+std::string OpCall::describe() const {
+  std::ostringstream out;
+  out << name << "(";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    out << (i ? ", " : "") << to_string(inputs[i].placements) << " "
+        << c10::toString(inputs[i].meta.dtype) << c10::IntArrayRef(inputs[i].meta.shape);
+  }
+  out << ") on " << mesh.to_string() << ", rank " << mesh.global_rank();
+  return out.str();
+}
+
+namespace {
+constexpr double kImpossible = std::numeric_limits<double>::infinity();
+
+double local_bytes_of(const DTensorSpec& spec) {
+  int64_t numel = 1;
+  for (int64_t s : spec.local_shape()) numel *= s;
+  return static_cast<double>(numel) * static_cast<double>(c10::elementSize(spec.meta.dtype));
+}
+}  // namespace
+
+// Note [Choosing among candidates]
+// Costs are bytes per rank of the collective the change needs, with ring
+// formulas (n = mesh dim size, b = this rank's bytes before the change):
+//   S->R all_gather (n-1)*b; P->R all_reduce 2(n-1)/n*b; P->S reduce_scatter
+//   (n-1)/n*b; S(i)->S(j) all_to_all (n-1)/n*b; R->S and R->P(sum) are local
+//   and free; S->P impossible. A tiny epsilon per change prefers candidates that
+//   keep placements when bytes tie (e.g. empty tensors).
+double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placement& from,
+                             const Placement& to) {
+  if (from == to) return 0.0;
+  const double n = static_cast<double>(spec.mesh.size(mesh_dim));
+  const double b = local_bytes_of(spec);
+  const double epsilon = 1e-3;
+  if (n == 1) return epsilon;
+  if (from.is_shard()) {
+    if (to.is_replicate()) return (n - 1) * b + epsilon;
+    if (to.is_shard()) return (n - 1) / n * b + epsilon;
+    return kImpossible;
+  }
+  if (from.is_partial()) {
+    if (to.is_replicate()) return 2 * (n - 1) / n * b + epsilon;
+    if (to.is_shard()) return (n - 1) / n * b + epsilon;
+    return kImpossible;  // Partial(op1) -> Partial(op2)
+  }
+  // from Replicate
+  if (to.is_shard()) return epsilon;
+  if (to.is_partial()) {
+    return to.reduce_op() == ReduceOp::kSum || to.reduce_op() == ReduceOp::kAvg ? 2 * epsilon
+                                                                                : kImpossible;
+  }
+  return 0.0;
+}
+
+namespace {
+
+double strategy_cost(const OpCall& call, int mesh_dim, const DimStrategy& s) {
+  double cost = 0;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const Placement& current = call.inputs[i].placements[static_cast<size_t>(mesh_dim)];
+    cost += placement_change_cost(call.inputs[i], mesh_dim, current, s.inputs[i]);
+  }
+  return cost;
+}
+
+bool keeps_self(const OpCall& call, int mesh_dim, const DimStrategy& s) {
+  if (call.self_input < 0) return true;
+  const auto self = static_cast<size_t>(call.self_input);
+  const Placement& current = call.inputs[self].placements[static_cast<size_t>(mesh_dim)];
+  return s.inputs[self] == current && !s.outputs.empty() && s.outputs[0] == current;
+}
+
+std::string candidates_text(const std::vector<DimStrategy>& candidates) {
+  std::ostringstream out;
+  for (const auto& c : candidates) {
+    out << "\n  inputs " << to_string(c.inputs) << " -> outputs " << to_string(c.outputs);
+  }
+  return out.str();
+}
+
+}  // namespace
+
+ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
+  ShardingPlan plan;
+  plan.input_placements.assign(call.inputs.size(), Placements(call.mesh_ndim()));
+  plan.output_placements.assign(call.outputs.size(), Placements(call.mesh_ndim()));
+  for (int d = 0; d < call.mesh_ndim(); ++d) {
+    std::vector<DimStrategy> candidates = rule(call, d);
+    const DimStrategy* best = nullptr;
+    double best_cost = kImpossible;
+    for (const auto& c : candidates) {
+      TORCH_INTERNAL_ASSERT(c.inputs.size() == call.inputs.size() &&
+                            c.outputs.size() == call.outputs.size());
+      if (!keeps_self(call, d, c)) continue;
+      double cost = strategy_cost(call, d, c);
+      if (cost < best_cost) {
+        best = &c;
+        best_cost = cost;
+      }
+    }
+    TORCH_CHECK(best != nullptr, call.describe(), ": no sharding strategy fits mesh dim ", d,
+                call.self_input >= 0
+                    ? " without changing the placement of the tensor written in place; "
+                      "redistribute it first (e.g. to Replicate) or use the out-of-place op"
+                    : "; redistribute the inputs first",
+                ". Candidates:", candidates_text(candidates));
+    for (size_t i = 0; i < call.inputs.size(); ++i) plan.input_placements[i][d] = best->inputs[i];
+    for (size_t o = 0; o < call.outputs.size(); ++o) plan.output_placements[o][d] = best->outputs[o];
+  }
+  return plan;
+}
+
+ShardingRule per_mesh_dim(DimRule rule) {
+  return [rule = std::move(rule)](const OpCall& call) { return expand_per_mesh_dim(call, rule); };
+}
+
+ShardingRegistry& ShardingRegistry::global() {
+  static ShardingRegistry* registry = new ShardingRegistry();  // never destroyed: used at exit
+  return *registry;
+}
+
+void ShardingRegistry::add(const std::vector<std::string>& op_names, ShardingRule rule) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& name : op_names) rules_[name] = rule;
+  ++generation_;
+}
+
+std::optional<ShardingRule> ShardingRegistry::find(const std::string& full_name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = rules_.find(full_name);
+  if (it != rules_.end()) return it->second;
+  auto dot = full_name.find('.');
+  if (dot != std::string::npos) {
+    it = rules_.find(full_name.substr(0, dot));
+    if (it != rules_.end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> ShardingRegistry::names() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> names;
+  for (const auto& [name, rule] : rules_) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+uint64_t ShardingRegistry::generation() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return generation_;
+}
+
+}  // namespace dtensor

@@ -1,0 +1,62 @@
+// ShardingRegistry: operator name -> sharding rule. Rules are registered
+// explicitly (register_builtin_rules) and users may add or override them
+// (register_sharding). Most rules are written for one mesh dim at a time and
+// expanded to the whole mesh by expand_per_mesh_dim.
+//   registry.add({"aten::relu"}, pointwise_rule());
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dispatch/op_call.h"
+
+namespace dtensor {
+
+using ShardingRule = std::function<ShardingPlan(const OpCall&)>;
+
+/// One acceptable assignment of placements on a single mesh dim.
+struct DimStrategy {
+  std::vector<Placement> inputs;   // one per tensor input
+  std::vector<Placement> outputs;  // one per tensor output
+};
+
+/// Candidates for one mesh dim, given the inputs' current placements there.
+using DimRule = std::function<std::vector<DimStrategy>(const OpCall&, int mesh_dim)>;
+
+/// Runs `rule` for every mesh dim and keeps, per mesh dim, the candidate whose
+/// input redistributions cost least (see Note [Choosing among candidates]).
+/// In-place ops only accept candidates that keep the written input's placement.
+ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule);
+ShardingRule per_mesh_dim(DimRule rule);
+
+/// Cost of moving one tensor's data on one mesh dim from `from` to `to`, in
+/// bytes per rank (infinite when impossible, e.g. Shard -> Partial).
+double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placement& from,
+                             const Placement& to);
+
+class ShardingRegistry {
+ public:
+  /// The registry used by the dispatcher (built-ins registered by init()).
+  static ShardingRegistry& global();
+
+  /// Registers `rule` for each operator name ("aten::mm" matches every
+  /// overload; "aten::add.Tensor" one overload). Later registrations win.
+  void add(const std::vector<std::string>& op_names, ShardingRule rule);
+  /// The rule for "aten::add.Tensor": the exact overload first, then the base name.
+  std::optional<ShardingRule> find(const std::string& full_name) const;
+  /// Every name with a rule, sorted.
+  std::vector<std::string> names() const;
+  /// Increases on every registration, so caches keyed on rules can drop entries.
+  uint64_t generation() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, ShardingRule> rules_;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace dtensor

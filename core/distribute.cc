@@ -1,0 +1,109 @@
+// distribute_tensor: rank src's global tensor becomes a DTensor, mesh dim by
+// mesh dim (scatter for Shard, broadcast for Replicate/Partial), like
+// PyTorch's distribute_tensor. The result is a leaf that requires grad when
+// the input does (PyTorch's behaviour: parameters are built this way).
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include "core/dispatch/op_dispatcher.h"
+#include "core/dtensor.h"
+#include "core/dtensor_impl.h"
+#include "core/layout/layout_error.h"
+#include "core/layout/shard_layout.h"
+
+namespace dtensor {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+
+// Scatters chunks of `current` along `dim` from group rank `root` over `mesh_dim`.
+at::Tensor scatter_dim(const at::Tensor& current, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
+                       int64_t root) {
+  Communicator& comm = mesh.communicator(mesh_dim);
+  const int64_t n = comm.size();
+  const int64_t extent = current.size(dim);
+  const int64_t chunk = ceil_div(extent, n);
+  std::vector<int64_t> piece_shape = current.sizes().vec();
+  piece_shape[static_cast<size_t>(dim)] = chunk;
+  at::Tensor output = at::empty(piece_shape, current.options());
+  std::vector<at::Tensor> inputs;
+  if (comm.rank() == root) {
+    for (int64_t j = 0; j < n; ++j) {
+      ChunkSpan span = chunk_span(extent, n, j);
+      at::Tensor piece = at::zeros(piece_shape, current.options());
+      piece.narrow(dim, 0, span.size).copy_(current.narrow(dim, span.offset, span.size));
+      inputs.push_back(piece);
+    }
+  }
+  ScatterOptions options;
+  options.root = root;
+  comm.scatter(output, inputs, options);
+  return output.narrow(dim, 0, chunk_span(extent, n, comm.rank()).size).contiguous();
+}
+
+at::Tensor local_piece(at::Tensor current, const DeviceMesh& mesh, const Placements& placements,
+                       std::optional<int64_t> src_rank) {
+  std::vector<int64_t> src_coordinate;
+  if (src_rank) src_coordinate = mesh.mesh_shape().coordinate_of(*src_rank);
+  for (int i = 0; i < mesh.ndim(); ++i) {
+    const Placement& p = placements[static_cast<size_t>(i)];
+    const int64_t n = mesh.size(i);
+    if (src_rank && n > 1) {
+      const int64_t root = src_coordinate[static_cast<size_t>(i)];
+      if (p.is_shard()) {
+        current = scatter_dim(current, mesh, i, p.shard_dim(), root);
+        continue;
+      }
+      current = current.contiguous().clone();
+      BroadcastOptions options;
+      options.root = root;
+      mesh.communicator(i).broadcast(current, options);
+    } else if (p.is_shard()) {
+      ChunkSpan span = chunk_span(current.size(p.shard_dim()), n, mesh.get_local_rank(i));
+      current = current.narrow(p.shard_dim(), span.offset, span.size);
+    }
+    if (p.is_partial() && p.reduce_op() == ReduceOp::kSum) current = current / n;
+  }
+  return current;
+}
+
+}  // namespace
+
+DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, Placements placements,
+                          const DistributeOptions& options) {
+  init();
+  TORCH_CHECK(tensor.defined(), "distribute_tensor: the tensor is undefined");
+  TORCH_CHECK(!is_dtensor(tensor), "distribute_tensor: the tensor is already a DTensor; use "
+              "redistribute to change its placements");
+  try {
+    placements = validate_placements(placements, mesh.mesh_shape(), tensor.dim());
+  } catch (const LayoutError& e) {
+    TORCH_CHECK(false, "distribute_tensor of shape ", tensor.sizes(), " on rank ", mesh.global_rank(),
+                ": ", e.what());
+  }
+  for (const Placement& p : placements) {
+    TORCH_CHECK(!p.is_partial() || p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg,
+                "distribute_tensor: ", p.to_string(), " cannot be made from a full tensor; use "
+                "Partial(sum), Partial(avg), or DTensor::from_local with your partial values");
+  }
+  TORCH_CHECK(!options.src_data_rank || (*options.src_data_rank >= 0 && *options.src_data_rank < mesh.size()),
+              "distribute_tensor: src_data_rank ", *options.src_data_rank, " is not a rank of ",
+              mesh.to_string());
+  at::Tensor local;
+  {
+    torch::autograd::AutoGradMode no_grad(false);
+    at::Tensor source = tensor.detach().to(mesh.device());
+    local = local_piece(source, mesh, placements, options.src_data_rank);
+    // Never alias the caller's tensor: the DTensor owns its shard.
+    if (local.storage().is_alias_of(source.storage())) local = local.clone();
+    local = local.contiguous();
+  }
+  DTensorSpec spec{mesh, placements,
+                   TensorMeta{tensor.sizes().vec(), contiguous_strides(tensor.sizes().vec()), tensor.scalar_type()}};
+  at::Tensor out = make_dtensor(local, spec);
+  if (tensor.requires_grad()) out.set_requires_grad(true);
+  return DTensor(out);
+}
+
+}  // namespace dtensor

@@ -1,0 +1,209 @@
+// DTensor methods and their autograd nodes. Each differentiable entry point
+// computes its result without autograd, then attaches a backward node that
+// performs the conjugate redistribution (DESIGN.md decision 4).
+#include "core/dtensor.h"
+
+#include <ATen/Functions.h>
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <sstream>
+
+#include "core/dispatch/op_dispatcher.h"
+#include "core/dtensor_impl.h"
+#include "core/layout/layout_error.h"
+#include "core/layout/shard_layout.h"
+#include "core/redistribute.h"
+
+namespace dtensor {
+namespace {
+
+using torch::autograd::variable_list;
+
+// Placements a gradient takes on its way back: Partial becomes Replicate
+// (P->R forward => R->R backward), everything else is kept.
+Placements gradient_placements(const Placements& forward) {
+  Placements out = forward;
+  for (auto& p : out) {
+    if (p.is_partial()) p = Replicate();
+  }
+  return out;
+}
+
+at::Tensor redistribute_dtensor_no_grad(const at::Tensor& t, const Placements& to,
+                                        std::optional<c10::ScalarType> dtype) {
+  DTensorImpl* impl = dtensor_impl(t);
+  at::Tensor local = impl->local();
+  DTensorSpec spec = impl->spec();
+  if (dtype && *dtype != spec.meta.dtype) {
+    local = local.to(*dtype);
+    spec.meta.dtype = *dtype;
+  }
+  at::Tensor out = redistribute_local(local, spec, to);
+  return make_dtensor(out, spec.with_placements(to));
+}
+
+struct RedistributeBackward : torch::autograd::Node {
+  Placements target;
+  std::optional<c10::ScalarType> backward_dtype;
+  c10::ScalarType input_dtype;
+  std::string name() const override { return "dtensor::RedistributeBackward"; }
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined()) return {at::Tensor()};
+    TORCH_CHECK(is_dtensor(grads[0]), "RedistributeBackward: the gradient is not a DTensor");
+    at::Tensor g = redistribute_dtensor_no_grad(grads[0], target, backward_dtype);
+    if (DTensorImpl* impl = dtensor_impl(g); impl->spec().meta.dtype != input_dtype) {
+      g = redistribute_dtensor_no_grad(g, target, input_dtype);
+    }
+    return {g};
+  }
+};
+
+// Gradient of from_local: the DTensor gradient, laid out like the forward
+// input, as a local tensor.
+struct FromLocalBackward : torch::autograd::Node {
+  Placements target;
+  std::string name() const override { return "dtensor::FromLocalBackward"; }
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined()) return {at::Tensor()};
+    at::Tensor g = grads[0];
+    if (is_dtensor(g)) {
+      g = dtensor_impl(redistribute_dtensor_no_grad(g, target, std::nullopt))->local();
+    }
+    return {g};
+  }
+};
+
+// Gradient of to_local: the local gradient wrapped with the forward's global
+// metadata and the requested gradient placements.
+struct ToLocalBackward : torch::autograd::Node {
+  DTensorSpec grad_spec;
+  std::string name() const override { return "dtensor::ToLocalBackward"; }
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined()) return {at::Tensor()};
+    TORCH_CHECK(!is_dtensor(grads[0]), "ToLocalBackward: the gradient of a local tensor is a DTensor");
+    return {make_dtensor(grads[0], grad_spec)};
+  }
+};
+
+template <typename NodeT>
+void attach(const at::Tensor& input, at::Tensor& output, std::shared_ptr<NodeT> node) {
+  node->set_next_edges(torch::autograd::collect_next_edges(input));
+  torch::autograd::set_history(output, node);
+}
+
+bool needs_grad(const at::Tensor& input) {
+  return torch::autograd::GradMode::is_enabled() && input.requires_grad();
+}
+
+std::vector<int64_t> even_global_shape(const at::Tensor& local, const DeviceMesh& mesh,
+                                       const Placements& placements) {
+  try {
+    return global_shape_from_even_local(local.sizes().vec(), mesh.mesh_shape(), placements);
+  } catch (const LayoutError& e) {
+    TORCH_CHECK(false, "DTensor::from_local: ", e.what());
+  }
+}
+
+Placements checked_placements(const Placements& placements, const DeviceMesh& mesh, int64_t ndim,
+                              const char* caller) {
+  try {
+    return validate_placements(placements, mesh.mesh_shape(), ndim);
+  } catch (const LayoutError& e) {
+    TORCH_CHECK(false, caller, " on rank ", mesh.global_rank(), ": ", e.what());
+  }
+}
+
+}  // namespace
+
+DTensor::DTensor(at::Tensor t) : at::Tensor(std::move(t)) {
+  TORCH_CHECK(is_dtensor(*this), "DTensor: the tensor ",
+              defined() ? std::string(toString()) : std::string("(undefined)"),
+              " is not a DTensor; create one with distribute_tensor or DTensor::from_local");
+}
+
+const DTensorSpec& DTensor::spec() const { return dtensor_impl(*this)->spec(); }
+const at::Tensor& DTensor::local_tensor() const { return dtensor_impl(*this)->local(); }
+
+DTensor DTensor::from_local(const at::Tensor& local, const DeviceMesh& mesh, Placements placements,
+                            const FromLocalOptions& options) {
+  init();
+  TORCH_CHECK(!is_dtensor(local), "DTensor::from_local: the local tensor is already a DTensor");
+  placements = checked_placements(placements, mesh, local.dim(), "DTensor::from_local");
+  std::vector<int64_t> shape = options.shape ? *options.shape : even_global_shape(local, mesh, placements);
+  std::vector<int64_t> stride = options.stride ? *options.stride : contiguous_strides(shape);
+  DTensorSpec spec{mesh, placements, TensorMeta{shape, stride, local.scalar_type()}};
+  TORCH_CHECK(spec.local_shape() == local.sizes().vec(), "DTensor::from_local on rank ",
+              mesh.global_rank(), ": local shape ", local.sizes(), " does not match global shape ",
+              c10::IntArrayRef(shape), " under ", dtensor::to_string(placements), " on ", mesh.to_string(),
+              " (expected local ", c10::IntArrayRef(spec.local_shape()), ")");
+  at::Tensor out;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    out = make_dtensor(local.alias(), spec);
+  }
+  if (needs_grad(local)) {
+    auto node = std::shared_ptr<FromLocalBackward>(new FromLocalBackward(), torch::autograd::deleteNode);
+    node->target = gradient_placements(placements);
+    attach(local, out, node);
+  }
+  return DTensor(out);
+}
+
+at::Tensor DTensor::to_local(std::optional<Placements> grad_placements) const {
+  const DTensorSpec& s = spec();
+  at::Tensor out;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    out = local_tensor().alias();
+  }
+  if (needs_grad(*this)) {
+    auto node = std::shared_ptr<ToLocalBackward>(new ToLocalBackward(), torch::autograd::deleteNode);
+    node->grad_spec = s.with_placements(
+        grad_placements ? checked_placements(*grad_placements, s.mesh, s.ndim(), "DTensor::to_local")
+                        : s.placements);
+    attach(*this, out, node);
+  }
+  return out;
+}
+
+DTensor DTensor::redistribute(Placements placements, const RedistributeOptions& options) const {
+  const DTensorSpec& s = spec();
+  placements = checked_placements(placements, s.mesh, s.ndim(), "DTensor::redistribute");
+  at::Tensor out;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    torch::autograd::AutoGradMode no_grad(false);
+    out = redistribute_dtensor_no_grad(*this, placements, options.forward_dtype);
+  }
+  if (needs_grad(*this)) {
+    auto node = std::shared_ptr<RedistributeBackward>(new RedistributeBackward(), torch::autograd::deleteNode);
+    node->target = gradient_placements(s.placements);
+    node->backward_dtype = options.backward_dtype;
+    node->input_dtype = s.meta.dtype;
+    attach(*this, out, node);
+  }
+  return DTensor(out);
+}
+
+at::Tensor DTensor::full_tensor(std::optional<Placements> grad_placements) const {
+  Placements replicate(static_cast<size_t>(device_mesh().ndim()), Replicate());
+  return redistribute(replicate).to_local(std::move(grad_placements));
+}
+
+std::string DTensor::to_string() const {
+  std::ostringstream out;
+  const DTensorSpec& s = spec();
+  out << "DTensor(placements=" << dtensor::to_string(s.placements) << ", mesh=" << s.mesh.to_string()
+      << ", shape=" << c10::IntArrayRef(s.meta.shape) << ", dtype=" << c10::toString(s.meta.dtype)
+      << ", rank=" << s.mesh.global_rank() << ", local=\n"
+      << local_tensor() << ")";
+  return out.str();
+}
+
+std::ostream& operator<<(std::ostream& out, const DTensor& t) { return out << t.to_string(); }
+
+}  // namespace dtensor

@@ -1,0 +1,77 @@
+// The DTensor API: a DTensor is an at::Tensor (see core/dtensor_impl.h), and
+// this class adds PyTorch's DTensor methods on top of one.
+//   DTensor w = distribute_tensor(torch::randn({16, 8}), mesh, {Shard(0)});
+//   at::Tensor y = torch::mm(x, w.t());            // y is a DTensor
+//   DTensor(y).full_tensor();                       // the global tensor on every rank
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+
+#include "core/device_mesh.h"
+#include "core/dtensor_spec.h"
+
+namespace dtensor {
+
+struct RedistributeOptions {
+  bool async_op = false;  // collectives run synchronously; kept for API parity
+  std::optional<c10::ScalarType> forward_dtype;   // cast before redistributing
+  std::optional<c10::ScalarType> backward_dtype;  // cast the gradient before its redistribution
+};
+
+struct FromLocalOptions {
+  /// Check that ranks agree on shapes (all_gather of local shapes): off by
+  /// default like PyTorch's run_check=False; turn on while debugging.
+  bool run_check = false;
+  /// Global shape/stride; needed for uneven shards (otherwise derived from
+  /// the local shape assuming even shards).
+  std::optional<std::vector<int64_t>> shape;
+  std::optional<std::vector<int64_t>> stride;
+};
+
+struct DistributeOptions {
+  /// Rank whose data is the truth (scattered/broadcast from it), or nullopt
+  /// to take every rank's own tensor and slice locally (no communication).
+  std::optional<int64_t> src_data_rank = 0;
+};
+
+class DTensor : public at::Tensor {
+ public:
+  /// Views `t` as a DTensor; throws unless is_dtensor(t).
+  DTensor(at::Tensor t);  // NOLINT(google-explicit-constructor): as at::Tensor is implicit
+
+  /// Wraps this rank's `local` shard (differentiable: gradients flow back to
+  /// `local`). Example: DTensor::from_local(torch::ones({2, 4}), mesh, {Shard(0)})
+  /// is a [2 * mesh.size(), 4] tensor of ones.
+  static DTensor from_local(const at::Tensor& local, const DeviceMesh& mesh, Placements placements,
+                            const FromLocalOptions& options = {});
+
+  /// This rank's shard (differentiable). `grad_placements` says how the
+  /// gradient of the result is laid out (e.g. {Partial()}); default: as now.
+  at::Tensor to_local(std::optional<Placements> grad_placements = std::nullopt) const;
+  /// The global tensor on every rank: redistribute to Replicate then to_local.
+  at::Tensor full_tensor(std::optional<Placements> grad_placements = std::nullopt) const;
+  /// The same tensor under other placements (differentiable; the backward
+  /// redistributes the gradient back). Example: dt.redistribute({Replicate()}).
+  DTensor redistribute(Placements placements, const RedistributeOptions& options = {}) const;
+
+  const DeviceMesh& device_mesh() const { return spec().mesh; }
+  const Placements& placements() const { return spec().placements; }
+  const DTensorSpec& spec() const;
+  /// This rank's shard without autograd (no copy).
+  const at::Tensor& local_tensor() const;
+  /// "DTensor(placements=[S(0)], mesh=DeviceMesh(cpu, (4)), shape=[8, 4], local=...)".
+  std::string to_string() const;
+};
+
+std::ostream& operator<<(std::ostream& out, const DTensor& t);
+
+/// Distributes a global tensor: every rank passes a tensor of the same shape;
+/// rank `src_data_rank`'s values become the DTensor (scatter/broadcast along
+/// each mesh dim), or each rank slices its own copy when src_data_rank is
+/// nullopt. Differentiable with respect to `tensor`.
+DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, Placements placements,
+                          const DistributeOptions& options = {});
+
+}  // namespace dtensor

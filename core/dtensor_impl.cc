@@ -1,0 +1,85 @@
+// DTensorImpl: global sizes/strides over a local shard, shallow copies that
+// keep the shard. See Note [DTensor dispatch keys].
+#include "core/dtensor_impl.h"
+
+#include <c10/util/Exception.h>
+
+namespace dtensor {
+namespace {
+
+c10::DispatchKeySet dtensor_key_set() {
+  return c10::DispatchKeySet({c10::DispatchKey::PrivateUse1, c10::DispatchKey::AutogradPrivateUse1,
+                              c10::DispatchKey::ADInplaceOrView});
+}
+
+at::Tensor without_autograd(at::Tensor local) {
+  TORCH_INTERNAL_ASSERT(!is_dtensor(local), "a DTensor must never wrap another DTensor");
+  // A local tensor with history would let autograd see through the wrapper.
+  if (local.requires_grad() || local.grad_fn()) return local.detach();
+  return local;
+}
+
+}  // namespace
+
+DTensorImpl::DTensorImpl(at::Tensor local, DTensorSpec spec)
+    : c10::TensorImpl(dtensor_key_set(), local.dtype(), local.device()),
+      local_(without_autograd(std::move(local))),
+      spec_(std::move(spec)) {
+  set_storage_access_should_throw();
+  refresh_from_spec();
+}
+
+void DTensorImpl::refresh_from_spec() {
+  TORCH_INTERNAL_ASSERT(spec_.meta.shape.size() == spec_.meta.stride.size());
+  set_sizes_and_strides(spec_.meta.shape, spec_.meta.stride);
+}
+
+void DTensorImpl::set_local_and_spec(at::Tensor local, DTensorSpec spec) {
+  local_ = without_autograd(std::move(local));
+  spec_ = std::move(spec);
+  refresh_from_spec();
+}
+
+c10::intrusive_ptr<c10::TensorImpl> DTensorImpl::shallow_copy_and_detach(
+    const c10::VariableVersion& version_counter, bool allow_tensor_metadata_change) const {
+  auto impl = c10::make_intrusive<DTensorImpl>(local_, spec_);
+  copy_tensor_metadata(this, impl.get(), version_counter, allow_tensor_metadata_change);
+  impl->refresh_numel();
+  impl->refresh_contiguous();
+  return impl;
+}
+
+c10::intrusive_ptr<c10::TensorImpl> DTensorImpl::shallow_copy_and_detach(
+    c10::VariableVersion&& version_counter, bool allow_tensor_metadata_change) const {
+  auto impl = c10::make_intrusive<DTensorImpl>(local_, spec_);
+  copy_tensor_metadata(this, impl.get(), std::move(version_counter), allow_tensor_metadata_change);
+  impl->refresh_numel();
+  impl->refresh_contiguous();
+  return impl;
+}
+
+void DTensorImpl::shallow_copy_from(const c10::intrusive_ptr<c10::TensorImpl>& impl) {
+  auto* other = dynamic_cast<DTensorImpl*>(impl.get());
+  TORCH_CHECK(other != nullptr, "cannot set the data of a DTensor to a plain tensor; assign a DTensor");
+  copy_tensor_metadata(other, this, version_counter(), allow_tensor_metadata_change());
+  local_ = other->local_;
+  spec_ = other->spec_;
+  refresh_numel();
+  refresh_contiguous();
+}
+
+at::Tensor make_dtensor(at::Tensor local, DTensorSpec spec) {
+  TORCH_CHECK(local.defined(), "make_dtensor: the local tensor is undefined");
+  return at::Tensor(c10::make_intrusive<DTensorImpl>(std::move(local), std::move(spec)));
+}
+
+DTensorImpl* dtensor_impl(const at::Tensor& t) {
+  if (!t.defined()) return nullptr;
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (!impl->key_set().has_backend(c10::BackendComponent::PrivateUse1Bit)) return nullptr;
+  return dynamic_cast<DTensorImpl*>(impl);
+}
+
+bool is_dtensor(const at::Tensor& t) { return dtensor_impl(t) != nullptr; }
+
+}  // namespace dtensor

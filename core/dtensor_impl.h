@@ -1,0 +1,55 @@
+// DTensorImpl: the TensorImpl behind a DTensor. It reports the global shape
+// and stride, holds this rank's local tensor and the DTensorSpec, and has no
+// storage. See Note [DTensor dispatch keys].
+//   at::Tensor t = make_dtensor(local, spec);   is_dtensor(t);   dtensor_impl(t)->local();
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/TensorImpl.h>
+
+#include "core/dtensor_spec.h"
+
+namespace dtensor {
+
+// Note [DTensor dispatch keys]
+// A DTensor carries PrivateUse1 (our boxed kernel, registered for every aten
+// operator by dtensor::init()), AutogradPrivateUse1 (so LibTorch's autograd
+// kernels run above us, as they run above __torch_dispatch__ in Python) and
+// ADInplaceOrView (version counters and view tracking). device() is the local
+// tensor's device, so code that asks a DTensor for its device gets the place
+// where its shard lives. The local tensor never requires grad: autograd lives
+// on the DTensor only.
+class DTensorImpl final : public c10::TensorImpl {
+ public:
+  DTensorImpl(at::Tensor local, DTensorSpec spec);
+
+  const at::Tensor& local() const { return local_; }
+  const DTensorSpec& spec() const { return spec_; }
+
+  /// Replaces local tensor and spec (used by in-place ops that change both).
+  void set_local_and_spec(at::Tensor local, DTensorSpec spec);
+
+  c10::intrusive_ptr<c10::TensorImpl> shallow_copy_and_detach(
+      const c10::VariableVersion& version_counter, bool allow_tensor_metadata_change) const override;
+  c10::intrusive_ptr<c10::TensorImpl> shallow_copy_and_detach(
+      c10::VariableVersion&& version_counter, bool allow_tensor_metadata_change) const override;
+  void shallow_copy_from(const c10::intrusive_ptr<c10::TensorImpl>& impl) override;
+
+ private:
+  const char* tensorimpl_type_name() const override { return "DTensorImpl"; }
+  void refresh_from_spec();
+
+  at::Tensor local_;
+  DTensorSpec spec_;
+};
+
+/// Wraps `local` (this rank's shard, no autograd history) as a DTensor.
+at::Tensor make_dtensor(at::Tensor local, DTensorSpec spec);
+
+/// True when `t` is a DTensor.
+bool is_dtensor(const at::Tensor& t);
+
+/// The impl of a DTensor, or nullptr for any other tensor.
+DTensorImpl* dtensor_impl(const at::Tensor& t);
+
+}  // namespace dtensor

@@ -1,0 +1,14 @@
+// Registers every built-in rule family.
+#include "core/ops/builtin_rules.h"
+
+namespace dtensor {
+
+void register_builtin_rules(ShardingRegistry& registry) {
+  register_pointwise_rules(registry);
+  register_reduction_rules(registry);
+  register_matrix_rules(registry);
+  register_view_rules(registry);
+  register_tensor_rules(registry);
+}
+
+}  // namespace dtensor

@@ -1,0 +1,18 @@
+// The built-in sharding rules, one family per file, registered explicitly.
+//   register_builtin_rules(ShardingRegistry::global());   // done by dtensor::init()
+#pragma once
+
+#include "core/dispatch/sharding_registry.h"
+
+namespace dtensor {
+
+void register_builtin_rules(ShardingRegistry& registry);
+
+// One per rule family (core/ops/<family>_rules.cc).
+void register_pointwise_rules(ShardingRegistry& registry);
+void register_reduction_rules(ShardingRegistry& registry);
+void register_matrix_rules(ShardingRegistry& registry);
+void register_view_rules(ShardingRegistry& registry);
+void register_tensor_rules(ShardingRegistry& registry);
+
+}  // namespace dtensor

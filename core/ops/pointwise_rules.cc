@@ -1,0 +1,132 @@
+// Pointwise operators with broadcasting: a sharded dim of any input shards the
+// output; Partial survives only where the op is linear in it.
+//   [S(0)] + [R] (broadcast row) -> S(0);  P(sum) + P(sum) -> P(sum);  P * R -> P
+#include <c10/util/Exception.h>
+
+#include "core/ops/builtin_rules.h"
+#include "core/ops/rule_utils.h"
+
+namespace dtensor {
+namespace {
+
+using detail::placement_of;
+
+// Note [Partial through pointwise ops]
+// sum_r(a_r) + sum_r(b_r) = sum_r(a_r + b_r): additive ops keep Partial(sum)
+// when every input is Partial(sum) (a Replicate operand would be added n
+// times). c * sum_r(a_r) = sum_r(c * a_r): multiplicative ops keep Partial
+// when exactly one input, the linear one, is Partial and the rest Replicate.
+// avg behaves like sum for both. Any other op (relu, exp, ...) needs the
+// reduced value: its Partial inputs are reduced first.
+enum class Linearity { kNone, kAdditive, kMultiplicative, kFirstArgLinear };
+
+struct Broadcast {
+  int64_t out_ndim;
+  const std::vector<int64_t>* out_shape;
+};
+
+// Tensor dim of input `i` that lines up with output dim `out_dim`, or -1 when
+// the input lacks it or broadcasts along it.
+int64_t input_dim_for(const OpCall& call, size_t i, int64_t out_dim, const Broadcast& b) {
+  const auto& shape = call.inputs[i].meta.shape;
+  const int64_t d = out_dim - (b.out_ndim - static_cast<int64_t>(shape.size()));
+  if (d < 0) return -1;
+  if (shape[static_cast<size_t>(d)] == 1 && (*b.out_shape)[static_cast<size_t>(out_dim)] != 1) return -1;
+  return d;
+}
+
+DimStrategy sharded_on(const OpCall& call, int64_t out_dim, const Broadcast& b) {
+  DimStrategy s;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    int64_t d = input_dim_for(call, i, out_dim, b);
+    s.inputs.push_back(d >= 0 ? Shard(d) : Replicate());
+  }
+  for (const auto& out : call.outputs) {
+    s.outputs.push_back(out.shape == *b.out_shape ? Shard(out_dim) : Replicate());
+  }
+  return s;
+}
+
+std::optional<DimStrategy> partial_candidate(const OpCall& call, int mesh_dim, Linearity lin) {
+  std::vector<size_t> partial;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const Placement& p = placement_of(call, i, mesh_dim);
+    if (p.is_partial()) partial.push_back(i);
+  }
+  if (partial.empty() || lin == Linearity::kNone) return std::nullopt;
+  const Placement p = placement_of(call, partial[0], mesh_dim);
+  if (p.reduce_op() != ReduceOp::kSum && p.reduce_op() != ReduceOp::kAvg) return std::nullopt;
+  DimStrategy s;
+  if (lin == Linearity::kAdditive) {
+    for (size_t i = 0; i < call.inputs.size(); ++i) s.inputs.push_back(p);  // all must be Partial
+  } else {
+    if (partial.size() != 1) return std::nullopt;
+    if (lin == Linearity::kFirstArgLinear && partial[0] != 0) return std::nullopt;
+    for (size_t i = 0; i < call.inputs.size(); ++i) s.inputs.push_back(i == partial[0] ? p : Replicate());
+  }
+  s.outputs.assign(call.outputs.size(), p);
+  return s;
+}
+
+DimRule pointwise(Linearity lin) {
+  return [lin](const OpCall& call, int mesh_dim) {
+    TORCH_CHECK(!call.outputs.empty(), call.describe(), ": pointwise op without outputs");
+    Broadcast b{static_cast<int64_t>(call.outputs[0].shape.size()), &call.outputs[0].shape};
+    std::vector<DimStrategy> candidates;
+    candidates.push_back(detail::all_replicate(call));
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      const Placement& p = placement_of(call, i, mesh_dim);
+      if (!p.is_shard()) continue;
+      const int64_t in_ndim = static_cast<int64_t>(call.inputs[i].meta.shape.size());
+      const int64_t out_dim = p.shard_dim() + (b.out_ndim - in_ndim);
+      if (out_dim >= 0 && input_dim_for(call, i, out_dim, b) == p.shard_dim()) {
+        candidates.push_back(sharded_on(call, out_dim, b));
+      }
+    }
+    if (auto partial = partial_candidate(call, mesh_dim, lin)) candidates.push_back(*partial);
+    return candidates;
+  };
+}
+
+std::vector<std::string> with_inplace(const std::vector<std::string>& names) {
+  std::vector<std::string> all = names;
+  for (const auto& n : names) all.push_back(n + "_");
+  return all;
+}
+
+}  // namespace
+
+void register_pointwise_rules(ShardingRegistry& registry) {
+  registry.add(with_inplace({"aten::add", "aten::sub"}), per_mesh_dim(pointwise(Linearity::kAdditive)));
+  registry.add(with_inplace({"aten::mul"}), per_mesh_dim(pointwise(Linearity::kMultiplicative)));
+  registry.add(with_inplace({"aten::div", "aten::true_divide"}),
+               per_mesh_dim(pointwise(Linearity::kFirstArgLinear)));
+  registry.add(with_inplace({"aten::neg"}), per_mesh_dim(pointwise(Linearity::kMultiplicative)));
+  // Linear in their first (gradient) argument, given the others replicated.
+  registry.add({"aten::threshold_backward", "aten::gelu_backward", "aten::silu_backward",
+                "aten::sigmoid_backward", "aten::tanh_backward", "aten::hardtanh_backward",
+                "aten::leaky_relu_backward", "aten::elu_backward", "aten::softplus_backward",
+                "aten::masked_fill", "aten::masked_fill_"},
+               per_mesh_dim(pointwise(Linearity::kFirstArgLinear)));
+  registry.add(
+      with_inplace({"aten::abs", "aten::relu", "aten::sigmoid", "aten::tanh", "aten::exp",
+                    "aten::log", "aten::sqrt", "aten::rsqrt", "aten::sin", "aten::cos",
+                    "aten::pow", "aten::addcmul", "aten::addcdiv", "aten::lerp", "aten::clamp",
+                    "aten::clamp_min", "aten::clamp_max", "aten::gelu", "aten::silu",
+                    "aten::eq", "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge",
+                    "aten::logical_not", "aten::logical_and", "aten::logical_or",
+                    "aten::reciprocal", "aten::sign", "aten::erf", "aten::log1p", "aten::expm1",
+                    "aten::floor", "aten::ceil", "aten::round", "aten::trunc", "aten::fmod",
+                    "aten::remainder", "aten::atan2", "aten::hardtanh", "aten::leaky_relu",
+                    "aten::elu", "aten::softplus", "aten::nan_to_num", "aten::sgn",
+                    "aten::bitwise_and", "aten::bitwise_or", "aten::bitwise_xor",
+                    "aten::bitwise_not", "aten::square", "aten::log2", "aten::exp2",
+                    "aten::tan", "aten::asin", "aten::acos", "aten::atan", "aten::sinh",
+                    "aten::cosh", "aten::frac", "aten::xlogy", "aten::hypot"}),
+      per_mesh_dim(pointwise(Linearity::kNone)));
+  registry.add({"aten::maximum", "aten::minimum", "aten::where", "aten::isnan", "aten::isinf",
+                "aten::isfinite", "aten::logical_xor"},
+               per_mesh_dim(pointwise(Linearity::kNone)));
+}
+
+}  // namespace dtensor

@@ -1,0 +1,101 @@
+// Reductions (sum, mean, amax, amin, prod, max/min, argmax...). Reducing over
+// a sharded dim leaves a Partial result; other sharded dims stay sharded.
+//   sum([S(0)] f[8,4], dim=0) -> P(sum);  sum([S(0)], dim=1) -> S(0);  mean of P(sum) -> P(sum)
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+#include "core/ops/builtin_rules.h"
+#include "core/ops/rule_utils.h"
+
+namespace dtensor {
+namespace {
+
+using detail::placement_of;
+
+struct ReductionKind {
+  std::optional<ReduceOp> partial_op;  // what a reduction over a shard leaves; none: gather instead
+  bool linear = false;                 // sum/mean: Partial(sum/avg) inputs pass through
+  size_t dims_arg = 1;                 // argument holding the reduced dims
+  bool has_dims = true;                // false: full reduction
+  size_t keepdim_arg = 2;
+};
+
+bool keepdim_of(const OpCall& call, const ReductionKind& k) {
+  if (!k.has_dims || k.keepdim_arg >= call.num_args()) return false;
+  const c10::IValue& v = call.arg(k.keepdim_arg);
+  return v.isBool() && v.toBool();
+}
+
+// A mean over uneven shards is not the average of the local means.
+bool evenly_sharded(const OpCall& call, int64_t dim) {
+  const DTensorSpec& spec = call.inputs[0];
+  int64_t parts = 1;
+  for (int m : spec.mesh_dims_sharding(dim)) parts *= spec.mesh.size(m);
+  return spec.meta.shape[static_cast<size_t>(dim)] % parts == 0;
+}
+
+DimRule reduction(ReductionKind kind) {
+  return [kind](const OpCall& call, int mesh_dim) {
+    const int64_t ndim = static_cast<int64_t>(call.inputs[0].meta.shape.size());
+    std::vector<int64_t> dims = kind.has_dims ? detail::dims_arg(call, kind.dims_arg, ndim, true)
+                                              : detail::dims_arg(call, call.num_args(), ndim, true);
+    const bool keepdim = keepdim_of(call, kind);
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    DimStrategy s = detail::follow_first_input(call, mesh_dim);
+    if (p.is_shard()) {
+      const int64_t d = p.shard_dim();
+      const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+      if (!reduced) {
+        int64_t removed = keepdim ? 0 : std::count_if(dims.begin(), dims.end(), [d](int64_t r) { return r < d; });
+        s.outputs.assign(call.outputs.size(), Shard(d - removed));
+        candidates.push_back(s);
+      } else if (kind.partial_op &&
+                 (*kind.partial_op != ReduceOp::kAvg || evenly_sharded(call, d))) {
+        s.outputs.assign(call.outputs.size(), Partial(*kind.partial_op));
+        candidates.push_back(s);
+      }
+    } else if (p.is_partial()) {
+      const ReduceOp op = p.reduce_op();
+      const bool passes = kind.linear ? (op == ReduceOp::kSum || op == ReduceOp::kAvg)
+                                      : (kind.partial_op && op == *kind.partial_op);
+      if (passes) candidates.push_back(s);
+    }
+    return candidates;
+  };
+}
+
+}  // namespace
+
+void register_reduction_rules(ShardingRegistry& registry) {
+  ReductionKind sum{ReduceOp::kSum, /*linear=*/true};
+  ReductionKind mean{ReduceOp::kAvg, /*linear=*/true};
+  ReductionKind amax{ReduceOp::kMax, false};
+  ReductionKind amin{ReduceOp::kMin, false};
+  registry.add({"aten::sum.dim_IntList", "aten::sum.IntList_out"}, per_mesh_dim(reduction(sum)));
+  registry.add({"aten::mean.dim", "aten::mean.out"}, per_mesh_dim(reduction(mean)));
+  registry.add({"aten::amax"}, per_mesh_dim(reduction(amax)));
+  registry.add({"aten::amin"}, per_mesh_dim(reduction(amin)));
+  ReductionKind full_sum = sum;
+  full_sum.has_dims = false;
+  ReductionKind full_mean = mean;
+  full_mean.has_dims = false;
+  registry.add({"aten::sum", "aten::sum.out"}, per_mesh_dim(reduction(full_sum)));
+  registry.add({"aten::mean"}, per_mesh_dim(reduction(full_mean)));
+  ReductionKind full_max = amax;
+  full_max.has_dims = false;
+  ReductionKind full_min = amin;
+  full_min.has_dims = false;
+  registry.add({"aten::max", "aten::max.unary_out"}, per_mesh_dim(reduction(full_max)));
+  registry.add({"aten::min", "aten::min.unary_out"}, per_mesh_dim(reduction(full_min)));
+  ReductionKind full_prod{ReduceOp::kProduct, false, 1, false, 2};
+  registry.add({"aten::prod"}, per_mesh_dim(reduction(full_prod)));
+  // Index-returning or per-dim extrema: reducing over a shard needs the data.
+  ReductionKind gather_first{std::nullopt, false, 1, true, 2};
+  registry.add({"aten::max.dim", "aten::min.dim", "aten::argmax", "aten::argmin",
+                "aten::prod.dim_int"},
+               per_mesh_dim(reduction(gather_first)));
+}
+
+}  // namespace dtensor

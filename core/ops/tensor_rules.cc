@@ -1,0 +1,110 @@
+// Ops that create or copy tensors shaped like an input (clone, detach,
+// _to_copy, *_like, fill_, zero_, copy_, new_*), and item().
+//   zeros_like(P(sum)) -> R (zeros need no reduction);  copy_(self [S(0)], src [R]) -> src chunked
+#include <c10/util/Exception.h>
+
+#include "core/ops/builtin_rules.h"
+#include "core/ops/rule_utils.h"
+
+namespace dtensor {
+namespace {
+
+using detail::placement_of;
+
+// clone, detach, alias, _to_copy: same placements, Partial included
+// (a dtype cast of a Partial(sum) value is still a partial sum).
+DimRule same_placements() {
+  return [](const OpCall& call, int mesh_dim) {
+    return std::vector<DimStrategy>{detail::follow_first_input(call, mesh_dim)};
+  };
+}
+
+// zeros_like, ones_like, empty_like, full_like, rand_like: values do not depend
+// on the input, so a Partial input gives a Replicate output (ones_like of a
+// partial sum must not be summed).
+DimRule like_placements() {
+  return [](const OpCall& call, int mesh_dim) {
+    DimStrategy s = detail::follow_first_input(call, mesh_dim);
+    for (auto& out : s.outputs) {
+      if (out.is_partial()) out = Replicate();
+    }
+    return std::vector<DimStrategy>{s};
+  };
+}
+
+// fill_ / zero_ in place: zero_ keeps any placement (zero partials sum to zero);
+// fill_ on a Partial tensor turns it Replicate (every rank holds the value).
+ShardingRule fill_rule(bool keeps_partial) {
+  return [keeps_partial](const OpCall& call) {
+    ShardingPlan plan;
+    for (const auto& in : call.inputs) plan.input_placements.push_back(in.placements);
+    Placements out = call.inputs[0].placements;
+    for (auto& p : out) {
+      if (p.is_partial() && !keeps_partial) {
+        p = Replicate();
+        plan.self_placements_change = true;
+      }
+    }
+    plan.output_placements.assign(call.outputs.size(), out);
+    return plan;
+  };
+}
+
+// copy_(self, src): self keeps its placements, src is redistributed to match
+// (broadcast dims of src replicated).
+DimRule copy_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const Placement& self = placement_of(call, 0, mesh_dim);
+    DimStrategy s{{self}, {self}};
+    const auto& dst = call.inputs[0].meta.shape;
+    for (size_t i = 1; i < call.inputs.size(); ++i) {
+      const auto& src = call.inputs[i].meta.shape;
+      Placement p = self;
+      if (self.is_shard()) {
+        int64_t d = self.shard_dim() - static_cast<int64_t>(dst.size() - src.size());
+        p = (d >= 0 && src[static_cast<size_t>(d)] != 1) ? Shard(d) : Replicate();
+      } else if (self.is_partial() && src.size() != dst.size()) {
+        p = Replicate();
+      }
+      s.inputs.push_back(p);
+    }
+    return std::vector<DimStrategy>{s};
+  };
+}
+
+// new_empty, new_zeros, new_ones, new_full, new_empty_strided: the size
+// argument is global and the result replicated on every rank.
+DimRule new_factory() {
+  return [](const OpCall& call, int mesh_dim) {
+    DimStrategy s = detail::follow_first_input(call, mesh_dim);
+    s.outputs.assign(call.outputs.size(), Replicate());
+    return std::vector<DimStrategy>{s};
+  };
+}
+
+// item(), equal(): need the whole value on every rank.
+DimRule replicate_all() {
+  return [](const OpCall& call, int) { return std::vector<DimStrategy>{detail::all_replicate(call)}; };
+}
+
+}  // namespace
+
+void register_tensor_rules(ShardingRegistry& registry) {
+  registry.add({"aten::clone", "aten::detach", "aten::detach_", "aten::alias", "aten::_to_copy",
+                "aten::lift_fresh", "aten::lift", "aten::_conj", "aten::conj_physical",
+                "aten::positive", "aten::contiguous"},
+               per_mesh_dim(same_placements()));
+  registry.add({"aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like",
+                "aten::rand_like", "aten::randn_like", "aten::randint_like"},
+               per_mesh_dim(like_placements()));
+  registry.add({"aten::zero_"}, fill_rule(/*keeps_partial=*/true));
+  registry.add({"aten::fill_"}, fill_rule(/*keeps_partial=*/false));
+  registry.add({"aten::copy_"}, per_mesh_dim(copy_rule()));
+  registry.add({"aten::new_empty", "aten::new_zeros", "aten::new_ones", "aten::new_full",
+                "aten::new_empty_strided"},
+               per_mesh_dim(new_factory()));
+  registry.add({"aten::_local_scalar_dense", "aten::equal", "aten::allclose", "aten::is_nonzero"},
+               per_mesh_dim(replicate_all()));
+}
+
+}  // namespace dtensor

@@ -1,0 +1,161 @@
+// View and shape ops: sharded dims move with the data. A view that merges or
+// splits dims keeps a shard on the group's leading dim when the split is even;
+// otherwise the input is gathered first. Size arguments become local sizes.
+//   view([S(0)] f[8,4], {32}) -> S(0);  transpose([S(0)], 0, 1) -> S(1);  t(P) -> P
+#include <ATen/TensorUtils.h>
+#include <c10/util/Exception.h>
+
+#include "core/ops/builtin_rules.h"
+#include "core/ops/rule_utils.h"
+
+namespace dtensor {
+namespace {
+
+using detail::placement_of;
+
+// Input dim `d` of each output dim for ops that only reorder/insert/remove
+// dims: out_to_in[o] = input dim or -1 (new dim).
+DimRule dim_map_rule(std::function<std::vector<int64_t>(const OpCall&)> out_to_in_fn) {
+  return [out_to_in_fn](const OpCall& call, int mesh_dim) {
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    DimStrategy keep = detail::follow_first_input(call, mesh_dim);
+    if (p.is_partial()) {
+      candidates.push_back(keep);
+    } else if (p.is_shard()) {
+      std::vector<int64_t> out_to_in = out_to_in_fn(call);
+      for (size_t o = 0; o < out_to_in.size(); ++o) {
+        if (out_to_in[o] == p.shard_dim()) {
+          keep.outputs.assign(call.outputs.size(), Shard(static_cast<int64_t>(o)));
+          candidates.push_back(keep);
+        }
+      }
+    }
+    return candidates;
+  };
+}
+
+int64_t in_ndim(const OpCall& call) { return static_cast<int64_t>(call.inputs[0].meta.shape.size()); }
+int64_t out_ndim(const OpCall& call) { return static_cast<int64_t>(call.outputs[0].shape.size()); }
+
+std::vector<int64_t> transpose_map(const OpCall& call) {
+  const int64_t n = in_ndim(call);
+  std::vector<int64_t> map(static_cast<size_t>(n));
+  for (int64_t d = 0; d < n; ++d) map[static_cast<size_t>(d)] = d;
+  if (n < 2) return map;
+  int64_t a = 0, b = 1;
+  if (call.num_args() >= 3 && call.arg(1).isInt()) {
+    a = detail::wrap_dim(call.arg(1).toInt(), n);
+    b = detail::wrap_dim(call.arg(2).toInt(), n);
+  }
+  std::swap(map[static_cast<size_t>(a)], map[static_cast<size_t>(b)]);
+  return map;
+}
+
+std::vector<int64_t> permute_map(const OpCall& call) {
+  std::vector<int64_t> map;
+  for (int64_t d : call.arg(1).toIntVector()) map.push_back(detail::wrap_dim(d, in_ndim(call)));
+  return map;
+}
+
+std::vector<int64_t> unsqueeze_map(const OpCall& call) {
+  const int64_t dim = detail::wrap_dim(call.arg(1).toInt(), in_ndim(call) + 1);
+  std::vector<int64_t> map;
+  for (int64_t o = 0; o < out_ndim(call); ++o) map.push_back(o == dim ? -1 : (o < dim ? o : o - 1));
+  return map;
+}
+
+// squeeze / squeeze.dim: the input dims that survive, in order.
+std::vector<int64_t> squeeze_map(const OpCall& call) {
+  const auto& shape = call.inputs[0].meta.shape;
+  std::vector<int64_t> squeezed;
+  if (call.num_args() >= 2 && call.arg(1).isInt()) {
+    int64_t d = detail::wrap_dim(call.arg(1).toInt(), in_ndim(call));
+    if (!shape.empty() && shape[static_cast<size_t>(d)] == 1) squeezed.push_back(d);
+  } else {
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 1) squeezed.push_back(static_cast<int64_t>(d));
+    }
+  }
+  std::vector<int64_t> map;
+  for (int64_t d = 0; d < in_ndim(call); ++d) {
+    if (std::find(squeezed.begin(), squeezed.end(), d) == squeezed.end()) map.push_back(d);
+  }
+  return map;
+}
+
+// select.int(self, dim, index) and slice.Tensor(self, dim, ...): the dim is
+// indexed, so a shard on it must be gathered; select removes it.
+std::vector<int64_t> index_map(const OpCall& call, bool removes) {
+  const int64_t dim = detail::wrap_dim(call.arg(1).toInt(), in_ndim(call));
+  std::vector<int64_t> map;
+  for (int64_t d = 0; d < in_ndim(call); ++d) {
+    if (d == dim && removes) continue;
+    map.push_back(d == dim ? -1 : d);
+  }
+  return map;
+}
+
+// expand: input dims align right; broadcast (size-1 -> n) dims cannot keep a shard.
+std::vector<int64_t> expand_map(const OpCall& call) {
+  const auto& in = call.inputs[0].meta.shape;
+  const auto& out = call.outputs[0].shape;
+  const int64_t offset = out_ndim(call) - in_ndim(call);
+  std::vector<int64_t> map;
+  for (int64_t o = 0; o < out_ndim(call); ++o) {
+    int64_t d = o - offset;
+    bool kept = d >= 0 && in[static_cast<size_t>(d)] == out[static_cast<size_t>(o)];
+    map.push_back(kept ? d : -1);
+  }
+  return map;
+}
+
+std::vector<int64_t> local_output_shape(const OpCall& call, const ShardingPlan& plan) {
+  return DTensorSpec{call.mesh, plan.output_placements[0], call.outputs[0]}.local_shape();
+}
+
+// Wraps a dim-map rule for ops whose `size_arg` must become the local size.
+ShardingRule with_local_size(DimRule rule, size_t size_arg) {
+  return [rule, size_arg](const OpCall& call) {
+    ShardingPlan plan = expand_per_mesh_dim(call, rule);
+    plan.local_arg_overrides.emplace_back(size_arg, c10::IValue(local_output_shape(call, plan)));
+    return plan;
+  };
+}
+
+}  // namespace
+
+// Defined in view_reshape_rule.cc.
+DimRule reshape_dim_rule();
+
+void register_view_rules(ShardingRegistry& registry) {
+  registry.add({"aten::transpose.int", "aten::transpose_", "aten::t", "aten::t_"},
+               per_mesh_dim(dim_map_rule(transpose_map)));
+  registry.add({"aten::permute"}, per_mesh_dim(dim_map_rule(permute_map)));
+  registry.add({"aten::unsqueeze", "aten::unsqueeze_"}, per_mesh_dim(dim_map_rule(unsqueeze_map)));
+  registry.add({"aten::squeeze", "aten::squeeze.dim", "aten::squeeze_"},
+               per_mesh_dim(dim_map_rule(squeeze_map)));
+  registry.add({"aten::select.int"},
+               per_mesh_dim(dim_map_rule([](const OpCall& c) { return index_map(c, true); })));
+  registry.add({"aten::slice.Tensor"},
+               per_mesh_dim(dim_map_rule([](const OpCall& c) { return index_map(c, false); })));
+  registry.add({"aten::expand"}, with_local_size(dim_map_rule(expand_map), 1));
+  registry.add({"aten::view", "aten::_unsafe_view"}, with_local_size(reshape_dim_rule(), 1));
+  registry.add({"aten::_reshape_alias"}, [](const OpCall& call) {
+    ShardingPlan plan = expand_per_mesh_dim(call, reshape_dim_rule());
+    std::vector<int64_t> local_shape = local_output_shape(call, plan);
+    plan.local_arg_overrides.emplace_back(1, c10::IValue(local_shape));
+    // Strides follow the actual local tensor, which may be a strided view.
+    plan.local_args_fixup = [local_shape](std::vector<c10::IValue>& stack) {
+      const at::Tensor& self = stack[0].toTensor();
+      auto strides = at::detail::computeStride(self.sizes(), self.strides(), c10::IntArrayRef(local_shape));
+      TORCH_CHECK(strides.has_value(), "_reshape_alias: the local shard ", self.sizes(),
+                  " with strides ", self.strides(), " cannot be viewed as ",
+                  c10::IntArrayRef(local_shape), "; call .contiguous() first");
+      stack[2] = c10::IValue(*strides);
+    };
+    return plan;
+  });
+}
+
+}  // namespace dtensor

@@ -1,0 +1,21 @@
+// Local redistribution: turns this rank's shard under one spec into its shard
+// under other placements by running the plan from core/layout's planner
+// through the mesh's communicators. No autograd here: DTensor::redistribute
+// (core/dtensor.h) wraps it in an autograd function.
+//   at::Tensor shard = redistribute_local(local, spec, {Replicate(), Shard(1)});
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "core/dtensor_spec.h"
+
+namespace dtensor {
+
+/// This rank's local tensor under `to`, given `local` laid out as `from`.
+/// Collectives run on the communicators of `from.mesh`. Returns `local`
+/// itself when the placements are equal. Throws (naming placements, shape,
+/// mesh and rank) for transitions that are refused, e.g. Partial(max) -> Partial(sum).
+at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
+                              const Placements& to);
+
+}  // namespace dtensor

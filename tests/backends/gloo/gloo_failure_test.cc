@@ -1,0 +1,188 @@
+// Failures of a Gloo job surface instead of hanging: a rank that dies makes
+// its peers' collectives fail with messages naming collective, group and
+// rank; a skipped collective times out; a failed expectation in a rank shows
+// up in the parent with that rank's output; a hung job is killed whole.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "backends/world.h"
+#include "tests/backends/gloo/multiprocess.h"
+
+namespace dtensor::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kDyingRankVar = "DTENSOR_TEST_DYING_RANK";
+
+#define SKIP_UNLESS_WORKER() \
+  if (!is_worker()) GTEST_SKIP() << "runs as a rank of a GlooFailure test"
+#define SKIP_IN_WORKER() \
+  if (is_worker()) GTEST_SKIP() << "parent test; this process is a rank"
+
+int64_t env_int(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? -1 : std::atoll(value);
+}
+
+// Runs an all_reduce expected to fail; prints "SURVIVOR_ERROR <ms> <message>".
+void expect_all_reduce_fails(World& world) {
+  at::Tensor t = at::ones({1024});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    world.world_group()->all_reduce(t);
+    ADD_FAILURE() << "all_reduce succeeded although a peer is gone";
+  } catch (const c10::Error& e) {
+    const auto ms = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() -
+                                                             start).count();
+    const std::string message = e.what_without_backtrace();
+    std::printf("SURVIVOR_ERROR %lld ms: %s\n", static_cast<long long>(ms), message.c_str());
+    std::fflush(stdout);
+    EXPECT_NE(message.find("all_reduce on gloo group [0, 1, 2, 3]"), std::string::npos);
+    EXPECT_NE(message.find("global rank " + std::to_string(world.rank())), std::string::npos);
+  }
+}
+
+// ---- worker side ------------------------------------------------------------
+
+// The rank named by DTENSOR_TEST_DYING_RANK exits abruptly (as a crash would)
+// after a first successful all_reduce; the others' next all_reduce must fail.
+TEST(GlooFailureWorker, PeerDies) {
+  SKIP_UNLESS_WORKER();
+  auto world = make_worker_world();
+  at::Tensor warmup = at::ones({4});
+  world->world_group()->all_reduce(warmup);
+  ASSERT_TRUE(at::equal(warmup, at::full({4}, 4.0f)));
+  if (world->rank() == env_int(kDyingRankVar)) {
+    std::fflush(nullptr);
+    _exit(7);
+  }
+  expect_all_reduce_fails(*world);
+}
+
+// Rank 1 never issues the all_reduce; rank 0's times out with a hint.
+TEST(GlooFailureWorker, PeerSkipsCollective) {
+  SKIP_UNLESS_WORKER();
+  auto world = make_worker_world();
+  world->world_group()->barrier();
+  if (world->rank() == 1) {
+    std::this_thread::sleep_for(seconds(4));
+    return;
+  }
+  at::Tensor t = at::ones({4});
+  try {
+    world->world_group()->all_reduce(t);
+    ADD_FAILURE() << "all_reduce completed without rank 1";
+  } catch (const c10::Error& e) {
+    const std::string message = e.what_without_backtrace();
+    std::printf("TIMEOUT_ERROR %s\n", message.c_str());
+    EXPECT_NE(message.find("all_reduce on gloo group [0, 1] (group rank 0 of 2, global rank 0)"),
+              std::string::npos);
+    EXPECT_NE(message.find("imed out"), std::string::npos);
+    EXPECT_NE(message.find("same collectives in the same order"), std::string::npos);
+  }
+}
+
+TEST(GlooFailureWorker, ExpectationFailsOnRankOne) {
+  SKIP_UNLESS_WORKER();
+  auto world = make_worker_world();
+  at::Tensor t = at::full({2}, static_cast<double>(world->rank()));
+  world->world_group()->all_reduce(t, {ReduceOp::kMax});
+  if (world->rank() == 1) {
+    EXPECT_EQ(t[0].item<double>(), 42.0) << "deliberate failure on rank 1";
+  }
+}
+
+TEST(GlooFailureWorker, Hangs) {
+  SKIP_UNLESS_WORKER();
+  for (;;) pause();
+}
+
+// ---- parent side ------------------------------------------------------------
+
+WorkerOptions survivors_options(int dying_rank) {
+  WorkerOptions options;
+  options.kill_on_failure = false;  // let the survivors meet the failure themselves
+  options.collective_timeout = seconds(5);
+  options.job_timeout = seconds(40);
+  options.env = {{kDyingRankVar, std::to_string(dying_rank)}};
+  return options;
+}
+
+void expect_survivors_failed_cleanly(const launch::LaunchResult& result, int dying_rank) {
+  ASSERT_EQ(result.ranks.size(), 4u) << result.report();
+  EXPECT_FALSE(result.timed_out) << result.report();
+  for (const auto& rank : result.ranks) {
+    if (rank.rank == dying_rank) {
+      EXPECT_TRUE(rank.exited && rank.exit_code == 7) << result.report();
+    } else {
+      EXPECT_TRUE(rank.ok()) << "survivor rank " << rank.rank << ":\n" << result.report();
+      EXPECT_NE(rank.output.find("SURVIVOR_ERROR"), std::string::npos) << result.report();
+    }
+  }
+  expect_no_leftovers(result);
+}
+
+TEST(GlooFailure, NonZeroRankDiesOthersFailWithinTimeout) {
+  SKIP_IN_WORKER();
+  const auto result = run_worker_test(4, "GlooFailureWorker.PeerDies", survivors_options(2));
+  expect_survivors_failed_cleanly(result, 2);
+  std::printf("job with a dead rank 2 ended in %lld ms\n",
+              static_cast<long long>(result.elapsed.count()));
+}
+
+TEST(GlooFailure, StoreHostRankZeroDiesOthersFailWithinTimeout) {
+  SKIP_IN_WORKER();
+  const auto result = run_worker_test(4, "GlooFailureWorker.PeerDies", survivors_options(0));
+  expect_survivors_failed_cleanly(result, 0);
+  std::printf("job with a dead rank 0 ended in %lld ms\n",
+              static_cast<long long>(result.elapsed.count()));
+}
+
+TEST(GlooFailure, SkippedCollectiveTimesOutWithHint) {
+  SKIP_IN_WORKER();
+  WorkerOptions options;
+  options.collective_timeout = milliseconds(1500);
+  options.kill_on_failure = false;
+  const auto result = run_worker_test(2, "GlooFailureWorker.PeerSkipsCollective", options);
+  EXPECT_TRUE(result.ok()) << result.report();
+  EXPECT_NE(result.ranks.at(0).output.find("TIMEOUT_ERROR"), std::string::npos)
+      << result.report();
+}
+
+TEST(GlooFailure, WorkerExpectationFailureSurfacesWithItsOutput) {
+  SKIP_IN_WORKER();
+  const auto result = run_worker_test(2, "GlooFailureWorker.ExpectationFailsOnRankOne");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.first_failed_rank, 1) << result.report();
+  const std::string report = result.report();
+  EXPECT_NE(report.find("rank 1 failed first: exit code 1"), std::string::npos) << report;
+  EXPECT_NE(report.find("deliberate failure on rank 1"), std::string::npos) << report;
+  EXPECT_NE(report.find("[  FAILED  ] GlooFailureWorker.ExpectationFailsOnRankOne"),
+            std::string::npos)
+      << report;
+  expect_no_leftovers(result);
+}
+
+TEST(GlooFailure, HungJobIsKilledAtTheTimeout) {
+  SKIP_IN_WORKER();
+  WorkerOptions options;
+  options.job_timeout = seconds(3);
+  const auto result = run_worker_test(2, "GlooFailureWorker.Hangs", options);
+  EXPECT_TRUE(result.timed_out) << result.report();
+  EXPECT_FALSE(result.ok());
+  EXPECT_LT(result.elapsed, seconds(10)) << result.report();
+  for (const auto& rank : result.ranks) EXPECT_TRUE(rank.stopped_by_launcher) << result.report();
+  expect_no_leftovers(result);
+}
+
+}  // namespace
+}  // namespace dtensor::testing

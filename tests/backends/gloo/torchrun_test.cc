@@ -1,0 +1,70 @@
+// A Gloo job launched by torchrun (Debian's python3-torch) instead of our own
+// launcher: with its default static rendezvous (the agent serves the store,
+// see Note [torchrun agent store]) and with --standalone (rank 0 serves it).
+// Skipped where torchrun is not installed.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+#include "backends/world.h"
+#include "tests/backends/gloo/gloo_checks.h"
+#include "tests/backends/gloo/multiprocess.h"
+
+namespace dtensor::testing {
+namespace {
+
+std::string find_torchrun() {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(std::string(path ? path : "") + ":/usr/bin:/usr/local/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = dir + "/torchrun";
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+TEST(TorchrunWorker, Collectives) {
+  if (!is_worker()) GTEST_SKIP() << "runs as a rank started by torchrun";
+  auto world = make_worker_world();
+  std::printf("torchrun rank %lld of %lld\n", static_cast<long long>(world->rank()),
+              static_cast<long long>(world->size()));
+  check_all_collectives(*world->world_group(), world->observers());
+}
+
+launch::LaunchResult run_torchrun(const std::vector<std::string>& extra_flags) {
+  std::vector<std::string> argv = {find_torchrun(), "--nproc_per_node", "2"};
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  argv.insert(argv.end(), {"--no_python", self_path(), "--gtest_filter=TorchrunWorker.*"});
+  WorkerOptions options;
+  options.job_timeout = std::chrono::seconds(120);
+  return run_program(argv, options);
+}
+
+void expect_two_ranks_ran(const launch::LaunchResult& result) {
+  EXPECT_TRUE(result.ok()) << result.report();
+  const std::string& out = result.ranks.at(0).output;
+  EXPECT_NE(out.find("torchrun rank 0 of 2"), std::string::npos) << result.report();
+  EXPECT_NE(out.find("torchrun rank 1 of 2"), std::string::npos) << result.report();
+  expect_no_leftovers(result);
+}
+
+// torchrun's default: static rendezvous on --master_port (PET_MASTER_PORT,
+// set by run_program), the agent's store shared with the workers.
+TEST(Torchrun, StaticRendezvousUsesTheAgentStore) {
+  if (is_worker()) GTEST_SKIP() << "parent test";
+  if (find_torchrun().empty()) GTEST_SKIP() << "torchrun is not installed (python3-torch)";
+  expect_two_ranks_ran(run_torchrun({}));
+}
+
+TEST(Torchrun, StandaloneRankZeroServesTheStore) {
+  if (is_worker()) GTEST_SKIP() << "parent test";
+  if (find_torchrun().empty()) GTEST_SKIP() << "torchrun is not installed (python3-torch)";
+  expect_two_ranks_ran(run_torchrun({"--standalone"}));
+}
+
+}  // namespace
+}  // namespace dtensor::testing
