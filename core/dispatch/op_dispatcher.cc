@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/dispatch/dispatch_mode.h"
+#include "core/dispatch/op_observer.h"
 #include "core/dispatch/sharding_propagator.h"
 #include "core/dtensor_impl.h"
 #include "core/ops/builtin_rules.h"
@@ -191,6 +192,7 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<int64_t> key;
   unwrap_args(call, u, &key);
   call.self_input = written_input(call);
+  notify_op_observers(call);
   const PropagationResult& result = propagate(call, key);
   const ShardingPlan& plan = result.plan;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
