@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <unordered_map>
+
 #include "core/layout/layout_error.h"
 #include "core/layout/redistribute_plan.h"
 #include "core/layout/shard_layout.h"
@@ -130,20 +132,80 @@ at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const Re
   TORCH_INTERNAL_ASSERT(false, "unknown redistribute step");
 }
 
-}  // namespace
+// Note [Redistribute plan cache]
+// The planner (a Dijkstra search over placements, core/layout) costs far more
+// than the collectives of a small tensor, and the same transitions repeat
+// every step of a training loop (and every full_tensor call). Plans depend
+// only on (global shape, element size, mesh shape, from, to), so each thread
+// (each fake-world rank is one) keeps the plans it made. Bounded: cleared when
+// full, so ever-changing shapes cost recomputation, never unbounded memory.
+struct PlanKey {
+  std::vector<int64_t> shape;
+  int64_t element_size = 0;
+  std::vector<int64_t> mesh_shape;
+  Placements from;
+  Placements to;
+  size_t hash = 0;
 
-at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
-                              const Placements& to) {
-  if (from.placements == to) return local;
+  bool operator==(const PlanKey& o) const {
+    return hash == o.hash && element_size == o.element_size && shape == o.shape &&
+           mesh_shape == o.mesh_shape && from == o.from && to == o.to;
+  }
+};
+
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& key) const { return key.hash; }
+};
+
+size_t hash_plan_key(const PlanKey& key) {
+  size_t h = static_cast<size_t>(key.element_size);
+  for (int64_t s : key.shape) h = h * 1000003u ^ static_cast<size_t>(s);
+  for (int64_t s : key.mesh_shape) h = h * 31 + static_cast<size_t>(s);
+  h = h * 131 + PlacementsHash()(key.from);
+  return h * 131 + PlacementsHash()(key.to);
+}
+
+constexpr size_t kMaxCachedPlans = 1024;
+
+struct PlanCache {
+  std::unordered_map<PlanKey, RedistributePlan, PlanKeyHash> plans;
+  RedistributePlanCacheStats stats;
+};
+
+PlanCache& plan_cache() {
+  thread_local PlanCache cache;
+  return cache;
+}
+
+const RedistributePlan& cached_plan(const DTensorSpec& from, const Placements& to) {
+  PlanCache& cache = plan_cache();
+  PlanKey key{from.meta.shape, static_cast<int64_t>(c10::elementSize(from.meta.dtype)),
+              from.mesh.shape(), from.placements, to};
+  key.hash = hash_plan_key(key);
+  auto it = cache.plans.find(key);
+  if (it != cache.plans.end()) {
+    ++cache.stats.hits;
+    return it->second;
+  }
+  ++cache.stats.misses;
   RedistributePlan plan;
   try {
-    plan = plan_redistribute(from.meta.shape, static_cast<int64_t>(c10::elementSize(from.meta.dtype)),
-                             from.mesh.mesh_shape(), from.placements, to);
+    plan = plan_redistribute(key.shape, key.element_size, from.mesh.mesh_shape(), from.placements, to);
   } catch (const LayoutError& e) {
     TORCH_CHECK(false, "redistribute from ", to_string(from.placements), " to ", to_string(to),
                 " of ", c10::toString(from.meta.dtype), c10::IntArrayRef(from.meta.shape), " on ",
                 from.mesh.to_string(), " (rank ", from.mesh.global_rank(), "): ", e.what());
   }
+  if (cache.plans.size() >= kMaxCachedPlans) cache.plans.clear();
+  return cache.plans.emplace(std::move(key), std::move(plan)).first->second;
+}
+
+}  // namespace
+
+at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
+                              const Placements& to) {
+  if (from.placements == to) return local;
+  const RedistributePlan& plan = cached_plan(from, to);
   at::Tensor current = local;
   DTensorSpec spec = from;
   for (const RedistributeStep& step : plan.steps) {
@@ -152,5 +214,13 @@ at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
   }
   return current;
 }
+
+RedistributePlanCacheStats redistribute_plan_cache_stats() {
+  RedistributePlanCacheStats stats = plan_cache().stats;
+  stats.size = plan_cache().plans.size();
+  return stats;
+}
+
+void clear_redistribute_plan_cache() { plan_cache().plans.clear(); }
 
 }  // namespace dtensor

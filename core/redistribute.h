@@ -18,4 +18,14 @@ namespace dtensor {
 at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
                               const Placements& to);
 
+/// Plan cache statistics of the calling thread. See Note [Redistribute plan
+/// cache] in redistribute.cc.
+struct RedistributePlanCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t size = 0;
+};
+RedistributePlanCacheStats redistribute_plan_cache_stats();
+void clear_redistribute_plan_cache();
+
 }  // namespace dtensor

@@ -64,7 +64,9 @@ def _cuda_repository_impl(ctx):
         ctx.file("BUILD", """
 cc_library(
     name = "cudart",
-    hdrs = glob(["include/**/*.h", "include/**/*.hpp"]),
+    # include/nv/** : extension-less headers (nv/target) that cuda_fp16.h,
+    # and so nccl.h, include since CUDA 12.
+    hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/nv/**"]),
     includes = ["include"],
     linkopts = ["-L{lib}", "-Wl,-rpath,{lib}", "-lcudart"],
     visibility = ["//visibility:public"],

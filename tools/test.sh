@@ -13,5 +13,5 @@ status=${PIPESTATUS[0]}
 passed=$(grep -cE '^//[^ ]+ +PASSED' "$log")
 failed=$(grep -cE '^//[^ ]+ +(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log")
 rm -f "$log"
-echo "test targets: ${passed} passed, ${failed} failed"
+echo "targets: ${passed} passed, ${failed} failed"
 exit "$status"

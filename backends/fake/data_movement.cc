@@ -11,6 +11,8 @@
 #include <c10/util/Exception.h>
 
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 namespace dtensor {
 namespace detail {
@@ -23,9 +25,95 @@ namespace detail {
 // the same bits as reducing the whole tensor and slicing afterwards: results
 // are bit-identical to the serial reference and across runs, whatever the
 // thread timing. kAvg is the sum divided by n (Tensor::div_ with an integer
-// scalar), as c10d's AVG on a backend that sums first.
+// scalar), as c10d's AVG on a backend that sums first. Two caveats, both
+// inherited from ATen, whose scalar and vector loops differ there: max/min of
+// +0 and -0 may return either zero, and NaN payloads are not preserved.
+
+// Small reductions on CPU skip ATen for float, double, int and long: the
+// TensorIterator set-up of one ATen call costs more than reducing a few
+// kilobytes. The loops below evaluate the same IEEE operations per element as
+// ATen's add/mul/maximum/minimum kernels (one rounding per operation, no
+// contraction), so results keep the bits of the serial reference.
+constexpr int64_t kLoopBytes = int64_t{64} << 10;
 
 namespace {
+
+template <typename T>
+struct Sum {
+  T operator()(T a, T b) const { return a + b; }
+};
+template <typename T>
+struct Product {
+  T operator()(T a, T b) const { return a * b; }
+};
+template <typename T>
+struct Max {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+    }
+    return a < b ? b : a;
+  }
+};
+template <typename T>
+struct Min {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+    }
+    return b < a ? b : a;
+  }
+};
+
+template <typename T, template <typename> class Op>
+void reduce_loop(const at::Tensor& out, const std::vector<at::Tensor>& srcs) {
+  const Op<T> op;
+  const int64_t n = out.numel();
+  T* dst = static_cast<T*>(out.data_ptr());
+  const T* a = static_cast<const T*>(srcs[0].data_ptr());
+  const T* b = static_cast<const T*>(srcs[1].data_ptr());
+  for (int64_t i = 0; i < n; ++i) dst[i] = op(a[i], b[i]);
+  for (size_t k = 2; k < srcs.size(); ++k) {
+    const T* c = static_cast<const T*>(srcs[k].data_ptr());
+    for (int64_t i = 0; i < n; ++i) dst[i] = op(dst[i], c[i]);
+  }
+}
+
+template <typename T>
+void reduce_loop(const at::Tensor& out, const std::vector<at::Tensor>& srcs, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      return reduce_loop<T, Sum>(out, srcs);
+    case ReduceOp::kProduct:
+      return reduce_loop<T, Product>(out, srcs);
+    case ReduceOp::kMax:
+      return reduce_loop<T, Max>(out, srcs);
+    case ReduceOp::kMin:
+      return reduce_loop<T, Min>(out, srcs);
+  }
+}
+
+// The loop path of reduce_in_order; false when it does not apply.
+bool try_reduce_loop(const at::Tensor& out, const std::vector<at::Tensor>& srcs, ReduceOp op) {
+  if (!out.is_cpu() || nbytes(out) > kLoopBytes) return false;
+  switch (out.scalar_type()) {
+    case at::kFloat:
+      reduce_loop<float>(out, srcs, op);
+      return true;
+    case at::kDouble:
+      reduce_loop<double>(out, srcs, op);
+      return true;
+    case at::kInt:
+      reduce_loop<int32_t>(out, srcs, op);
+      return true;
+    case at::kLong:
+      reduce_loop<int64_t>(out, srcs, op);
+      return true;
+    default:
+      return false;
+  }
+}
 
 char* data_bytes(const at::Tensor& t) { return static_cast<char*>(t.data_ptr()); }
 
@@ -86,8 +174,10 @@ void reduce_in_order(const at::Tensor& out, const std::vector<at::Tensor>& srcs,
     if (out.data_ptr() != srcs[0].data_ptr()) at::Tensor(out).copy_(srcs[0]);
     return;
   }
-  apply(out, srcs[0], srcs[1], op);
-  for (size_t k = 2; k < srcs.size(); ++k) apply(out, out, srcs[k], op);
+  if (!try_reduce_loop(out, srcs, op)) {
+    apply(out, srcs[0], srcs[1], op);
+    for (size_t k = 2; k < srcs.size(); ++k) apply(out, out, srcs[k], op);
+  }
   if (op == ReduceOp::kAvg) at::Tensor(out).div_(static_cast<int64_t>(srcs.size()));
 }
 

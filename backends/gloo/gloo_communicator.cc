@@ -184,7 +184,7 @@ bool contains(const std::string& text, const char* needle) {
 
 // What to do about a Gloo failure, judged from its message.
 std::string hint_for(const std::string& message) {
-  if (contains(message, "imed out")) {
+  if (contains(message, "imed out") || contains(message, "imeout")) {
     return "no peer completed it in time: a rank may be stuck, have exited, or be issuing a "
            "different collective (every member must issue the same collectives in the same "
            "order); if the work is just slow, raise GlooWorldOptions::timeout or the "

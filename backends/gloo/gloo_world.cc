@@ -122,9 +122,12 @@ std::shared_ptr<World> gloo_world(const LaunchEnv& env, const GlooWorldOptions& 
   validate_launch_env(env);
   TORCH_CHECK(options.timeout.count() > 0, "gloo_world: timeout must be positive, got ",
               options.timeout.count(), " ms");
+  TORCH_CHECK(options.connect_timeout.count() > 0,
+              "gloo_world: connect_timeout must be positive, got ",
+              options.connect_timeout.count(), " ms");
   TORCH_CHECK(options.threads > 0, "gloo_world: threads must be positive, got ", options.threads);
   auto device = create_device(env, options);
-  auto store = connect_store(env, options.timeout);
+  auto store = connect_store(env, options.connect_timeout);
   return std::make_shared<GlooWorld>(env, options, std::move(store), std::move(device));
 }
 

@@ -16,8 +16,11 @@ namespace dtensor {
 
 /// How a Gloo world connects. See Note [Gloo device selection] in gloo_world.cc.
 struct GlooWorldOptions {
-  /// Default timeout of collectives, of connecting groups and of the store.
+  /// Default timeout of collectives and of connecting a new group's pairs.
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  /// Bounds connecting to the store at start-up (ranks start at different
+  /// times) and each later store operation.
+  std::chrono::milliseconds connect_timeout = std::chrono::minutes(5);
   /// Network interface for Gloo's TCP pairs ("eth0"); empty: $GLOO_SOCKET_IFNAME.
   std::string interface;
   /// Address or hostname to bind instead of an interface; empty: 127.0.0.1

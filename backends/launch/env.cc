@@ -13,7 +13,7 @@ namespace dtensor {
 namespace {
 
 constexpr const char* kHowToLaunch =
-    "launch with `torchrun --no-python --nproc-per-node N ./binary` or "
+    "launch with `torchrun --no_python --nproc_per_node N ./binary` or "
     "`dtensor-launch --nproc N -- ./binary` (bazel run //tools/launch:dtensor_launch)";
 
 std::string require_var(const char* name) {

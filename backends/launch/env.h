@@ -38,7 +38,7 @@ struct LaunchEnv {
 /// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT (and,
 /// when set, TORCHELASTIC_USE_AGENT_STORE and TORCHELASTIC_RESTART_COUNT). Throws
 /// c10::Error naming the missing or invalid variable and how to launch, e.g.
-/// "RANK is not set; ... launch with torchrun --no-python --nproc-per-node N
+/// "RANK is not set; ... launch with torchrun --no_python --nproc_per_node N
 /// ./binary or dtensor-launch --nproc N -- ./binary".
 LaunchEnv launch_env_from_environment();
 

@@ -1,5 +1,5 @@
 // Starts N local processes of one program as the ranks of a job, the way
-// `torchrun --no-python --nproc-per-node N` does, and supervises them.
+// `torchrun --no_python --nproc_per_node N` does, and supervises them.
 //   dtensor::launch::LaunchSpec spec;
 //   spec.nproc = 4;
 //   spec.argv = {"./my_test", "--gtest_filter=Worker.*"};

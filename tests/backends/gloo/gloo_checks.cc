@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace dtensor::testing {
+namespace dtensor::testing::gloo_checks {
 namespace {
 
 const std::vector<c10::ScalarType> kReduceDtypes = {
@@ -254,7 +254,7 @@ void check_events_reported_once(Communicator& comm, ObserverList& observers) {
   expect_same(gathered, at::ones({2 * n}), "avg of ones");
 }
 
-void check_all_collectives(Communicator& comm, ObserverList& observers) {
+void check_all(Communicator& comm, ObserverList& observers) {
   check_all_reduce(comm);
   check_all_gather_into_tensor(comm);
   check_reduce_scatter_tensor(comm);
@@ -266,4 +266,4 @@ void check_all_collectives(Communicator& comm, ObserverList& observers) {
   comm.barrier();
 }
 
-}  // namespace dtensor::testing
+}  // namespace dtensor::testing::gloo_checks

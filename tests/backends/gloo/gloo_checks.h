@@ -1,9 +1,9 @@
-// Checks of every collective of one Communicator against a serial reference,
-// run inside each rank of a Gloo job (the composed collectives and the dtypes
-// Gloo lacks included). Inputs depend on the global rank, so a wrong group
-// order shows up as wrong data.
+// Gloo-specific checks, beyond the shared suite (tests/backends/collective_suite.h):
+// the dtypes Gloo 1.13 cannot move or reduce (bool, bfloat16, int16, int8,
+// half, complex), 0-dim and empty tensors, and composed collectives reported
+// once. Inputs depend on the global rank, so a wrong group order shows up.
 //   auto group = world->new_group({3, 1});
-//   dtensor::testing::check_all_collectives(*group);
+//   dtensor::testing::gloo_checks::check_all(*group, world->observers());
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -12,7 +12,7 @@
 
 #include "backends/communicator.h"
 
-namespace dtensor::testing {
+namespace dtensor::testing::gloo_checks {
 
 /// Input of global rank `rank`: small integers (1..3, exact in every dtype and
 /// in products over 4 ranks); bool: alternating; complex: imaginary = rank.
@@ -30,6 +30,6 @@ void check_async(Communicator& comm);
 void check_events_reported_once(Communicator& comm, ObserverList& observers);
 
 /// All of the above, then a barrier.
-void check_all_collectives(Communicator& comm, ObserverList& observers);
+void check_all(Communicator& comm, ObserverList& observers);
 
-}  // namespace dtensor::testing
+}  // namespace dtensor::testing::gloo_checks

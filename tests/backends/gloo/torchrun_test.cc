@@ -32,11 +32,20 @@ TEST(TorchrunWorker, Collectives) {
   auto world = make_worker_world();
   std::printf("torchrun rank %lld of %lld\n", static_cast<long long>(world->rank()),
               static_cast<long long>(world->size()));
-  check_all_collectives(*world->world_group(), world->observers());
+  gloo_checks::check_all(*world->world_group(), world->observers());
 }
 
+// Note [torchrun flags on Debian]
+// Debian's torchrun 1.13 runs on Python 3.11, where iterating an IntFlag skips
+// the zero member: Std.from_str("0") (the default of --redirects and --tee)
+// returns None and torchrun dies in to_map(). Any non-zero value works, so
+// stderr is redirected and tee'd back to the console (--redirects 2 --tee 2).
+// --monitor_interval 0.5 makes the agent notice finished workers sooner than
+// its 5 s default. Underscore spellings work on torchrun 1.13 and 2.x.
 launch::LaunchResult run_torchrun(const std::vector<std::string>& extra_flags) {
-  std::vector<std::string> argv = {find_torchrun(), "--nproc_per_node", "2"};
+  std::vector<std::string> argv = {find_torchrun(), "--nproc_per_node", "2",   "--redirects",
+                                   "2",             "--tee",            "2",   "--monitor_interval",
+                                   "0.5"};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   argv.insert(argv.end(), {"--no_python", self_path(), "--gtest_filter=TorchrunWorker.*"});
   WorkerOptions options;
