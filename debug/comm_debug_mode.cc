@@ -1,24 +1,245 @@
-// CommDebugMode counting.
+// CommDebugMode: sessions, event recording, queries and dumps.
 #include "debug/comm_debug_mode.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "backends/world.h"
+#include "core/dtensor.h"
+#include "core/dtensor_impl.h"
+#include "debug/fake_world_trace.h"
+#include "debug/internal/record_function_listener.h"
+#include "debug/trace_json.h"
+#include "debug/tracing_table.h"
 
 namespace dtensor::debug {
 
-CommDebugMode::Guard::Guard(CommDebugMode* mode)
-    : registration_(require_current_world("CommDebugMode::enter").observers().add(mode)) {}
+// Everything registered while a session runs; destroyed (in reverse order of
+// construction) when it ends.
+class CommDebugMode::Session : public internal::RecordFunctionListener {
+ public:
+  Session(CommDebugMode* mode, World& world, ModuleTracker::Guard tracker_guard, bool local_ops)
+      : mode_(mode),
+        tracker_guard_(std::move(tracker_guard)),
+        ops_(mode),
+        local_ops_(local_ops ? std::make_unique<internal::ScopedRecordFunctionListener>(this, /*ops=*/true)
+                             : nullptr),
+        collectives_(world.observers().add(mode)) {}
+
+  void on_backward_node(int64_t, bool) override {}
+  void on_op(const std::string& name, c10::ArrayRef<const c10::IValue> inputs) override {
+    mode_->record_local_op(name, inputs);
+  }
+
+ private:
+  CommDebugMode* mode_;
+  ModuleTracker::Guard tracker_guard_;
+  ScopedOpObserver ops_;
+  std::unique_ptr<internal::ScopedRecordFunctionListener> local_ops_;
+  ObserverList::Registration collectives_;
+};
+
+CommDebugMode::Guard& CommDebugMode::Guard::operator=(Guard&& other) noexcept {
+  if (this != &other) {
+    if (mode_ != nullptr) mode_->exit();
+    mode_ = other.mode_;
+    other.mode_ = nullptr;
+  }
+  return *this;
+}
+
+CommDebugMode::Guard::~Guard() {
+  if (mode_ != nullptr) mode_->exit();
+}
+
+CommDebugMode::CommDebugMode(CommDebugModeOptions options) : options_(options) {}
+
+CommDebugMode::CommDebugMode(FakeWorldTrace* world_trace, CommDebugModeOptions options)
+    : options_(options), world_trace_(world_trace) {}
+
+CommDebugMode::~CommDebugMode() { exit(); }
+
+World& CommDebugMode::begin(const char* caller) {
+  TORCH_CHECK(session_ == nullptr, caller, ": already entered; let the previous guard end first "
+              "(nested modes must be distinct CommDebugMode objects)");
+  World& world = require_current_world(caller);
+  std::lock_guard<std::mutex> lock(mutex_);
+  rank_ = world.rank();
+  world_size_ = world.size();
+  epoch_ = std::chrono::steady_clock::now();
+  raw_.clear();
+  ops_.clear();
+  meshes_.clear();
+  return world;
+}
 
 CommDebugMode::Guard CommDebugMode::enter() {
-  events_.clear();
+  World& world = begin("CommDebugMode::enter");
+  session_ = std::make_unique<Session>(this, world, tracker_.enter(), options_.record_local_ops);
   return Guard(this);
 }
 
-void CommDebugMode::on_collective(const CollectiveEvent& event) { events_.push_back(event); }
+CommDebugMode::Guard CommDebugMode::enter(torch::nn::Module& root, std::string root_name) {
+  World& world = begin("CommDebugMode::enter");
+  session_ = std::make_unique<Session>(this, world, tracker_.enter(root, std::move(root_name)),
+                                       options_.record_local_ops);
+  return Guard(this);
+}
 
-std::map<std::string, int64_t> CommDebugMode::get_comm_counts() const {
-  std::map<std::string, int64_t> counts;
-  for (const auto& e : events_) ++counts[collective_name(e.kind)];
+void CommDebugMode::exit() {
+  if (session_ == nullptr) return;
+  session_.reset();
+  if (world_trace_ != nullptr) world_trace_->add(trace());
+}
+
+double CommDebugMode::now_us() const {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - epoch_).count();
+}
+
+void CommDebugMode::on_collective(const CollectiveEvent& event) {
+  // The tracker answers for the calling thread: backward on this rank's
+  // thread is attributed; other threads see no module (Global).
+  std::string module = tracker_.current_module();
+  const Phase phase = tracker_.current_phase();
+  std::lock_guard<std::mutex> lock(mutex_);
+  raw_.push_back(Raw{event, std::move(module), phase, now_us()});
+}
+
+void CommDebugMode::learn_mesh_locked(const DeviceMesh& mesh) {
+  if (std::find(meshes_.begin(), meshes_.end(), mesh) == meshes_.end()) meshes_.push_back(mesh);
+}
+
+void CommDebugMode::on_dtensor_op(const OpCall& call) {
+  OpRecord op;
+  op.name = call.name;
+  op.module = tracker_.current_module();
+  op.phase = tracker_.current_phase();
+  op.dtensor = true;
+  for (const DTensorSpec& spec : call.inputs) {
+    op.input_shapes.push_back(spec.meta.shape);
+    op.input_sharding.push_back(to_string(spec.placements));
+  }
+  op.device_mesh = call.mesh.to_string();
+  std::lock_guard<std::mutex> lock(mutex_);
+  op.rank = rank_;
+  learn_mesh_locked(call.mesh);
+  ops_.push_back(std::move(op));
+}
+
+void CommDebugMode::record_local_op(const std::string& name, c10::ArrayRef<const c10::IValue> inputs) {
+  OpRecord op;
+  op.name = name;
+  op.dtensor = false;
+  for (const c10::IValue& v : inputs) {
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined()) continue;
+    if (is_dtensor(t)) return;  // a DTensor op: on_dtensor_op records it with its placements
+    op.input_shapes.push_back(t.sizes().vec());
+  }
+  op.module = tracker_.current_module();
+  op.phase = tracker_.current_phase();
+  std::lock_guard<std::mutex> lock(mutex_);
+  op.rank = rank_;
+  ops_.push_back(std::move(op));
+}
+
+CommTrace CommDebugMode::trace() const {
+  CommTrace t;
+  t.modules = tracker_.modules();
+  std::vector<DeviceMesh> tracker_meshes = tracker_.meshes();
+  std::lock_guard<std::mutex> lock(mutex_);
+  t.rank = rank_;
+  t.world_size = world_size_;
+  t.epoch_us = std::chrono::duration<double, std::micro>(epoch_.time_since_epoch()).count();
+  t.operations = ops_;
+  std::vector<DeviceMesh> meshes = meshes_;
+  for (const DeviceMesh& m : tracker_meshes) {
+    if (std::find(meshes.begin(), meshes.end(), m) == meshes.end()) meshes.push_back(m);
+  }
+  // The primary mesh is the largest one seen; the first of equal size wins.
+  std::stable_sort(meshes.begin(), meshes.end(),
+                   [](const DeviceMesh& a, const DeviceMesh& b) { return a.size() > b.size(); });
+  if (!meshes.empty()) {
+    const DeviceMesh& primary = meshes.front();
+    std::ostringstream device;
+    device << primary.device();
+    t.mesh = MeshRecord{primary.shape(), primary.dim_names(), device.str()};
+  }
+  for (size_t i = 0; i < raw_.size(); ++i) {
+    const Raw& raw = raw_[i];
+    const CollectiveEvent& e = raw.event;
+    CollectiveRecord r;
+    r.rank = e.global_rank;
+    r.seq = static_cast<int64_t>(i);
+    r.kind = collective_name(e.kind);
+    r.module = raw.module;
+    r.phase = raw.phase;
+    r.bytes = e.input_bytes;
+    r.output_bytes = e.output_bytes;
+    r.group = e.group_ranks;
+    r.input_shapes = e.input_shapes;
+    r.output_shapes = e.output_shapes;
+    r.dtype = c10::toString(e.dtype);
+    if (e.reduce_op) r.reduce_op = reduce_op_name(*e.reduce_op);
+    r.ts_us = raw.ts_us;
+    for (size_t m = 0; m < meshes.size() && r.mesh_dim < 0 && r.mesh_dim_name.empty(); ++m) {
+      for (int d = 0; d < meshes[m].ndim(); ++d) {
+        if (meshes[m].communicator(d).group_ranks() != e.group_ranks) continue;
+        if (m == 0) r.mesh_dim = d;
+        if (meshes[m].mesh_shape().has_dim_names()) r.mesh_dim_name = meshes[m].dim_names()[static_cast<size_t>(d)];
+        break;
+      }
+    }
+    t.collectives.push_back(std::move(r));
+  }
+  return t;
+}
+
+std::vector<CollectiveEvent> CommDebugMode::events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<CollectiveEvent> out;
+  out.reserve(raw_.size());
+  for (const Raw& raw : raw_) out.push_back(raw.event);
+  return out;
+}
+
+KindCounts CommDebugMode::get_comm_counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  KindCounts counts;
+  for (const Raw& raw : raw_) ++counts[collective_name(raw.event.kind)];
   return counts;
 }
 
-int64_t CommDebugMode::get_total_counts() const { return static_cast<int64_t>(events_.size()); }
+int64_t CommDebugMode::get_total_counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(raw_.size());
+}
+
+ModuleCounts CommDebugMode::get_comm_module_counts() const { return comm_module_counts(trace()); }
+
+std::map<std::string, Placements> CommDebugMode::get_sharding_info() const { return tracker_.sharding_info(); }
+
+std::map<std::string, std::map<std::string, at::Tensor>> CommDebugMode::get_parameter_info() const {
+  return tracker_.parameter_info();
+}
+
+std::string CommDebugMode::generate_comm_debug_tracing_table(int noise_level) const {
+  return comm_debug_tracing_table(trace(), noise_level, stdout_is_terminal());
+}
+
+void CommDebugMode::log_comm_debug_tracing_table_to_file(const std::string& path, int noise_level) const {
+  write_text_file(path, comm_debug_tracing_table(trace(), noise_level, /*color=*/false));
+}
+
+void CommDebugMode::generate_json_dump(const std::string& path, int noise_level) const {
+  write_text_file(path, comm_trace_to_json(trace(), noise_level));
+}
+
+void CommDebugMode::generate_chrome_trace(const std::string& path, const ChromeTraceOptions& options) const {
+  write_chrome_trace(path, trace(), options);
+}
 
 }  // namespace dtensor::debug

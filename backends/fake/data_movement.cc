@@ -66,49 +66,51 @@ struct Min {
 };
 
 template <typename T, template <typename> class Op>
-void reduce_loop(const at::Tensor& out, const std::vector<at::Tensor>& srcs) {
+void reduce_loop(Slice out, c10::ArrayRef<Slice> srcs, int64_t n) {
   const Op<T> op;
-  const int64_t n = out.numel();
-  T* dst = static_cast<T*>(out.data_ptr());
-  const T* a = static_cast<const T*>(srcs[0].data_ptr());
-  const T* b = static_cast<const T*>(srcs[1].data_ptr());
+  T* dst = reinterpret_cast<T*>(out.data());
+  const T* a = reinterpret_cast<const T*>(srcs[0].data());
+  const T* b = reinterpret_cast<const T*>(srcs[1].data());
   for (int64_t i = 0; i < n; ++i) dst[i] = op(a[i], b[i]);
   for (size_t k = 2; k < srcs.size(); ++k) {
-    const T* c = static_cast<const T*>(srcs[k].data_ptr());
+    const T* c = reinterpret_cast<const T*>(srcs[k].data());
     for (int64_t i = 0; i < n; ++i) dst[i] = op(dst[i], c[i]);
   }
 }
 
 template <typename T>
-void reduce_loop(const at::Tensor& out, const std::vector<at::Tensor>& srcs, ReduceOp op) {
+void reduce_loop(Slice out, c10::ArrayRef<Slice> srcs, int64_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      return reduce_loop<T, Sum>(out, srcs);
+      return reduce_loop<T, Sum>(out, srcs, n);
     case ReduceOp::kProduct:
-      return reduce_loop<T, Product>(out, srcs);
+      return reduce_loop<T, Product>(out, srcs, n);
     case ReduceOp::kMax:
-      return reduce_loop<T, Max>(out, srcs);
+      return reduce_loop<T, Max>(out, srcs, n);
     case ReduceOp::kMin:
-      return reduce_loop<T, Min>(out, srcs);
+      return reduce_loop<T, Min>(out, srcs, n);
   }
 }
 
 // The loop path of reduce_in_order; false when it does not apply.
-bool try_reduce_loop(const at::Tensor& out, const std::vector<at::Tensor>& srcs, ReduceOp op) {
-  if (!out.is_cpu() || nbytes(out) > kLoopBytes) return false;
-  switch (out.scalar_type()) {
+bool try_reduce_loop(Slice out, c10::ArrayRef<Slice> srcs, int64_t n, c10::ScalarType dtype,
+                     ReduceOp op) {
+  if (!out.owner->is_cpu() || n * static_cast<int64_t>(c10::elementSize(dtype)) > kLoopBytes) {
+    return false;
+  }
+  switch (dtype) {
     case at::kFloat:
-      reduce_loop<float>(out, srcs, op);
+      reduce_loop<float>(out, srcs, n, op);
       return true;
     case at::kDouble:
-      reduce_loop<double>(out, srcs, op);
+      reduce_loop<double>(out, srcs, n, op);
       return true;
     case at::kInt:
-      reduce_loop<int32_t>(out, srcs, op);
+      reduce_loop<int32_t>(out, srcs, n, op);
       return true;
     case at::kLong:
-      reduce_loop<int64_t>(out, srcs, op);
+      reduce_loop<int64_t>(out, srcs, n, op);
       return true;
     default:
       return false;
@@ -167,18 +169,24 @@ at::Tensor flat_view(const at::Tensor& owner, int64_t byte_offset, int64_t numel
                        at::TensorOptions().dtype(dtype).device(owner.device()));
 }
 
-void reduce_in_order(const at::Tensor& out, const std::vector<at::Tensor>& srcs, ReduceOp op) {
+void reduce_in_order(Slice out, c10::ArrayRef<Slice> srcs, int64_t numel, c10::ScalarType dtype,
+                     ReduceOp op) {
   TORCH_INTERNAL_ASSERT(!srcs.empty(), "reduce_in_order needs at least one source");
+  const int64_t bytes = numel * static_cast<int64_t>(c10::elementSize(dtype));
   if (srcs.size() == 1) {
     // x / 1 == x exactly, so kAvg needs no division either.
-    if (out.data_ptr() != srcs[0].data_ptr()) at::Tensor(out).copy_(srcs[0]);
+    return copy_bytes(*out.owner, out.offset, *srcs[0].owner, srcs[0].offset, bytes);
+  }
+  auto view = [&](const Slice& s) { return flat_view(*s.owner, s.offset, numel, dtype); };
+  const int64_t n = static_cast<int64_t>(srcs.size());
+  if (try_reduce_loop(out, srcs, numel, dtype, op)) {
+    if (op == ReduceOp::kAvg) view(out).div_(n);
     return;
   }
-  if (!try_reduce_loop(out, srcs, op)) {
-    apply(out, srcs[0], srcs[1], op);
-    for (size_t k = 2; k < srcs.size(); ++k) apply(out, out, srcs[k], op);
-  }
-  if (op == ReduceOp::kAvg) at::Tensor(out).div_(static_cast<int64_t>(srcs.size()));
+  at::Tensor result = view(out);
+  apply(result, view(srcs[0]), view(srcs[1]), op);
+  for (size_t k = 2; k < srcs.size(); ++k) apply(result, result, view(srcs[k]), op);
+  if (op == ReduceOp::kAvg) result.div_(n);
 }
 
 }  // namespace detail

@@ -33,11 +33,20 @@ bool overlaps(const at::Tensor& a, const at::Tensor& b);
 at::Tensor flat_view(const at::Tensor& owner, int64_t byte_offset, int64_t numel,
                      c10::ScalarType dtype);
 
-/// out = srcs[0] op srcs[1] op ... op srcs[n-1], strictly left to right, so
-/// that the result does not depend on thread timing; kAvg is that sum divided
-/// by n. All tensors are 1-D of one size and dtype; `out` may be srcs[0] or
+/// Elements starting `offset` bytes into the data of a tensor the caller keeps
+/// alive (`owner`).
+struct Slice {
+  const at::Tensor* owner = nullptr;
+  int64_t offset = 0;
+  char* data() const { return static_cast<char*>(owner->data_ptr()) + offset; }
+};
+
+/// out = srcs[0] op srcs[1] op ... op srcs[n-1] over `numel` elements of
+/// `dtype`, strictly left to right, so that the result does not depend on
+/// thread timing; kAvg is that sum divided by n. `out` may be srcs[0] or
 /// srcs[1] but must not overlap any other source. See Note [Fixed reduction order].
-void reduce_in_order(const at::Tensor& out, const std::vector<at::Tensor>& srcs, ReduceOp op);
+void reduce_in_order(Slice out, c10::ArrayRef<Slice> srcs, int64_t numel, c10::ScalarType dtype,
+                     ReduceOp op);
 
 }  // namespace detail
 }  // namespace dtensor

@@ -4,6 +4,7 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/accumulate.h>
 
 #include <algorithm>
@@ -122,12 +123,9 @@ WorkPtr FakeCommunicator::run_all_reduce(at::Tensor& tensor, const AllReduceOpti
 void FakeCommunicator::all_reduce_staged(RendezvousRound& round, at::Tensor& tensor, ReduceOp op) {
   post_input(round, tensor, /*stage=*/true);
   round.arrive();
-  std::vector<at::Tensor> srcs;
-  srcs.reserve(static_cast<size_t>(size()));
-  for (int64_t r = 0; r < size(); ++r) {
-    srcs.push_back(flat_view(round.peer(r).input, 0, tensor.numel(), tensor.scalar_type()));
-  }
-  reduce_in_order(flat_view(tensor, 0, tensor.numel(), tensor.scalar_type()), srcs, op);
+  c10::SmallVector<Slice, 8> srcs;
+  for (int64_t r = 0; r < size(); ++r) srcs.push_back({&round.peer(r).input, 0});
+  reduce_in_order({&tensor, 0}, srcs, tensor.numel(), tensor.scalar_type(), op);
 }
 
 // Large: rank r reduces chunk r of every tensor into its buffer (phase 1),
@@ -142,12 +140,9 @@ void FakeCommunicator::all_reduce_chunked(RendezvousRound& round, at::Tensor& te
   const auto [begin, end] = chunk_of(tensor.numel(), esize, size(), rank());
   const at::Tensor& reduced = buffer(round.mine().fingerprint.seq, (end - begin) * esize,
                                      tensor.device());
-  std::vector<at::Tensor> srcs;
-  srcs.reserve(static_cast<size_t>(size()));
-  for (int64_t r = 0; r < size(); ++r) {
-    srcs.push_back(flat_view(round.peer(r).input, begin * esize, end - begin, tensor.scalar_type()));
-  }
-  reduce_in_order(flat_view(reduced, 0, end - begin, tensor.scalar_type()), srcs, op);
+  c10::SmallVector<Slice, 8> srcs;
+  for (int64_t r = 0; r < size(); ++r) srcs.push_back({&round.peer(r).input, begin * esize});
+  reduce_in_order({&reduced, 0}, srcs, end - begin, tensor.scalar_type(), op);
   round.mine().reduced = reduced;
   round.sync();
   round.release_inputs();
@@ -198,22 +193,14 @@ WorkPtr FakeCommunicator::run_reduce_scatter_tensor(at::Tensor& output, const at
     const bool stage = nbytes(input) <= kStageBytes || (aliased && output.data_ptr() != own_block);
     post_input(round, input, stage);
     round.arrive();
-    std::vector<at::Tensor> srcs;
-    srcs.reserve(static_cast<size_t>(size()));
-    for (int64_t r = 0; r < size(); ++r) {
-      srcs.push_back(flat_view(round.peer(r).input, rank() * block, output.numel(),
-                               output.scalar_type()));
-    }
-    if (aliased && !stage) {
-      // In place: the output is this rank's own source block; reduce aside first.
-      const at::Tensor& scratch = buffer(round.mine().fingerprint.seq, block, output.device());
-      reduce_in_order(flat_view(scratch, 0, output.numel(), output.scalar_type()), srcs,
-                      options.reduce_op);
-      copy_bytes(output, 0, scratch, 0, block);
-    } else {
-      reduce_in_order(flat_view(output, 0, output.numel(), output.scalar_type()), srcs,
-                      options.reduce_op);
-    }
+    c10::SmallVector<Slice, 8> srcs;
+    for (int64_t r = 0; r < size(); ++r) srcs.push_back({&round.peer(r).input, rank() * block});
+    // In place, the output is this rank's own source block: reduce aside first.
+    const at::Tensor& target = aliased && !stage
+                                   ? buffer(round.mine().fingerprint.seq, block, output.device())
+                                   : output;
+    reduce_in_order({&target, 0}, srcs, output.numel(), output.scalar_type(), options.reduce_op);
+    copy_bytes(output, 0, target, 0, block);  // no-op when target is output
     if (round.any_zero_copy()) {
       round.sync();
       round.release_inputs();

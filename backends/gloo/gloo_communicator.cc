@@ -225,8 +225,7 @@ GlooCommunicator::GlooCommunicator(std::vector<int64_t> group_ranks, int64_t glo
       process_group_(std::move(process_group)),
       default_timeout_(default_timeout) {
   TORCH_INTERNAL_ASSERT(process_group_);
-  TORCH_INTERNAL_ASSERT(process_group_->getSize() == size() &&
-                        process_group_->getRank() == rank());
+  TORCH_INTERNAL_ASSERT(process_group_->getSize() == size() && process_group_->getRank() == rank());
 }
 
 void GlooCommunicator::check_cpu(const char* op, const at::Tensor& tensor) const {
@@ -237,8 +236,10 @@ void GlooCommunicator::check_cpu(const char* op, const at::Tensor& tensor) const
 WorkPtr GlooCommunicator::complete(const char* op, c10::intrusive_ptr<c10d::Work> work,
                                    std::function<void()> finish, std::chrono::milliseconds timeout,
                                    bool async_op) {
-  auto handle = std::make_shared<GlooWork>(describe(op), std::move(work), std::move(finish),
-                                           effective(timeout, default_timeout_));
+  const std::chrono::milliseconds wait_for = effective(timeout, default_timeout_);
+  std::string where = describe(op) + " with timeout " + std::to_string(wait_for.count()) + " ms";
+  auto handle =
+      std::make_shared<GlooWork>(std::move(where), std::move(work), std::move(finish), wait_for);
   if (async_op) return handle;
   handle->wait();
   return completed_work();
@@ -276,8 +277,7 @@ WorkPtr GlooCommunicator::run_all_gather_into_tensor(at::Tensor& output, const a
   std::vector<at::Tensor> blocks;
   const int64_t rows = input.dim() == 0 ? 1 : input.size(0);
   for (int64_t i = 0; i < size(); ++i) {
-    blocks.push_back(input.dim() == 0 ? out_bits.select(0, i)
-                                      : out_bits.narrow(0, i * rows, rows));
+    blocks.push_back(input.dim() == 0 ? out_bits.select(0, i) : out_bits.narrow(0, i * rows, rows));
   }
   std::vector<std::vector<at::Tensor>> outputs{std::move(blocks)};
   std::vector<at::Tensor> inputs{as_gloo_bits(input)};
@@ -329,8 +329,7 @@ WorkPtr GlooCommunicator::run_all_to_all_single(at::Tensor& output, const at::Te
   opts.timeout = options.timeout;
   auto work = DTENSOR_GLOO_CALL(
       where, process_group_->alltoall_base(out_bits, in_bits, out_splits, in_splits, opts));
-  return complete("all_to_all_single", std::move(work), nullptr, options.timeout,
-                  options.async_op);
+  return complete("all_to_all_single", std::move(work), nullptr, options.timeout, options.async_op);
 }
 
 WorkPtr GlooCommunicator::run_broadcast(at::Tensor& tensor, const BroadcastOptions& options) {

@@ -5,12 +5,11 @@
 //   world->new_group({0, 1})->reduce_scatter_tensor(out, in);
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <vector>
 
 #include "backends/communicator.h"
@@ -47,8 +46,7 @@ class GlooCommunicator final : public Communicator {
   // Wraps a started c10d work: waits now unless async_op, runs `finish`
   // (the local part of a composed collective) once the exchange completed.
   WorkPtr complete(const char* op, c10::intrusive_ptr<c10d::Work> work,
-                   std::function<void()> finish, std::chrono::milliseconds timeout,
-                   bool async_op);
+                   std::function<void()> finish, std::chrono::milliseconds timeout, bool async_op);
   void check_cpu(const char* op, const at::Tensor& tensor) const;
 
   c10::intrusive_ptr<c10d::ProcessGroupGloo> process_group_;

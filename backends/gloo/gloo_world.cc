@@ -4,11 +4,11 @@
 #include "backends/gloo/gloo_world.h"
 
 #include <c10/util/Exception.h>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "backends/gloo/gloo_communicator.h"
 #include "backends/launch/store.h"
@@ -77,7 +77,8 @@ std::string group_key(const std::vector<int64_t>& ranks) {
 class GlooWorld final : public World {
  public:
   GlooWorld(const LaunchEnv& env, const GlooWorldOptions& options,
-            c10::intrusive_ptr<c10d::Store> store, std::shared_ptr<::gloo::transport::Device> device)
+            c10::intrusive_ptr<c10d::Store> store,
+            std::shared_ptr<::gloo::transport::Device> device)
       : World(env.rank, env.world_size, c10::Device(c10::kCPU), options.timeout),
         env_(env),
         options_(options),
@@ -102,9 +103,9 @@ class GlooWorld final : public World {
           << " (group rank " << group_rank << " of " << group_size
           << "; every member must call new_group with the same ranks, in the same order "
              "relative to its other new_group calls)";
-    auto process_group = DTENSOR_GLOO_CALL(
-        where.str(), c10::make_intrusive<c10d::ProcessGroupGloo>(group_store, group_rank,
-                                                                 group_size, pg_options));
+    auto process_group =
+        DTENSOR_GLOO_CALL(where.str(), c10::make_intrusive<c10d::ProcessGroupGloo>(
+                                           group_store, group_rank, group_size, pg_options));
     return std::make_shared<GlooCommunicator>(ranks, rank(), shared_observers(),
                                               std::move(process_group), timeout());
   }
@@ -123,8 +124,8 @@ std::shared_ptr<World> gloo_world(const LaunchEnv& env, const GlooWorldOptions& 
   TORCH_CHECK(options.timeout.count() > 0, "gloo_world: timeout must be positive, got ",
               options.timeout.count(), " ms");
   TORCH_CHECK(options.connect_timeout.count() > 0,
-              "gloo_world: connect_timeout must be positive, got ",
-              options.connect_timeout.count(), " ms");
+              "gloo_world: connect_timeout must be positive, got ", options.connect_timeout.count(),
+              " ms");
   TORCH_CHECK(options.threads > 0, "gloo_world: threads must be positive, got ", options.threads);
   auto device = create_device(env, options);
   auto store = connect_store(env, options.connect_timeout);

@@ -29,8 +29,8 @@ int64_t parse_int_var(const char* name) {
   int64_t value = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  TORCH_CHECK(ec == std::errc() && ptr == end, name, "='", text,
-              "' is not an integer; ", kHowToLaunch);
+  TORCH_CHECK(ec == std::errc() && ptr == end, name, "='", text, "' is not an integer; ",
+              kHowToLaunch);
   return value;
 }
 
@@ -38,14 +38,14 @@ int64_t parse_int_var(const char* name) {
 
 std::string LaunchEnv::to_string() const {
   std::ostringstream out;
-  out << "rank " << rank << " of " << world_size << " (local rank " << local_rank
-      << "), store at " << master_addr << ":" << port;
+  out << "rank " << rank << " of " << world_size << " (local rank " << local_rank << "), store at "
+      << master_addr << ":" << port;
   return out.str();
 }
 
 void validate_launch_env(const LaunchEnv& env) {
-  TORCH_CHECK(env.world_size >= 1, kWorldSizeVar, "=", env.world_size,
-              " must be at least 1; ", kHowToLaunch);
+  TORCH_CHECK(env.world_size >= 1, kWorldSizeVar, "=", env.world_size, " must be at least 1; ",
+              kHowToLaunch);
   TORCH_CHECK(env.rank >= 0 && env.rank < env.world_size, kRankVar, "=", env.rank,
               " is outside 0..", env.world_size - 1, " (", kWorldSizeVar, "=", env.world_size,
               "); ", kHowToLaunch);

@@ -4,9 +4,8 @@
 //   auto store = dtensor::connect_store(env, std::chrono::seconds(60));
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "backends/launch/env.h"
 

@@ -9,6 +9,12 @@ void register_builtin_rules(ShardingRegistry& registry) {
   register_matrix_rules(registry);
   register_view_rules(registry);
   register_tensor_rules(registry);
+  register_concat_split_rules(registry);
+  register_math_rules(registry);
+  register_vector_product_rules(registry);
+  register_nn_rules(registry);
+  register_loss_rules(registry);
+  register_autograd_overrides();
 }
 
 }  // namespace dtensor

@@ -14,5 +14,15 @@ void register_reduction_rules(ShardingRegistry& registry);
 void register_matrix_rules(ShardingRegistry& registry);
 void register_view_rules(ShardingRegistry& registry);
 void register_tensor_rules(ShardingRegistry& registry);
+void register_concat_split_rules(ShardingRegistry& registry);
+void register_math_rules(ShardingRegistry& registry);
+void register_vector_product_rules(ShardingRegistry& registry);
+void register_nn_rules(ShardingRegistry& registry);
+void register_loss_rules(ShardingRegistry& registry);
+
+/// Autograd kernels for DTensors where LibTorch 1.13's formulas build plain
+/// tensors (core/ops/autograd_overrides.cc). Registered once per process,
+/// whatever registry register_builtin_rules fills.
+void register_autograd_overrides();
 
 }  // namespace dtensor

@@ -228,8 +228,8 @@ bool Supervisor::any_pipe_open() const {
 
 LaunchResult Supervisor::run() {
   const auto start = Clock::now();
-  result_.master_port = spec_.master_port > 0 ? spec_.master_port
-                                              : find_free_port(spec_.master_addr);
+  result_.master_port =
+      spec_.master_port > 0 ? spec_.master_port : find_free_port(spec_.master_addr);
   spawn(result_.master_port);
   Clock::time_point all_exited;
   while (any_running() || (any_pipe_open() && Clock::now() - all_exited < kDrainTimeout)) {
@@ -255,8 +255,8 @@ LaunchResult Supervisor::run() {
   for (Child& c : children_) {
     if (c.out_fd >= 0) close(c.out_fd);
     if (c.dropped_bytes > 0) {
-      c.result.output.insert(0, "[... " + std::to_string(c.dropped_bytes) +
-                                    " bytes of earlier output dropped ...]\n");
+      c.result.output.insert(
+          0, "[... " + std::to_string(c.dropped_bytes) + " bytes of earlier output dropped ...]\n");
     }
     result_.ranks.push_back(std::move(c.result));
   }
@@ -292,8 +292,8 @@ std::string LaunchResult::summary() const {
   if (ok()) {
     out << "all " << ranks.size() << " ranks succeeded";
   } else if (first_failed_rank >= 0) {
-    out << "rank " << first_failed_rank << " failed first: "
-        << ranks[static_cast<size_t>(first_failed_rank)].status();
+    out << "rank " << first_failed_rank
+        << " failed first: " << ranks[static_cast<size_t>(first_failed_rank)].status();
   } else if (timed_out) {
     out << "timed out: ranks were still running and were killed";
   } else if (interrupted) {

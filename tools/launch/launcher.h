@@ -50,9 +50,9 @@ struct LaunchSpec {
 struct RankResult {
   int rank = 0;
   pid_t pid = -1;
-  bool exited = false;        // exited normally (exit_code valid)
+  bool exited = false;  // exited normally (exit_code valid)
   int exit_code = -1;
-  int signal = 0;             // the signal that killed it, when !exited
+  int signal = 0;                    // the signal that killed it, when !exited
   bool stopped_by_launcher = false;  // killed because of another rank, a timeout or an interrupt
   std::string output;
 

@@ -18,8 +18,8 @@ const std::vector<c10::ScalarType> kReduceDtypes = {
 const std::vector<c10::ScalarType> kMoveDtypes = {
     at::kFloat, at::kLong, at::kBool, at::kBFloat16, at::kShort, at::kComplexDouble, at::kHalf,
 };
-const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax,
-                                    ReduceOp::kMin, ReduceOp::kProduct};
+const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin,
+                                    ReduceOp::kProduct};
 
 bool op_applies(ReduceOp op, c10::ScalarType dtype) {
   if (op == ReduceOp::kAvg) return at::isFloatingType(dtype) || at::isComplexType(dtype);
@@ -38,8 +38,8 @@ at::Tensor reference_reduce(const at::Tensor& stacked, ReduceOp op, c10::ScalarT
     return any ? stacked.any(0) : stacked.all(0);
   }
   const bool exact = at::isComplexType(dtype) || at::isFloatingType(dtype);
-  at::Tensor wide = stacked.to(exact ? (at::isComplexType(dtype) ? at::kComplexDouble : at::kDouble)
-                                     : at::kLong);
+  at::Tensor wide =
+      stacked.to(exact ? (at::isComplexType(dtype) ? at::kComplexDouble : at::kDouble) : at::kLong);
   at::Tensor result;
   switch (op) {
     case ReduceOp::kSum:
@@ -70,8 +70,9 @@ at::Tensor stacked_inputs(const Communicator& comm, at::IntArrayRef shape, c10::
 void expect_same(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
   ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
   ASSERT_EQ(actual.scalar_type(), expected.scalar_type()) << what;
-  EXPECT_TRUE(at::equal(actual, expected))
-      << what << "\nactual:\n" << actual << "\nexpected:\n" << expected;
+  EXPECT_TRUE(at::equal(actual, expected)) << what << "\nactual:\n"
+                                           << actual << "\nexpected:\n"
+                                           << expected;
 }
 
 }  // namespace
@@ -100,8 +101,9 @@ void check_all_reduce(Communicator& comm) {
   }
   at::Tensor scalar = rank_input(comm.global_rank(), {}, at::kFloat);
   comm.all_reduce(scalar, {ReduceOp::kMax});
-  expect_same(scalar, reference_reduce(stacked_inputs(comm, {}, at::kFloat), ReduceOp::kMax,
-                                       at::kFloat), "0-dim max");
+  expect_same(scalar,
+              reference_reduce(stacked_inputs(comm, {}, at::kFloat), ReduceOp::kMax, at::kFloat),
+              "0-dim max");
   at::Tensor empty = at::empty({0, 4});
   comm.all_reduce(empty);
   EXPECT_EQ(empty.numel(), 0);
@@ -142,7 +144,8 @@ void check_reduce_scatter_tensor(Communicator& comm) {
   at::Tensor input = rank_input(comm.global_rank(), {n}, at::kLong);
   at::Tensor output = at::zeros({}, input.options());
   comm.reduce_scatter_tensor(output, input);
-  at::Tensor full = reference_reduce(stacked_inputs(comm, {n}, at::kLong), ReduceOp::kSum, at::kLong);
+  at::Tensor full =
+      reference_reduce(stacked_inputs(comm, {n}, at::kLong), ReduceOp::kSum, at::kLong);
   expect_same(output, full[comm.rank()], "");
 }
 
@@ -154,8 +157,11 @@ void check_all_to_all_single(Communicator& comm) {
   // Row k of the block s sends to d holds 100 * global(s) + 10 * d + k.
   auto block = [&](int64_t s, int64_t d, c10::ScalarType dtype) {
     const double base = 100.0 * comm.group_ranks()[s] + 10.0 * d;
-    return (at::arange(rows(s, d), at::kDouble) + base).unsqueeze(1).expand({rows(s, d), 2})
-        .contiguous().to(dtype);
+    return (at::arange(rows(s, d), at::kDouble) + base)
+        .unsqueeze(1)
+        .expand({rows(s, d), 2})
+        .contiguous()
+        .to(dtype);
   };
   for (c10::ScalarType dtype : {at::kFloat, at::kLong, at::kComplexDouble, at::kBFloat16}) {
     SCOPED_TRACE(std::string("all_to_all_single uneven ") + c10::toString(dtype));
@@ -225,12 +231,14 @@ void check_async(Communicator& comm) {
   works.push_back(comm.reduce_scatter_tensor(c, input, {ReduceOp::kMax, {}, /*async_op=*/true}));
   for (auto it = works.rbegin(); it != works.rend(); ++it) (*it)->wait();
   for (const WorkPtr& w : works) EXPECT_TRUE(w->is_completed());
-  expect_same(a, reference_reduce(stacked_inputs(comm, {5}, at::kFloat), ReduceOp::kSum,
-                                  at::kFloat), "async all_reduce sum");
-  expect_same(b, reference_reduce(stacked_inputs(comm, {5}, at::kBFloat16), ReduceOp::kAvg,
-                                  at::kBFloat16), "async all_reduce avg bf16");
-  at::Tensor full = reference_reduce(stacked_inputs(comm, {2 * n}, at::kDouble), ReduceOp::kMax,
-                                     at::kDouble);
+  expect_same(a,
+              reference_reduce(stacked_inputs(comm, {5}, at::kFloat), ReduceOp::kSum, at::kFloat),
+              "async all_reduce sum");
+  expect_same(
+      b, reference_reduce(stacked_inputs(comm, {5}, at::kBFloat16), ReduceOp::kAvg, at::kBFloat16),
+      "async all_reduce avg bf16");
+  at::Tensor full =
+      reference_reduce(stacked_inputs(comm, {2 * n}, at::kDouble), ReduceOp::kMax, at::kDouble);
   expect_same(c, full.narrow(0, 2 * comm.rank(), 2), "async reduce_scatter max");
 }
 

@@ -2,9 +2,8 @@
 // its peers' collectives fail with messages naming collective, group and
 // rank; a skipped collective times out; a failed expectation in a rank shows
 // up in the parent with that rank's output; a hung job is killed whole.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -41,8 +40,8 @@ void expect_all_reduce_fails(World& world) {
     world.world_group()->all_reduce(t);
     ADD_FAILURE() << "all_reduce succeeded although a peer is gone";
   } catch (const c10::Error& e) {
-    const auto ms = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() -
-                                                             start).count();
+    const auto ms =
+        std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start).count();
     const std::string message = e.what_without_backtrace();
     std::printf("SURVIVOR_ERROR %lld ms: %s\n", static_cast<long long>(ms), message.c_str());
     std::fflush(stdout);
@@ -84,7 +83,8 @@ TEST(GlooFailureWorker, PeerSkipsCollective) {
   } catch (const c10::Error& e) {
     const std::string message = e.what_without_backtrace();
     std::printf("TIMEOUT_ERROR %s\n", message.c_str());
-    EXPECT_NE(message.find("all_reduce on gloo group [0, 1] (group rank 0 of 2, global rank 0)"),
+    EXPECT_NE(message.find("all_reduce on gloo group [0, 1] (group rank 0 of 2, global rank 0) "
+                           "with timeout 1500 ms failed"),
               std::string::npos);
     EXPECT_NE(message.find("imed out"), std::string::npos);
     EXPECT_NE(message.find("same collectives in the same order"), std::string::npos);
@@ -154,8 +154,7 @@ TEST(GlooFailure, SkippedCollectiveTimesOutWithHint) {
   options.kill_on_failure = false;
   const auto result = run_worker_test(2, "GlooFailureWorker.PeerSkipsCollective", options);
   EXPECT_TRUE(result.ok()) << result.report();
-  EXPECT_NE(result.ranks.at(0).output.find("TIMEOUT_ERROR"), std::string::npos)
-      << result.report();
+  EXPECT_NE(result.ranks.at(0).output.find("TIMEOUT_ERROR"), std::string::npos) << result.report();
 }
 
 TEST(GlooFailure, WorkerExpectationFailureSurfacesWithItsOutput) {

@@ -2,11 +2,11 @@
 // suite and the Gloo-specific checks against serial references, on the world
 // group and on subgroups. GlooJob* tests are the parents: each starts this
 // binary N times, running one GlooWorker* test as a rank.
-#include <gtest/gtest.h>
+#include "backends/gloo/gloo_world.h"
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
-#include "backends/gloo/gloo_world.h"
 #include "backends/launch/env.h"
 #include "tests/backends/collective_suite.h"
 #include "tests/backends/gloo/gloo_checks.h"
@@ -47,8 +47,8 @@ TEST(GlooWorker, GlooSpecifics) {
   if (world->size() != 4) return;
   const int64_t r = world->rank();
   auto row = world->new_group(r < 2 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{2, 3});
-  auto column = world->new_group(r % 2 == 0 ? std::vector<int64_t>{0, 2}
-                                            : std::vector<int64_t>{1, 3});
+  auto column =
+      world->new_group(r % 2 == 0 ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{1, 3});
   EXPECT_EQ(row->rank(), r % 2);
   EXPECT_EQ(column->rank(), r / 2);
   EXPECT_EQ(world->new_group(row->group_ranks()), row) << "same ranks, same communicator";

@@ -33,9 +33,10 @@ launch::LaunchResult run_with_retries(launch::LaunchSpec spec, const WorkerOptio
   spec.env = options.env;
   spec.env.emplace_back(kTimeoutVar, std::to_string(options.collective_timeout.count()));
   // The test runner's files belong to the parent test only.
-  spec.unset_env = {"XML_OUTPUT_FILE",         "GTEST_OUTPUT",          "TEST_PREMATURE_EXIT_FILE",
-                    "GTEST_SHARD_INDEX",       "GTEST_TOTAL_SHARDS",    "TEST_SHARD_STATUS_FILE",
-                    "GTEST_SHARD_STATUS_FILE", "TEST_WARNINGS_OUTPUT_FILE"};
+  spec.unset_env = {"XML_OUTPUT_FILE",          "GTEST_OUTPUT",
+                    "TEST_PREMATURE_EXIT_FILE", "GTEST_SHARD_INDEX",
+                    "GTEST_TOTAL_SHARDS",       "TEST_SHARD_STATUS_FILE",
+                    "GTEST_SHARD_STATUS_FILE",  "TEST_WARNINGS_OUTPUT_FILE"};
   const size_t base_env = spec.env.size();
   launch::LaunchResult result;
   for (int attempt = 0; attempt < kPortAttempts; ++attempt) {

@@ -56,8 +56,8 @@ std::shared_ptr<World> make_worker_world();
 
 /// Fails the test with the job's report (each rank's status and output)
 /// unless every rank succeeded.
-#define EXPECT_WORKERS_OK(result_expr)                        \
-  do {                                                        \
-    const auto dtensor_job_result = (result_expr);            \
+#define EXPECT_WORKERS_OK(result_expr)                                   \
+  do {                                                                   \
+    const auto dtensor_job_result = (result_expr);                       \
     EXPECT_TRUE(dtensor_job_result.ok()) << dtensor_job_result.report(); \
   } while (0)

@@ -3,7 +3,6 @@
 // see Note [torchrun agent store]) and with --standalone (rank 0 serves it).
 // Skipped where torchrun is not installed.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -43,8 +42,14 @@ TEST(TorchrunWorker, Collectives) {
 // --monitor_interval 0.5 makes the agent notice finished workers sooner than
 // its 5 s default. Underscore spellings work on torchrun 1.13 and 2.x.
 launch::LaunchResult run_torchrun(const std::vector<std::string>& extra_flags) {
-  std::vector<std::string> argv = {find_torchrun(), "--nproc_per_node", "2",   "--redirects",
-                                   "2",             "--tee",            "2",   "--monitor_interval",
+  std::vector<std::string> argv = {find_torchrun(),
+                                   "--nproc_per_node",
+                                   "2",
+                                   "--redirects",
+                                   "2",
+                                   "--tee",
+                                   "2",
+                                   "--monitor_interval",
                                    "0.5"};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   argv.insert(argv.end(), {"--no_python", self_path(), "--gtest_filter=TorchrunWorker.*"});

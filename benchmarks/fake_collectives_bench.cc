@@ -1,0 +1,171 @@
+// Fake-world collective throughput against plain memcpy, and small-message
+// latency. A timed program printing tables (rank threads are not a good fit
+// for Google Benchmark's per-thread model):
+//   bazel run -c opt //benchmarks:fake_collectives_bench [-- --quick | --latency]
+#include <ATen/Functions.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/fake/fake_world.h"
+
+namespace dtensor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Iterations that take about `budget` seconds for an operation of `bytes`.
+int iterations_for(int64_t bytes, double budget_bytes) {
+  return static_cast<int>(std::clamp(budget_bytes / static_cast<double>(bytes), 3.0, 2000.0));
+}
+
+// Seconds per memcpy of `bytes` bytes, one thread, warm buffers.
+double memcpy_seconds(int64_t bytes) {
+  std::vector<char> src(static_cast<size_t>(bytes), 1);
+  std::vector<char> dst(static_cast<size_t>(bytes), 2);
+  const int iters = iterations_for(bytes, 2e9);
+  std::memcpy(dst.data(), src.data(), src.size());
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) {
+    std::memcpy(dst.data(), src.data(), src.size());
+    src[static_cast<size_t>(i) % src.size()] = static_cast<char>(i);  // keep the copies alive
+  }
+  return seconds(Clock::now() - start) / iters;
+}
+
+// The collective under test on one rank; `bytes` is the larger buffer's size.
+using Issue = std::function<void(Communicator&)>;
+
+Issue make_issue(const std::string& kind, int64_t ranks, int64_t bytes) {
+  const int64_t numel = bytes / 4;
+  if (kind == "all_reduce") {
+    auto t = std::make_shared<at::Tensor>(at::ones({numel}));
+    return [t](Communicator& c) { c.all_reduce(*t); };
+  }
+  auto big = std::make_shared<at::Tensor>(at::ones({numel}));
+  auto small = std::make_shared<at::Tensor>(at::ones({numel / ranks}));
+  if (kind == "all_gather_into_tensor") {
+    return [big, small](Communicator& c) { c.all_gather_into_tensor(*big, *small); };
+  }
+  return [big, small](Communicator& c) { c.reduce_scatter_tensor(*small, *big); };
+}
+
+// Seconds per collective, measured on rank 0 between two barriers.
+double collective_seconds(const std::string& kind, int64_t ranks, int64_t bytes, int iters) {
+  double result = 0;
+  run_fake_world(ranks, [&](World& world) {
+    auto comm = world.world_group();
+    Issue issue = make_issue(kind, ranks, bytes);
+    for (int i = 0; i < 2; ++i) issue(*comm);  // warm-up: buffers, page faults
+    comm->barrier();
+    const auto start = Clock::now();
+    for (int i = 0; i < iters; ++i) issue(*comm);
+    comm->barrier();
+    if (world.rank() == 0) result = seconds(Clock::now() - start) / iters;
+  });
+  return result;
+}
+
+void throughput_table(bool quick) {
+  std::printf("\n== Throughput (bytes = per-rank tensor: all_reduce tensor, all_gather output, "
+              "reduce_scatter input) ==\n");
+  std::printf("world GB/s = ranks x output bytes / time (what all ranks receive);\n"
+              "memcpy GB/s = one thread copying `bytes`; ratio = memcpy GB/s / world GB/s "
+              "(1 = as fast as one memcpy thread writing every rank's output)\n\n");
+  std::printf("%-24s %5s %10s %12s %11s %11s %7s\n", "collective", "ranks", "bytes",
+              "time/op us", "world GB/s", "memcpy GB/s", "ratio");
+  const std::vector<std::string> kinds = {"all_reduce", "all_gather_into_tensor",
+                                          "reduce_scatter_tensor"};
+  const int64_t max_bytes = quick ? (int64_t{1} << 20) : (int64_t{64} << 20);
+  for (const std::string& kind : kinds) {
+    for (int64_t ranks : {2, 4, 8}) {
+      for (int64_t bytes = 1024; bytes <= max_bytes; bytes *= 4) {
+        const int iters = iterations_for(bytes * ranks, quick ? 2e8 : 1e9);
+        const double t = collective_seconds(kind, ranks, bytes, iters);
+        const int64_t out_bytes = kind == "reduce_scatter_tensor" ? bytes / ranks : bytes;
+        const double world_gbs = static_cast<double>(ranks * out_bytes) / t / 1e9;
+        const double memcpy_gbs = static_cast<double>(out_bytes) / memcpy_seconds(out_bytes) / 1e9;
+        std::printf("%-24s %5ld %10ld %12.1f %11.2f %11.2f %7.2f\n", kind.c_str(),
+                    static_cast<long>(ranks), static_cast<long>(bytes), t * 1e6, world_gbs,
+                    memcpy_gbs, memcpy_gbs / world_gbs);
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
+void latency_table() {
+  std::printf("\n== Small-message latency, 4 ranks (median of 9 batches of 2000) ==\n\n");
+  std::printf("%-32s %10s\n", "collective", "us/op");
+  struct Case {
+    const char* name;
+    // Builds one rank's tensors once and returns the call to repeat.
+    std::function<std::function<void(Communicator&)>()> prepare;
+  };
+  const std::vector<Case> cases = {
+      {"barrier", [] { return [](Communicator& c) { c.barrier(); }; }},
+      {"all_reduce f32[1] (4 B)", [] {
+         at::Tensor t = at::ones({1});
+         return [t](Communicator& c) mutable { c.all_reduce(t); };
+       }},
+      {"all_reduce f32[256] (1 KiB)", [] {
+         at::Tensor t = at::ones({256});
+         return [t](Communicator& c) mutable { c.all_reduce(t); };
+       }},
+      {"all_reduce bf16[256] (512 B)", [] {
+         at::Tensor t = at::ones({256}, at::kBFloat16);
+         return [t](Communicator& c) mutable { c.all_reduce(t); };
+       }},
+      {"all_gather f32[64] -> [256]", [] {
+         at::Tensor in = at::ones({64});
+         at::Tensor out = at::empty({256});
+         return [in, out](Communicator& c) mutable { c.all_gather_into_tensor(out, in); };
+       }},
+      {"reduce_scatter f32[256] -> [64]", [] {
+         at::Tensor in = at::ones({256});
+         at::Tensor out = at::empty({64});
+         return [in, out](Communicator& c) mutable { c.reduce_scatter_tensor(out, in); };
+       }},
+      {"broadcast f32[256]", [] {
+         at::Tensor t = at::ones({256});
+         return [t](Communicator& c) mutable { c.broadcast(t); };
+       }},
+  };
+  for (const Case& c : cases) {
+    std::vector<double> batches;
+    run_fake_world(4, [&](World& world) {
+      auto comm = world.world_group();
+      auto issue = c.prepare();
+      for (int i = 0; i < 200; ++i) issue(*comm);
+      for (int b = 0; b < 9; ++b) {
+        comm->barrier();
+        const auto start = Clock::now();
+        for (int i = 0; i < 2000; ++i) issue(*comm);
+        comm->barrier();
+        if (world.rank() == 0) batches.push_back(seconds(Clock::now() - start) / 2000);
+      }
+    });
+    std::sort(batches.begin(), batches.end());
+    std::printf("%-32s %10.2f\n", c.name, batches[batches.size() / 2] * 1e6);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+}  // namespace dtensor
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  std::printf("fake_collectives_bench: %u hardware threads\n", std::thread::hardware_concurrency());
+  dtensor::latency_table();
+  if (mode != "--latency") dtensor::throughput_table(/*quick=*/mode == "--quick");
+  return 0;
+}

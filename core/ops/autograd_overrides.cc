@@ -1,0 +1,277 @@
+// Autograd kernels for DTensors (dispatch key AutogradPrivateUse1) where
+// LibTorch 1.13's own autograd formula or composite cannot work on DTensors:
+//  - max.dim / min.dim / topk / sort / kthvalue / mode / median.dim: the 1.13
+//    backward scatters into at::zeros(sizes, options), a plain tensor. Ours
+//    scatters into a DTensor of zeros laid out like the input.
+//  - vector norms: over a sharded dim they decompose into local partial
+//    results and one reduction (see Note [Norms of sharded dims]); the
+//    backward is LibTorch's norm_backward written in DTensor ops.
+//  - _scaled_dot_product_attention: the math path builds its causal mask as a
+//    plain tensor; it runs with implicit replication (the mask is Replicate).
+// Everything else keeps LibTorch's autograd formulas.
+#include <ATen/Functions.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/dispatch/dispatch_mode.h"
+#include "core/dtensor_impl.h"
+#include "core/ops/builtin_rules.h"
+
+namespace dtensor {
+namespace {
+
+using torch::autograd::variable_list;
+
+std::string full_name(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+bool needs_grad(const at::Tensor& t) {
+  return torch::autograd::GradMode::is_enabled() && t.defined() && t.requires_grad();
+}
+
+// A DTensor of zeros with `spec` (contiguous), on the device and dtype of `like`.
+at::Tensor zeros_dtensor(DTensorSpec spec, const at::Tensor& like) {
+  spec.meta.stride = contiguous_strides(spec.meta.shape);
+  spec.meta.dtype = like.scalar_type();
+  at::Tensor local = at::zeros(spec.local_shape(), dtensor_impl(like)->local().options());
+  return make_dtensor(local, spec);
+}
+
+// ------------------------------------------------------- value-selecting ops
+
+struct SelectArgs {
+  size_t dim_arg;
+  int64_t keepdim_arg;  // -1: the outputs keep every dim
+};
+
+const std::unordered_map<std::string, SelectArgs>& value_selecting_ops() {
+  static const auto* table = new std::unordered_map<std::string, SelectArgs>{
+      {"aten::max.dim", {1, 2}},  {"aten::min.dim", {1, 2}},     {"aten::median.dim", {1, 2}},
+      {"aten::mode", {1, 2}},     {"aten::kthvalue", {2, 3}},    {"aten::topk", {2, -1}},
+      {"aten::sort", {1, -1}},    {"aten::sort.stable", {2, -1}},
+  };
+  return *table;
+}
+
+// Gradient of (values, indices) = op(self, dim...): zeros like self with the
+// gradient scattered at the selected indices.
+struct ValueSelectingBackward : torch::autograd::Node {
+  DTensorSpec grad_spec;  // self's spec, gathered where scatter needs it
+  int64_t dim = 0;
+  bool unsqueeze = false;
+  at::Tensor indices;
+  std::string op_name;
+  std::string name() const override { return "dtensor::ValueSelectingBackward(" + op_name + ")"; }
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined()) return {at::Tensor()};
+    TORCH_CHECK(is_dtensor(grads[0]), name(), ": the gradient of a DTensor output is a plain tensor");
+    at::Tensor g = grads[0], idx = indices;
+    if (unsqueeze) {
+      g = g.unsqueeze(dim);
+      idx = idx.unsqueeze(dim);
+    }
+    return {zeros_dtensor(grad_spec, g).scatter(dim, idx, g)};
+  }
+};
+
+void value_selecting_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string name = full_name(op);
+  const SelectArgs& spec = value_selecting_ops().at(name);
+  const size_t first = stack->size() - op.schema().arguments().size();
+  const at::Tensor self = (*stack)[first].toTensor();
+  const int64_t ndim = self.dim();
+  const int64_t raw_dim = (*stack)[first + spec.dim_arg].toInt();
+  const int64_t dim = ndim == 0 ? 0 : (raw_dim < 0 ? raw_dim + ndim : raw_dim);
+  const bool keepdim = spec.keepdim_arg < 0 || (*stack)[first + static_cast<size_t>(spec.keepdim_arg)].toBool();
+  const bool grad = needs_grad(self) && is_dtensor(self);
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.callBoxed(stack);
+  }
+  if (!grad) return;
+  at::Tensor values = (*stack)[stack->size() - 2].toTensor();
+  auto node = std::shared_ptr<ValueSelectingBackward>(new ValueSelectingBackward(), torch::autograd::deleteNode);
+  node->op_name = name;
+  node->grad_spec = dtensor_impl(self)->spec();
+  for (auto& p : node->grad_spec.placements) {
+    if (p.is_partial() || p.is_shard(dim)) p = Replicate();
+  }
+  node->dim = dim;
+  node->unsqueeze = !keepdim && ndim > 0;
+  node->indices = (*stack)[stack->size() - 1].toTensor();
+  node->set_next_edges(torch::autograd::collect_next_edges(self));
+  torch::autograd::set_history(values, node);
+  (*stack)[stack->size() - 2] = values;
+}
+
+// -------------------------------------------------------------------- norms
+
+struct NormArgs {
+  double ord = 2.0;
+  std::vector<int64_t> dims;  // sorted, distinct, wrapped
+  bool keepdim = false;
+  c10::optional<c10::ScalarType> dtype;
+};
+
+NormArgs norm_args(const std::string& name, const torch::jit::Stack& stack, size_t first, int64_t ndim) {
+  NormArgs a;
+  const c10::IValue& ord = stack[first + 1];
+  if (!ord.isNone()) a.ord = ord.toScalar().toDouble();
+  c10::IValue dims;
+  if (name == "aten::linalg_vector_norm") {
+    dims = stack[first + 2];
+    a.keepdim = stack[first + 3].toBool();
+    if (!stack[first + 4].isNone()) a.dtype = stack[first + 4].toScalarType();
+  } else if (name == "aten::norm.ScalarOpt_dim") {
+    dims = stack[first + 2];
+    a.keepdim = stack[first + 3].toBool();
+  }
+  if (dims.isIntList()) {
+    for (int64_t d : dims.toIntVector()) a.dims.push_back(d < 0 ? d + std::max<int64_t>(ndim, 1) : d);
+  }
+  if (a.dims.empty()) {
+    for (int64_t d = 0; d < ndim; ++d) a.dims.push_back(d);
+  }
+  std::sort(a.dims.begin(), a.dims.end());
+  a.dims.erase(std::unique(a.dims.begin(), a.dims.end()), a.dims.end());
+  return a;
+}
+
+bool reduces_a_shard(const at::Tensor& self, const std::vector<int64_t>& dims) {
+  DTensorImpl* impl = dtensor_impl(self);
+  if (impl == nullptr) return false;
+  for (const Placement& p : impl->spec().placements) {
+    if (p.is_shard() && std::find(dims.begin(), dims.end(), p.shard_dim()) != dims.end()) return true;
+  }
+  return false;
+}
+
+at::Tensor unsqueeze_dims(at::Tensor t, const NormArgs& a, int64_t ndim) {
+  if (a.keepdim || ndim == 0) return t;
+  for (int64_t d : a.dims) t = t.unsqueeze(d);
+  return t;
+}
+
+// The p-norm from DTensor ops: local partial results, one reduction.
+at::Tensor decomposed_norm(const at::Tensor& x, const NormArgs& a) {
+  const double p = a.ord;
+  if (std::isinf(p)) return p > 0 ? x.abs().amax(a.dims, a.keepdim) : x.abs().amin(a.dims, a.keepdim);
+  if (p == 0) return x.ne(0).sum(a.dims, a.keepdim).to(x.scalar_type());
+  if (p == 1) return x.abs().sum(a.dims, a.keepdim);
+  return x.abs().pow(p).sum(a.dims, a.keepdim).pow(1.0 / p);
+}
+
+// LibTorch's norm_backward (FunctionsManual.cpp, 1.13), in DTensor ops.
+struct NormBackward : torch::autograd::Node {
+  NormArgs args;
+  at::Tensor self, result;
+  c10::ScalarType input_dtype = at::kFloat;
+  std::string name() const override { return "dtensor::NormBackward"; }
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined()) return {at::Tensor()};
+    const double p = args.ord;
+    const int64_t ndim = self.dim();
+    at::Tensor g = unsqueeze_dims(grads[0], args, ndim);
+    at::Tensor norm = unsqueeze_dims(result, args, ndim);
+    at::Tensor out;
+    if (p == 0) {
+      out = self.mul(0);
+    } else if (p == 1) {
+      out = self.sgn().mul(g);
+    } else if (p == 2) {
+      out = g.mul(self.div(norm).masked_fill(norm.eq(0), 0));
+    } else if (std::isinf(p)) {
+      at::Tensor is_max = self.abs().eq(norm).to(norm.scalar_type());
+      at::Tensor count = unsqueeze_dims(is_max.sum(args.dims, args.keepdim), args, ndim);
+      out = self.sgn().mul(is_max).mul(g.div(count));
+    } else if (p < 1) {
+      at::Tensor scaled = self.sgn().mul(self.abs().pow(p - 1).masked_fill(self.eq(0), 0));
+      out = scaled.mul(g).mul(norm.pow(1 - p));
+    } else {
+      at::Tensor scaled = p < 2 ? self.sgn().mul(self.abs().pow(p - 1)) : self.mul(self.abs().pow(p - 2));
+      out = scaled.mul(g.div(norm.pow(p - 1)).masked_fill(norm.eq(0), 0));
+    }
+    return {out.to(input_dtype)};
+  }
+};
+
+// Forward: the op itself when no sharded dim is reduced (the rule keeps the
+// shards), else decomposed_norm. Backward: NormBackward either way, since
+// this kernel shadows LibTorch's autograd kernel for DTensors.
+void norm_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string name = full_name(op);
+  const size_t first = stack->size() - op.schema().arguments().size();
+  const at::Tensor self = (*stack)[first].toTensor();
+  const NormArgs a = norm_args(name, *stack, first, self.dim());
+  const bool grad = needs_grad(self);
+  at::Tensor result;
+  if (reduces_a_shard(self, a.dims)) {
+    torch::autograd::AutoGradMode no_grad(false);
+    at::Tensor x = a.dtype ? self.detach().to(*a.dtype) : self.detach();
+    result = decomposed_norm(x, a);
+    stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(first), stack->end());
+  } else {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.callBoxed(stack);
+    result = stack->back().toTensor();
+    stack->pop_back();
+  }
+  if (grad) {
+    auto node = std::shared_ptr<NormBackward>(new NormBackward(), torch::autograd::deleteNode);
+    node->args = a;
+    {
+      torch::autograd::AutoGradMode no_grad(false);
+      node->self = a.dtype ? self.detach().to(*a.dtype) : self.detach();
+    }
+    node->result = result;
+    node->input_dtype = self.scalar_type();
+    node->set_next_edges(torch::autograd::collect_next_edges(self));
+    torch::autograd::set_history(result, node);
+  }
+  stack->push_back(result);
+}
+
+// ------------------------------------------------------------ attention
+
+std::tuple<at::Tensor, at::Tensor> sdpa_with_implicit_replication(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+    const c10::optional<at::Tensor>& attn_mask, double dropout_p, bool need_attn_weights, bool is_causal) {
+  ImplicitReplicationGuard replicate_plain_tensors;
+  return at::_scaled_dot_product_attention_math(query, key, value, attn_mask, dropout_p, need_attn_weights,
+                                                is_causal);
+}
+
+}  // namespace
+
+void register_autograd_overrides() {
+  static std::once_flag once;
+  static std::unique_ptr<torch::Library> library;
+  std::call_once(once, [] {
+    library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                               c10::DispatchKey::AutogradPrivateUse1, __FILE__, __LINE__);
+    for (const auto& [name, args] : value_selecting_ops()) {
+      (void)args;
+      library->impl(name.substr(6).c_str(),
+                    torch::CppFunction::makeFromBoxedFunction<&value_selecting_autograd>());
+    }
+    for (const char* name : {"linalg_vector_norm", "norm.ScalarOpt_dim", "norm.Scalar"}) {
+      library->impl(name, torch::CppFunction::makeFromBoxedFunction<&norm_autograd>());
+    }
+    library->impl("_scaled_dot_product_attention", TORCH_FN(sdpa_with_implicit_replication));
+  });
+}
+
+}  // namespace dtensor

@@ -1,0 +1,134 @@
+// Math ops that need a whole dim at once: softmax / log_softmax and their
+// backward, logsumexp, var / std (and var_mean / std_mean), cumsum, topk,
+// sort, and vector norms. A shard of that dim is gathered first (the output
+// is Replicate there, as in PyTorch DTensor); shards of other dims stay.
+//   _softmax([S(0)] f[8,6], dim=1) -> S(0);  _softmax([S(1)], dim=1) -> input gathered, R
+//   topk([S(1)], k, dim=1) -> 1 all_gather;  var([S(0)], dim=1) -> S(0)
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+#include "core/ops/builtin_rules.h"
+#include "core/ops/op_rule_helpers.h"
+#include "core/ops/rule_utils.h"
+
+namespace dtensor {
+namespace {
+
+using detail::placement_of;
+
+// keepdim_arg of ops whose output keeps every dim (softmax, cumsum, topk, sort).
+constexpr size_t kKeepsDims = static_cast<size_t>(-1);
+// dims arg of full reductions (no dims argument: every dim is reduced).
+constexpr size_t kAllDims = static_cast<size_t>(-1);
+
+// Where an op finds the dims it works along.
+struct DimsSpec {
+  size_t arg = 1;               // schema argument with the dim / dims
+  bool none_means_all = false;  // int[]? None (or []) = every dim
+  size_t keepdim_arg = kKeepsDims;  // bool keepdim argument, or kKeepsDims
+};
+
+std::vector<int64_t> worked_dims(const OpCall& call, const DimsSpec& spec) {
+  const int64_t ndim = detail::ndim_of(call, 0);
+  if (spec.arg < call.num_args() && call.arg(spec.arg).isInt()) {
+    return {detail::wrap_dim(call.arg(spec.arg).toInt(), ndim)};
+  }
+  std::vector<int64_t> dims = detail::dims_arg(call, spec.arg, ndim, spec.none_means_all);
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+// One input (self), any number of outputs; `dims` must not be sharded and a
+// Partial input is reduced first. Outputs drop the dims unless keepdim.
+DimRule whole_dims_rule(DimsSpec spec) {
+  return [spec](const OpCall& call, int mesh_dim) {
+    std::vector<int64_t> dims = worked_dims(call, spec);
+    const bool keepdim = spec.keepdim_arg == kKeepsDims || detail::bool_arg(call, spec.keepdim_arg, false);
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    if (p.is_shard() && std::find(dims.begin(), dims.end(), p.shard_dim()) == dims.end()) {
+      const int64_t o = keepdim ? p.shard_dim() : detail::dim_after_removal(p.shard_dim(), dims);
+      DimStrategy s = detail::all_replicate(call);
+      s.inputs[0] = p;
+      for (size_t i = 0; i < call.outputs.size(); ++i) {
+        if (detail::out_ndim_of(call, i) > o) s.outputs[i] = Shard(o);
+      }
+      candidates.push_back(s);
+    }
+    return candidates;
+  };
+}
+
+// cumsum(self, dim): like whole_dims_rule, and linear, so Partial(sum) stays.
+DimRule cumsum_rule() {
+  DimRule base = whole_dims_rule(DimsSpec{1, false, kKeepsDims});
+  return [base](const OpCall& call, int mesh_dim) {
+    std::vector<DimStrategy> candidates = base(call, mesh_dim);
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    if (p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg)) {
+      candidates.push_back(detail::uniform(call, p));
+    }
+    return candidates;
+  };
+}
+
+// _softmax_backward_data(grad_output, output, dim, input_dtype) and the
+// log_softmax one: both tensors sharded alike on a dim other than `dim`; the
+// gradient is linear in grad_output, so a Partial grad_output with a
+// replicated output stays Partial.
+DimRule softmax_backward_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const int64_t dim = detail::wrap_dim(detail::int_arg(call, 2, -1), detail::ndim_of(call, 0));
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      const Placement& p = placement_of(call, i, mesh_dim);
+      if (p.is_shard() && p.shard_dim() != dim) candidates.push_back(detail::uniform(call, p));
+    }
+    const Placement& g = placement_of(call, 0, mesh_dim);
+    if (g.is_partial() && (g.reduce_op() == ReduceOp::kSum || g.reduce_op() == ReduceOp::kAvg)) {
+      candidates.push_back(DimStrategy{{g, Replicate()}, {g}});
+    }
+    return candidates;
+  };
+}
+
+}  // namespace
+
+// Note [Norms of sharded dims]
+// A p-norm over a sharded dim needs sum(|x|^p) across ranks before the root,
+// a reduction no Partial kind expresses; and rules cannot read `ord` (scalar
+// values are not part of the sharding cache key, see Note [Sharding cache
+// key]). So the rule below gathers a sharded reduced dim, and the autograd
+// override in autograd_overrides.cc handles DTensor norms over sharded dims
+// before they reach it, with one all_reduce of the result (PyTorch: Partial
+// norm reduced later, also one all_reduce).
+void register_math_rules(ShardingRegistry& registry) {
+  registry.add({"aten::_softmax", "aten::_log_softmax"},
+               per_mesh_dim(whole_dims_rule(DimsSpec{1, false, kKeepsDims})));
+  registry.add({"aten::_softmax_backward_data", "aten::_log_softmax_backward_data"},
+               per_mesh_dim(softmax_backward_rule()));
+  registry.add({"aten::logsumexp"}, per_mesh_dim(whole_dims_rule(DimsSpec{1, true, 2})));
+  registry.add({"aten::var.correction", "aten::std.correction", "aten::var_mean.correction",
+                "aten::std_mean.correction"},
+               per_mesh_dim(whole_dims_rule(DimsSpec{1, true, 3})));
+  registry.add({"aten::var.dim", "aten::std.dim", "aten::var_mean.dim", "aten::std_mean.dim"},
+               per_mesh_dim(whole_dims_rule(DimsSpec{1, true, 3})));
+  registry.add({"aten::cumsum", "aten::cumsum_"}, per_mesh_dim(cumsum_rule()));
+  registry.add({"aten::cumprod", "aten::logcumsumexp", "aten::cummax", "aten::cummin"},
+               per_mesh_dim(whole_dims_rule(DimsSpec{1, false, kKeepsDims})));
+  registry.add({"aten::topk"}, per_mesh_dim(whole_dims_rule(DimsSpec{2, false, kKeepsDims})));
+  registry.add({"aten::sort"}, per_mesh_dim(whole_dims_rule(DimsSpec{1, false, kKeepsDims})));
+  registry.add({"aten::sort.stable"}, per_mesh_dim(whole_dims_rule(DimsSpec{2, false, kKeepsDims})));
+  registry.add({"aten::kthvalue"}, per_mesh_dim(whole_dims_rule(DimsSpec{2, false, 3})));
+  registry.add({"aten::median.dim", "aten::nanmedian.dim", "aten::mode"},
+               per_mesh_dim(whole_dims_rule(DimsSpec{1, false, 2})));
+  registry.add({"aten::linalg_vector_norm"}, per_mesh_dim(whole_dims_rule(DimsSpec{2, true, 3})));
+  registry.add({"aten::norm.ScalarOpt_dim", "aten::norm.ScalarOpt_dim_dtype"},
+               per_mesh_dim(whole_dims_rule(DimsSpec{2, true, 3})));
+  registry.add({"aten::norm.Scalar", "aten::norm.ScalarOpt_dtype"},
+               per_mesh_dim(whole_dims_rule(DimsSpec{kAllDims, true, kKeepsDims})));
+}
+
+}  // namespace dtensor

@@ -1,0 +1,259 @@
+// Neural-network building blocks: embedding and its backward, layer norm and
+// its backward, and the random ops behind dropout (bernoulli_, uniform_,
+// normal_, native_dropout).
+//   embedding(weight [S(1)], idx [R]) -> S(-1), no comm;  embedding(weight [S(0)], idx [R]) -> P(sum), masked
+//   native_layer_norm(x [S(0)] f[B,T,H], {H}) -> S(0) x3, no comm
+#include <ATen/Functions.h>
+#include <c10/util/Exception.h>
+
+#include "core/ops/builtin_rules.h"
+#include "core/ops/op_rule_helpers.h"
+#include "core/ops/rule_utils.h"
+#include "core/random.h"
+
+namespace dtensor {
+namespace {
+
+using detail::placement_of;
+
+// ---------------------------------------------------------------- embedding
+
+// Note [Row-wise embedding masking]
+// With the weight sharded by rows ([S(0)], vocabulary parallel) and the
+// indices replicated, each rank looks up only the rows it holds: indices
+// outside [offset, offset + rows) produce zeros, and the sum over ranks is the
+// full lookup, so the output is Partial(sum), as PyTorch's _MaskPartial (one
+// all_reduce or reduce_scatter when it is consumed). The plan cannot run code
+// after the local op, so the fix-up computes the masked lookup itself and
+// hands the op a table of those rows with indices 0..n-1: the op's own lookup
+// is then a copy of the result (one extra output-sized gather).
+void mask_row_sharded_lookup(std::vector<c10::IValue>& stack, int64_t offset, int64_t rows) {
+  const at::Tensor weight = stack[0].toTensor();
+  const at::Tensor indices = stack[1].toTensor();
+  at::Tensor local = indices.sub(offset);
+  at::Tensor outside = local.lt(0).logical_or_(local.ge(rows));
+  at::Tensor out;
+  if (rows == 0) {
+    auto shape = indices.sizes().vec();
+    shape.push_back(weight.size(1));
+    out = at::zeros(shape, weight.options());
+  } else {
+    out = at::embedding(weight, local.masked_fill(outside, 0));
+    out.masked_fill_(outside.unsqueeze(-1), 0);
+  }
+  const int64_t n = indices.numel();
+  stack[0] = out.reshape({n, weight.size(1)});
+  stack[1] = at::arange(n, indices.options()).view(indices.sizes());
+}
+
+DimRule embedding_dim_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const int64_t out_last = detail::out_ndim_of(call, 0) - 1;
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    candidates.push_back({{Shard(1), Replicate()}, {Shard(out_last)}});
+    candidates.push_back({{Shard(0), Replicate()}, {Partial()}});
+    for (int64_t k = 0; k < detail::ndim_of(call, 1); ++k) {
+      candidates.push_back({{Replicate(), Shard(k)}, {Shard(k)}});
+    }
+    const Placement& w = placement_of(call, 0, mesh_dim);
+    if (w.is_partial()) candidates.push_back({{w, Replicate()}, {w}});
+    return candidates;
+  };
+}
+
+ShardingRule embedding_rule() {
+  DimRule dim_rule = embedding_dim_rule();
+  return [dim_rule](const OpCall& call) {
+    ShardingPlan plan = expand_per_mesh_dim(call, dim_rule);
+    bool row_sharded = false;
+    for (const Placement& p : plan.input_placements[0]) row_sharded = row_sharded || p.is_shard(0);
+    if (row_sharded) {
+      DTensorSpec weight = call.inputs[0].with_placements(plan.input_placements[0]);
+      const int64_t offset = weight.global_offset()[0];
+      const int64_t rows = weight.local_shape()[0];
+      plan.local_args_fixup = [offset, rows](std::vector<c10::IValue>& stack) {
+        mask_row_sharded_lookup(stack, offset, rows);
+      };
+    }
+    return plan;
+  };
+}
+
+// embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+// scale_grad_by_freq): column-wise -> S(1); batch-sharded grad and indices ->
+// Partial(sum) (not with scale_grad_by_freq, whose counts must be global).
+DimRule embedding_backward_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const int64_t grad_last = detail::ndim_of(call, 0) - 1;
+    const bool scale_by_freq = detail::bool_arg(call, 4, false);
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    candidates.push_back({{Shard(grad_last), Replicate()}, {Shard(1)}});
+    if (!scale_by_freq) {
+      for (int64_t k = 0; k < detail::ndim_of(call, 1); ++k) {
+        candidates.push_back({{Shard(k), Shard(k)}, {Partial()}});
+      }
+    }
+    const Placement& g = placement_of(call, 0, mesh_dim);
+    if (g.is_partial() && g.reduce_op() == ReduceOp::kSum) candidates.push_back({{g, Replicate()}, {g}});
+    return candidates;
+  };
+}
+
+// --------------------------------------------------------------- layer norm
+
+// Input dims before `axis` are outer (batch/sequence) dims that layer norm
+// treats independently; dims from `axis` on are normalised together.
+int64_t layer_norm_axis(const OpCall& call, size_t input, size_t shape_arg) {
+  return detail::ndim_of(call, input) - static_cast<int64_t>(call.arg(shape_arg).toIntVector().size());
+}
+
+// native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd).
+DimRule layer_norm_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const int64_t axis = layer_norm_axis(call, 0, 1);
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    if (p.is_shard() && p.shard_dim() < axis) {
+      DimStrategy s = detail::all_replicate(call);
+      s.inputs[0] = p;
+      for (size_t o = 0; o < call.outputs.size(); ++o) {
+        if (detail::out_ndim_of(call, o) > p.shard_dim()) s.outputs[o] = p;
+      }
+      candidates.push_back(s);
+    }
+    return candidates;
+  };
+}
+
+// native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
+// weight?, bias?, output_mask) -> (grad_input, grad_weight, grad_bias). With
+// an outer dim sharded, grad_input stays sharded and the parameter gradients
+// are partial sums over the local rows. All three are linear in grad_out.
+DimRule layer_norm_backward_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const int64_t axis = layer_norm_axis(call, 1, 2);
+    const int64_t weight = detail::input_at_arg(call, 5), bias = detail::input_at_arg(call, 6);
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    auto params_replicated = [&](DimStrategy& s) {
+      if (weight >= 0) s.inputs[static_cast<size_t>(weight)] = Replicate();
+      if (bias >= 0) s.inputs[static_cast<size_t>(bias)] = Replicate();
+    };
+    for (size_t i = 0; i < 2; ++i) {  // grad_out or input sharded on an outer dim
+      const Placement& p = placement_of(call, i, mesh_dim);
+      if (!p.is_shard() || p.shard_dim() >= axis) continue;
+      DimStrategy s = detail::uniform(call, p);
+      params_replicated(s);
+      s.outputs.assign(call.outputs.size(), Partial());
+      s.outputs[0] = p;
+      candidates.push_back(s);
+    }
+    const Placement& g = placement_of(call, 0, mesh_dim);
+    if (g.is_partial() && g.reduce_op() == ReduceOp::kSum) {
+      DimStrategy s = detail::all_replicate(call);
+      s.inputs[0] = g;
+      s.outputs.assign(call.outputs.size(), g);
+      candidates.push_back(s);
+    }
+    return candidates;
+  };
+}
+
+// ------------------------------------------------------------------- random
+
+// Note [Random ops on DTensors]
+// In-place random fills (bernoulli_, uniform_, normal_; CPU dropout is
+// empty_like + bernoulli_) draw this rank's block through the DTensor RNG
+// (core/random.h, detail::random_local): replicas get equal values and shards
+// are disjoint parts of one random tensor, whatever the placements. Under the
+// default RandomMode::kSingleDeviceExact the global tensor does not depend on
+// the placements either. The local op is then pointed at an empty scratch
+// tensor so that it does not overwrite the block. A Partial tensor becomes
+// Replicate (a random fill is not a partial sum). native_dropout, whose mask
+// the op draws internally, uses this rank's default generator: replicas of a
+// Replicate mesh dim would disagree, so it is refused there (use dropout).
+enum class RandomFill { kBernoulli, kUniform, kNormal };
+
+void fill_random_block(std::vector<c10::IValue>& stack, const DTensorSpec& spec, RandomFill kind) {
+  at::Tensor self = stack[0].toTensor();
+  RandomOptions options;
+  const size_t gen_arg = kind == RandomFill::kBernoulli ? 2 : 3;
+  if (gen_arg < stack.size() && stack[gen_arg].isGenerator()) options.generator = stack[gen_arg].toGenerator();
+  const auto distribution = kind == RandomFill::kNormal ? detail::RandomDistribution::kNormal
+                                                        : detail::RandomDistribution::kUniform;
+  DTensorSpec draw = spec;
+  if (!at::isFloatingType(draw.meta.dtype)) draw.meta.dtype = at::kFloat;
+  at::Tensor u = detail::random_local(distribution, draw, self.options().dtype(draw.meta.dtype), options,
+                                      "DTensor random fill");
+  if (kind == RandomFill::kBernoulli) {
+    self.copy_(u.lt(stack[1].toDouble()));
+  } else if (kind == RandomFill::kUniform) {
+    const double from = stack[1].toDouble(), to = stack[2].toDouble();
+    self.copy_(u.mul(to - from).add_(from));
+  } else {
+    self.copy_(u.mul(stack[2].toDouble()).add_(stack[1].toDouble()));
+  }
+  stack[0] = at::empty({0}, self.options());
+}
+
+ShardingRule random_fill_rule(RandomFill kind) {
+  return [kind](const OpCall& call) {
+    ShardingPlan plan;
+    Placements out = call.inputs[0].placements;
+    for (auto& p : out) {
+      if (p.is_partial()) {
+        p = Replicate();
+        plan.self_placements_change = true;
+      }
+    }
+    plan.input_placements.push_back(call.inputs[0].placements);
+    for (size_t i = 1; i < call.inputs.size(); ++i) plan.input_placements.push_back(call.inputs[i].placements);
+    plan.output_placements.assign(call.outputs.size(), out);
+    DTensorSpec spec = call.inputs[0].with_placements(out);
+    plan.local_args_fixup = [spec, kind](std::vector<c10::IValue>& stack) { fill_random_block(stack, spec, kind); };
+    return plan;
+  };
+}
+
+// native_dropout(input, p, train) -> (out, mask): see Note [Random ops on DTensors].
+DimRule native_dropout_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    const bool train = call.arg(2).isNone() || detail::bool_arg(call, 2, true);
+    if (!train) return std::vector<DimStrategy>{{{detail::reduced(p)}, {detail::reduced(p), detail::reduced(p)}}};
+    TORCH_CHECK(p.is_shard(), call.describe(), ": native_dropout draws its mask from each rank's "
+                "own generator, so on mesh dim ", mesh_dim, " (", p.to_string(), ") the replicas "
+                "would get different masks. Use dropout (bernoulli_, drawn by the DTensor RNG) or "
+                "shard the input on every mesh dim");
+    return std::vector<DimStrategy>{{{p}, {p, p}}};
+  };
+}
+
+// native_dropout_backward(grad, mask, scale): pointwise, linear in grad.
+DimRule dropout_backward_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      const Placement& p = placement_of(call, i, mesh_dim);
+      if (p.is_shard()) candidates.push_back(detail::uniform(call, p));
+    }
+    const Placement& g = placement_of(call, 0, mesh_dim);
+    if (g.is_partial()) candidates.push_back({{g, Replicate()}, {g}});
+    return candidates;
+  };
+}
+
+}  // namespace
+
+void register_nn_rules(ShardingRegistry& registry) {
+  registry.add({"aten::embedding"}, embedding_rule());
+  registry.add({"aten::embedding_dense_backward"}, per_mesh_dim(embedding_backward_rule()));
+  registry.add({"aten::native_layer_norm"}, per_mesh_dim(layer_norm_rule()));
+  registry.add({"aten::native_layer_norm_backward"}, per_mesh_dim(layer_norm_backward_rule()));
+  registry.add({"aten::bernoulli_.float"}, random_fill_rule(RandomFill::kBernoulli));
+  registry.add({"aten::uniform_"}, random_fill_rule(RandomFill::kUniform));
+  registry.add({"aten::normal_"}, random_fill_rule(RandomFill::kNormal));
+  registry.add({"aten::native_dropout"}, per_mesh_dim(native_dropout_rule()));
+  registry.add({"aten::native_dropout_backward"}, per_mesh_dim(dropout_backward_rule()));
+}
+
+}  // namespace dtensor

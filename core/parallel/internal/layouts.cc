@@ -1,0 +1,48 @@
+// Boundary conversions of the parallel styles.
+#include "core/parallel/internal/layouts.h"
+
+#include <c10/util/Exception.h>
+
+#include "core/dtensor.h"
+#include "core/dtensor_impl.h"
+#include "core/parallel/internal/checked_placements.h"
+
+namespace dtensor::detail {
+namespace {
+
+DTensor as_dtensor(const at::Tensor& t, const DeviceMesh& mesh, const Placement& layout, const std::string& who) {
+  TORCH_CHECK(t.defined(), who, ": the tensor is undefined");
+  if (!is_dtensor(t)) return DTensor::from_local(t, mesh, checked_placements({layout}, mesh, t.dim(), who));
+  DTensor d(t);
+  TORCH_CHECK(d.device_mesh() == mesh, who, ": the DTensor ", d.spec().to_string(), " lives on ",
+              d.device_mesh().to_string(), ", not on the style's mesh ", mesh.to_string(),
+              "; redistribute it or use the same mesh");
+  return d;
+}
+
+DTensor redistribute_if_needed(const DTensor& d, const Placement& desired, const std::string& who) {
+  Placements target = checked_placements({desired}, d.device_mesh(), d.dim(), who);
+  if (d.placements() == target) return d;
+  return d.redistribute(target);
+}
+
+}  // namespace
+
+at::Tensor prepare_input(const at::Tensor& input, const DeviceMesh& mesh, const Placement& input_layout,
+                         const Placement& desired, const std::string& who) {
+  return redistribute_if_needed(as_dtensor(input, mesh, input_layout, who), desired, who);
+}
+
+at::Tensor prepare_output(const at::Tensor& output, const DeviceMesh& mesh, const Placement& output_layout,
+                          const Placement& desired, bool use_local_output, const std::string& who) {
+  DTensor d = redistribute_if_needed(as_dtensor(output, mesh, output_layout, who), desired, who);
+  return use_local_output ? d.to_local() : at::Tensor(d);
+}
+
+void check_tp_mesh(const DeviceMesh& mesh, const std::string& who) {
+  TORCH_CHECK(mesh.defined(), who, ": the mesh is empty; create it with DeviceMesh::init");
+  TORCH_CHECK(mesh.ndim() == 1, who, ": tensor parallel styles take a 1-D mesh, got ", mesh.to_string(),
+              "; pass the tensor-parallel sub-mesh (mesh[\"tp\"]) and parallelize the other dims separately");
+}
+
+}  // namespace dtensor::detail

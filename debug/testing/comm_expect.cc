@@ -1,0 +1,58 @@
+// GoogleTest helpers: count comparisons and golden report matching.
+#include "debug/testing/comm_expect.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "debug/trace_json.h"
+
+namespace dtensor::debug::testing {
+
+::testing::AssertionResult CommCountsEqual(const char* actual_expr, const char* expected_expr,
+                                           const KindCounts& actual, const KindCounts& expected) {
+  if (actual == expected) return ::testing::AssertionSuccess();
+  std::set<std::string> kinds;
+  for (const auto& e : actual) kinds.insert(e.first);
+  for (const auto& e : expected) kinds.insert(e.first);
+  auto result = ::testing::AssertionFailure();
+  result << "comm counts " << actual_expr << " differ from " << expected_expr << ":";
+  for (const std::string& kind : kinds) {
+    const int64_t a = actual.count(kind) ? actual.at(kind) : 0;
+    const int64_t e = expected.count(kind) ? expected.at(kind) : 0;
+    if (a != e) result << "\n  " << kind << ": " << a << " (expected " << e << ")";
+  }
+  return result;
+}
+
+KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fqn, const std::string& phase) {
+  auto m = counts.find(fqn);
+  if (m == counts.end()) return {};
+  auto p = m->second.find(phase);
+  return p == m->second.end() ? KindCounts{} : p->second;
+}
+
+::testing::AssertionResult MatchesGoldenReport(const char* report_expr, const char* path_expr,
+                                               const CommReport& report, const std::string& golden_path) {
+  const std::string actual = report_json(report);
+  const char* update = std::getenv("DTENSOR_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    const char* dir = std::getenv("DTENSOR_GOLDEN_DIR");
+    const std::string path = dir != nullptr && *dir != '\0' ? std::string(dir) + "/" + golden_path : golden_path;
+    write_text_file(path, actual);
+    return ::testing::AssertionSuccess() << "updated " << path;
+  }
+  if (!std::ifstream(golden_path).good()) {
+    return ::testing::AssertionFailure()
+           << "golden file " << golden_path << " (" << path_expr << ") is missing; create it with "
+           << "DTENSOR_UPDATE_GOLDEN=1 (see debug/testing/comm_expect.h) or comm_report --json. This run:\n"
+           << actual;
+  }
+  const GoldenComparison cmp = compare_report_json(read_text_file(golden_path), actual);
+  if (cmp.matches) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "comm report " << report_expr << " differs from golden " << golden_path
+                                       << ":\n"
+                                       << cmp.diff << "(set DTENSOR_UPDATE_GOLDEN=1 to accept)";
+}
+
+}  // namespace dtensor::debug::testing

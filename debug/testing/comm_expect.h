@@ -1,0 +1,52 @@
+// GoogleTest helpers for comm counts and golden comm reports.
+//   EXPECT_COMM_COUNTS(comm, {{"all_reduce", 1}});
+//   EXPECT_COMM_MODULE_COUNTS(comm, "MLPModule.net2", "forward", {{"all_reduce", 1}});
+//   EXPECT_GOLDEN_COMM_REPORT(run_comm_report(options), "tests/debug/testdata/mlp_fake4.json");
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "debug/report/comm_report.h"
+#include "debug/trace_model.h"
+
+namespace dtensor::debug::testing {
+
+/// Passes when the counts are equal; the failure lists each differing kind.
+::testing::AssertionResult CommCountsEqual(const char* actual_expr, const char* expected_expr,
+                                           const KindCounts& actual, const KindCounts& expected);
+
+/// Counts of one module and phase ("forward"/"backward") of a module table;
+/// a missing module or phase counts as empty.
+KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fqn, const std::string& phase);
+
+/// Compares report_json(report) with the golden file at `golden_path`
+/// (relative paths: to the working directory, the runfiles root under
+/// `bazel test`; add the file to the test's data). With the environment
+/// variable DTENSOR_UPDATE_GOLDEN=1 the golden file is rewritten instead (to
+/// $DTENSOR_GOLDEN_DIR/golden_path when that is set, e.g. the workspace root
+/// with --test_env=DTENSOR_GOLDEN_DIR=$PWD --spawn_strategy=local) and the
+/// check passes. Missing golden file: fails, saying how to create it.
+::testing::AssertionResult MatchesGoldenReport(const char* report_expr, const char* path_expr,
+                                               const CommReport& report, const std::string& golden_path);
+
+}  // namespace dtensor::debug::testing
+
+/// EXPECT_COMM_COUNTS(x, {{"all_reduce", 1}}): x.get_comm_counts() equals the
+/// counts (x: CommDebugMode, FakeWorldTrace, CommReport).
+#define EXPECT_COMM_COUNTS(source, ...)                                                                    \
+  EXPECT_PRED_FORMAT2(::dtensor::debug::testing::CommCountsEqual, (source).get_comm_counts(), \
+                      ::dtensor::debug::KindCounts(__VA_ARGS__))
+
+/// EXPECT_COMM_MODULE_COUNTS(x, fqn, phase, {{"all_reduce", 1}}): that module's
+/// counts in x.get_comm_module_counts() for "forward" or "backward".
+#define EXPECT_COMM_MODULE_COUNTS(source, fqn, phase, ...)                                              \
+  EXPECT_PRED_FORMAT2(::dtensor::debug::testing::CommCountsEqual,                                       \
+                      ::dtensor::debug::testing::module_phase_counts((source).get_comm_module_counts(), \
+                                                                     (fqn), (phase)),                   \
+                      ::dtensor::debug::KindCounts(__VA_ARGS__))
+
+/// The report matches the golden file (see MatchesGoldenReport).
+#define EXPECT_GOLDEN_COMM_REPORT(report, golden_path) \
+  EXPECT_PRED_FORMAT2(::dtensor::debug::testing::MatchesGoldenReport, (report), (golden_path))

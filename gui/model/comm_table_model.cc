@@ -1,0 +1,161 @@
+// Comm table model: filtering, sibling sorting and per-rank differences. See
+// comm_table_model.h.
+#include "gui/model/comm_table_model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <tuple>
+
+namespace dtensor::gui {
+namespace {
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+bool contains(const std::string& haystack, const std::string& needle_lower) {
+  return lower(haystack).find(needle_lower) != std::string::npos;
+}
+
+bool module_matches(const ModuleNode& node, const std::string& needle) {
+  if (needle.empty() || contains(node.fqn, needle) || contains(node.module_type, needle)) return true;
+  for (const KindMap* map : {&node.forward_counts, &node.backward_counts}) {
+    for (const auto& [kind, count] : *map) {
+      if (count > 0 && contains(kind, needle)) return true;
+    }
+  }
+  for (const auto& [name, placements] : node.parameters) {
+    if (contains(name, needle)) return true;
+  }
+  return false;
+}
+
+// Sort key for one column; names sort as strings, the rest as numbers.
+bool less_by(const ModuleNode& a, const ModuleNode& b, CommSortColumn column) {
+  switch (column) {
+    case CommSortColumn::kName:
+      return a.short_name() < b.short_name();
+    case CommSortColumn::kForward:
+      return a.total_forward() < b.total_forward();
+    case CommSortColumn::kBackward:
+      return a.total_backward() < b.total_backward();
+    case CommSortColumn::kBytes:
+      return a.total_bytes() < b.total_bytes();
+    case CommSortColumn::kTree:
+      break;
+  }
+  return false;
+}
+
+std::optional<TableNode> filter_node(const ModuleNode& node, const std::string& needle,
+                                     const CommTableOptions& options) {
+  TableNode out;
+  out.module = &node;
+  out.matches = module_matches(node, needle);
+  for (const ModuleNode& child : node.children) {
+    if (std::optional<TableNode> kept = filter_node(child, needle, options)) {
+      out.children.push_back(std::move(*kept));
+    }
+  }
+  if (!out.matches && out.children.empty()) return std::nullopt;
+  if (options.column != CommSortColumn::kTree) {
+    std::stable_sort(out.children.begin(), out.children.end(),
+                     [&](const TableNode& a, const TableNode& b) {
+                       return options.descending ? less_by(*b.module, *a.module, options.column)
+                                                 : less_by(*a.module, *b.module, options.column);
+                     });
+  }
+  return out;
+}
+
+// fqn -> parent fqn ("" for the root), from the tree.
+void collect_parents(const ModuleNode& node, const std::string& parent,
+                     std::map<std::string, std::string>* parents) {
+  parents->emplace(node.fqn, parent);
+  for (const ModuleNode& child : node.children) collect_parents(child, node.fqn, parents);
+}
+
+// Ranks whose counts differ from the most common counts among all ranks.
+std::vector<int64_t> outlier_ranks(const std::map<int64_t, KindMap>& by_rank) {
+  std::map<KindMap, int> votes;
+  for (const auto& [rank, counts] : by_rank) ++votes[counts];
+  if (votes.size() <= 1) return {};
+  auto majority = std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second;
+  });
+  std::vector<int64_t> out;
+  for (const auto& [rank, counts] : by_rank) {
+    if (counts != majority->first) out.push_back(rank);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<TableNode> build_comm_tree(const ModuleNode& root, const CommTableOptions& options) {
+  return filter_node(root, lower(options.filter), options);
+}
+
+std::map<std::string, ModuleRankCounts> module_rank_counts(const Trace& trace) {
+  std::map<std::string, ModuleRankCounts> out;
+  if (trace.events.empty()) return out;
+  std::map<std::string, std::string> parents;
+  collect_parents(trace.root, "", &parents);
+  std::set<int64_t> ranks;
+  for (const TraceEvent& e : trace.events) ranks.insert(e.rank);
+  for (const auto& [fqn, parent] : parents) {
+    for (int64_t rank : ranks) out[fqn].by_rank[rank];
+  }
+  for (const TraceEvent& e : trace.events) {
+    std::string key = e.kind + (e.phase == "backward" ? " (backward)" : " (forward)");
+    std::string fqn = parents.count(e.module) ? e.module : trace.root.fqn;
+    for (int guard = 0; !fqn.empty() && guard < 1024; ++guard) {
+      ++out[fqn].by_rank[e.rank][key];
+      fqn = parents[fqn];
+    }
+  }
+  for (auto& [fqn, counts] : out) counts.differing_ranks = outlier_ranks(counts.by_rank);
+  return out;
+}
+
+std::string collective_abbreviation(const std::string& kind) {
+  static const std::map<std::string, std::string> kShort = {
+      {"all_reduce", "AR"},          {"all_gather_into_tensor", "AG"},
+      {"reduce_scatter_tensor", "RS"}, {"all_to_all_single", "A2A"},
+      {"broadcast", "BC"},           {"scatter", "SC"},
+      {"barrier", "BAR"}};
+  auto it = kShort.find(kind);
+  return it == kShort.end() ? kind : it->second;
+}
+
+std::map<std::string, std::vector<int64_t>> per_rank_outliers(const Trace& trace) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const std::string& kind : per_rank_kinds(trace)) {
+    std::map<int64_t, int> votes;
+    for (const auto& [rank, counts] : trace.per_rank_counts) {
+      auto it = counts.find(kind);
+      ++votes[it == counts.end() ? 0 : it->second];
+    }
+    if (votes.size() <= 1) continue;
+    int64_t majority = std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) {
+                         return a.second < b.second;
+                       })->first;
+    for (const auto& [rank, counts] : trace.per_rank_counts) {
+      auto it = counts.find(kind);
+      if ((it == counts.end() ? 0 : it->second) != majority) out[kind].push_back(rank);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> per_rank_kinds(const Trace& trace) {
+  std::set<std::string> kinds;
+  for (const auto& [rank, counts] : trace.per_rank_counts) {
+    for (const auto& [kind, count] : counts) kinds.insert(kind);
+  }
+  return {kinds.begin(), kinds.end()};
+}
+
+}  // namespace dtensor::gui

@@ -1,0 +1,71 @@
+// Comm table model: the module tree of a trace filtered by text and sorted by
+// a column (siblings only, so the tree shape stays), plus per-module per-rank
+// differences computed from the trace's events. No ImGui.
+//   CommTableOptions options;
+//   options.filter = "attention";
+//   options.column = CommSortColumn::kBytes;
+//   std::optional<TableNode> tree = build_comm_tree(trace.root, options);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gui/model/trace_model.h"
+
+namespace dtensor::gui {
+
+// The columns the comm table sorts by.
+enum class CommSortColumn { kTree, kName, kForward, kBackward, kBytes };
+
+// Filter and sort chosen in the panel.
+struct CommTableOptions {
+  // Case-insensitive substring matched against fqn, module type, collective
+  // names and parameter names; empty keeps everything.
+  std::string filter;
+  // kTree keeps the file's order.
+  CommSortColumn column = CommSortColumn::kTree;
+  bool descending = false;
+};
+
+// A module kept by the filter, with its kept children in display order.
+struct TableNode {
+  const ModuleNode* module = nullptr;
+  // True when this module itself matches the filter (not only a descendant).
+  bool matches = false;
+  std::vector<TableNode> children;
+};
+
+// The filtered, sorted tree: a module stays when it or a descendant matches;
+// nullopt when nothing matches. `root` must outlive the result.
+std::optional<TableNode> build_comm_tree(const ModuleNode& root, const CommTableOptions& options);
+
+// Per-rank collective counts of one module (including descendants), from events.
+struct ModuleRankCounts {
+  // rank -> "kind (forward)" / "kind (backward)" -> count.
+  std::map<int64_t, KindMap> by_rank;
+  // Ranks whose counts differ from the most common counts of this module.
+  std::vector<int64_t> differing_ranks;
+};
+
+// For every module fqn of the tree: the per-rank counts of the events issued
+// inside it or its descendants (an event's module is its innermost module;
+// events naming no module of the tree count for Global only). Ranks with no
+// event in a module count as empty. Empty when the trace has no events.
+std::map<std::string, ModuleRankCounts> module_rank_counts(const Trace& trace);
+
+// Short label of a collective for narrow cells: "AR" all_reduce, "AG"
+// all_gather_into_tensor, "RS" reduce_scatter_tensor, "A2A" all_to_all_single,
+// "BC" broadcast, "SC" scatter, "BAR" barrier; other names are returned as is.
+std::string collective_abbreviation(const std::string& kind);
+
+// Per column (collective kind) of the per-rank totals, the ranks whose count
+// differs from the most common count of that kind.
+std::map<std::string, std::vector<int64_t>> per_rank_outliers(const Trace& trace);
+
+// Kinds present in the per-rank totals, sorted, for the table's columns.
+std::vector<std::string> per_rank_kinds(const Trace& trace);
+
+}  // namespace dtensor::gui

@@ -1,0 +1,59 @@
+// Timeline model: lanes and cross-rank mismatches. See timeline_model.h.
+#include "gui/model/timeline_model.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace dtensor::gui {
+namespace {
+
+constexpr int64_t kMaxLanes = 4096;
+
+// seq -> (kind, bytes) of every lane that has it; flags the disagreeing seqs.
+std::set<int64_t> find_mismatches(const Trace& trace, const std::vector<TimelineLane>& lanes) {
+  std::map<int64_t, std::set<std::pair<std::string, int64_t>>> seen;
+  std::map<int64_t, int64_t> lanes_with_seq;
+  int64_t active_lanes = 0;
+  for (const TimelineLane& lane : lanes) {
+    if (lane.events.empty()) continue;
+    ++active_lanes;
+    for (size_t index : lane.events) {
+      const TraceEvent& e = trace.events[index];
+      seen[e.seq].emplace(e.kind, e.bytes);
+      ++lanes_with_seq[e.seq];
+    }
+  }
+  std::set<int64_t> mismatched;
+  for (const auto& [seq, calls] : seen) {
+    if (calls.size() > 1 || lanes_with_seq[seq] != active_lanes) mismatched.insert(seq);
+  }
+  return mismatched;
+}
+
+}  // namespace
+
+TimelineModel build_timeline(const Trace& trace) {
+  TimelineModel model;
+  if (trace.events.empty()) return model;
+  int64_t lanes = std::min<int64_t>(std::max<int64_t>(trace.world_size, 1), kMaxLanes);
+  for (int64_t rank = 0; rank < lanes; ++rank) model.lanes.push_back(TimelineLane{rank, {}});
+  std::set<std::string> kinds;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (e.rank >= lanes) continue;
+    model.lanes[static_cast<size_t>(e.rank)].events.push_back(i);
+    model.max_seq = std::max(model.max_seq, e.seq);
+    kinds.insert(e.kind);
+  }
+  for (TimelineLane& lane : model.lanes) {
+    std::stable_sort(lane.events.begin(), lane.events.end(), [&](size_t a, size_t b) {
+      return trace.events[a].seq < trace.events[b].seq;
+    });
+  }
+  model.kinds.assign(kinds.begin(), kinds.end());
+  model.mismatched_seqs = find_mismatches(trace, model.lanes);
+  return model;
+}
+
+}  // namespace dtensor::gui

@@ -1,0 +1,259 @@
+// Comm table panel: trace summary, filter, module tree table, parameters and
+// per-rank totals. See comm_table_panel.h.
+#include "gui/panels/comm_table_panel.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <imgui_stdlib.h>
+
+#include "gui/model/comm_table_model.h"
+#include "gui/model/format.h"
+
+namespace dtensor::gui {
+namespace {
+
+enum Column { kModule, kType, kForward, kBackward, kBytes, kRanks, kColumnCount };
+
+void draw_summary(const ViewerState& state, const Trace& trace) {
+  std::string view = trace.rank < 0 ? "merged view" : "view of rank " + std::to_string(trace.rank);
+  ImGui::Text("%s", trace.source.c_str());
+  std::string mesh;
+  if (trace.mesh) {
+    mesh = ", mesh " + format_shape(trace.mesh->shape);
+    for (size_t i = 0; i < trace.mesh->dim_names.size(); ++i) mesh += (i ? "," : " ") + trace.mesh->dim_names[i];
+  }
+  ImGui::TextDisabled("schema %d, %lld ranks, %s%s, %lld modules, %zu events", trace.schema_version,
+                      static_cast<long long>(trace.world_size), view.c_str(), mesh.c_str(),
+                      static_cast<long long>(trace.module_count()), trace.events.size());
+  for (const std::string& warning : trace.warnings) show_error_text("warning: " + warning);
+  if (!trace.differing_ranks.empty()) {
+    show_error_text("Rank(s) " + format_rank_list(trace.differing_ranks) +
+                    " issued different collectives than the others: rows in red differ between ranks.");
+  }
+  show_error_text(state.trace_error);
+}
+
+// "AR 1  AG 2" in kind colours; "-" when empty. Tooltip-free (the row has one).
+void draw_kind_counts(const KindMap& counts) {
+  bool any = false;
+  for (const auto& [kind, count] : counts) {
+    if (count == 0) continue;
+    if (any) ImGui::SameLine(0.0f, 8.0f);
+    ImGui::TextColored(to_imvec4(collective_kind_color(kind)), "%s %lld", collective_abbreviation(kind).c_str(),
+                       static_cast<long long>(count));
+    any = true;
+  }
+  if (!any) ImGui::TextDisabled("-");
+}
+
+void module_tooltip(const ModuleNode& m, const ModuleRankCounts* counts) {
+  ImGui::BeginTooltip();
+  ImGui::Text("%s  %s", m.fqn.c_str(), m.module_type.c_str());
+  ImGui::Separator();
+  for (const auto* phase : {&m.forward_counts, &m.backward_counts}) {
+    const KindMap& bytes = phase == &m.forward_counts ? m.forward_bytes : m.backward_bytes;
+    for (const auto& [kind, count] : *phase) {
+      auto b = bytes.find(kind);
+      ImGui::Text("%s %s x%lld, %s", phase == &m.forward_counts ? "forward " : "backward", kind.c_str(),
+                  static_cast<long long>(count), b == bytes.end() ? "-" : format_bytes(b->second).c_str());
+    }
+  }
+  for (const TraceOperation& op : m.forward_operations) ImGui::TextDisabled("op %s", op.name.c_str());
+  if (counts && !counts->differing_ranks.empty()) {
+    ImGui::Separator();
+    for (const auto& [rank, kinds] : counts->by_rank) {
+      int64_t total = 0;
+      for (const auto& [kind, n] : kinds) total += n;
+      bool odd = std::binary_search(counts->differing_ranks.begin(), counts->differing_ranks.end(), rank);
+      ImGui::TextColored(odd ? to_imvec4(kErrorColor) : ImGui::GetStyleColorVec4(ImGuiCol_Text),
+                         "rank %lld: %lld collectives%s", static_cast<long long>(rank),
+                         static_cast<long long>(total), odd ? "  (differs)" : "");
+    }
+  }
+  ImGui::EndTooltip();
+}
+
+void draw_row_cells(const ModuleNode& m, const ModuleRankCounts* counts) {
+  if (ImGui::TableSetColumnIndex(kType)) ImGui::TextDisabled("%s", m.module_type.c_str());
+  ImGui::TableSetColumnIndex(kForward);
+  draw_kind_counts(m.forward_counts);
+  ImGui::TableSetColumnIndex(kBackward);
+  draw_kind_counts(m.backward_counts);
+  ImGui::TableSetColumnIndex(kBytes);
+  int64_t bytes = m.total_bytes();
+  if (bytes > 0) {
+    ImGui::TextUnformatted(format_bytes(bytes).c_str());
+  } else {
+    ImGui::TextDisabled("-");
+  }
+  ImGui::TableSetColumnIndex(kRanks);
+  if (counts && !counts->differing_ranks.empty()) {
+    ImGui::TextColored(to_imvec4(kErrorColor), "differs: %s", format_rank_list(counts->differing_ranks).c_str());
+  } else if (counts) {
+    ImGui::TextDisabled("same");
+  }
+}
+
+void draw_tree_row(ViewerState& state, const TableNode& node, int depth, bool force_open) {
+  const ModuleNode& m = *node.module;
+  auto found = state.module_counts.find(m.fqn);
+  const ModuleRankCounts* counts = found == state.module_counts.end() ? nullptr : &found->second;
+  ImGui::TableNextRow();
+  if (counts && !counts->differing_ranks.empty()) {
+    ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, to_imu32(kDifferenceColor, 0.7f));
+  }
+  ImGui::TableSetColumnIndex(kModule);
+  bool leaf = node.children.empty();
+  ImGuiTreeNodeFlags flags = ImGuiTreeNodeFlags_SpanFullWidth;
+  if (leaf) flags |= ImGuiTreeNodeFlags_Leaf | ImGuiTreeNodeFlags_NoTreePushOnOpen;
+  if (depth < 3) flags |= ImGuiTreeNodeFlags_DefaultOpen;
+  if (force_open) ImGui::SetNextItemOpen(true);
+  std::string name = depth == 0 ? m.fqn : m.short_name();
+  bool open = ImGui::TreeNodeEx(m.fqn.c_str(), flags, "%s", name.c_str());
+  if (ImGui::IsItemHovered()) module_tooltip(m, counts);
+  draw_row_cells(m, counts);
+  if (open && !leaf) {
+    for (const TableNode& child : node.children) draw_tree_row(state, child, depth + 1, force_open);
+    ImGui::TreePop();
+  }
+}
+
+void apply_sort(ViewerState& state) {
+  ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs();
+  if (!specs || !specs->SpecsDirty) return;
+  CommTableOptions& options = state.comm_options;
+  options.column = CommSortColumn::kTree;
+  if (specs->SpecsCount > 0) {
+    const ImGuiTableColumnSortSpecs& s = specs->Specs[0];
+    static const CommSortColumn kByColumn[] = {CommSortColumn::kName, CommSortColumn::kTree, CommSortColumn::kForward,
+                                               CommSortColumn::kBackward, CommSortColumn::kBytes, CommSortColumn::kTree};
+    options.column = kByColumn[std::clamp<int>(s.ColumnIndex, 0, kColumnCount - 1)];
+    options.descending = s.SortDirection == ImGuiSortDirection_Descending;
+  }
+  specs->SpecsDirty = false;
+}
+
+void draw_module_table(ViewerState& state, const Trace& trace, float height) {
+  ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate | ImGuiTableFlags_Resizable |
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersV | ImGuiTableFlags_BordersOuterH |
+                          ImGuiTableFlags_ScrollY;
+  if (!ImGui::BeginTable("modules", kColumnCount, flags, ImVec2(0.0f, height))) return;
+  float em = ImGui::GetFontSize();
+  ImGui::TableSetupScrollFreeze(0, 1);
+  // Type starts hidden (right-click a header to show it): names already say a lot.
+  ImGui::TableSetupColumn("Module", ImGuiTableColumnFlags_NoHide | ImGuiTableColumnFlags_WidthStretch, 2.0f);
+  ImGui::TableSetupColumn("Type", ImGuiTableColumnFlags_NoSort | ImGuiTableColumnFlags_WidthStretch |
+                                      ImGuiTableColumnFlags_DefaultHide, 1.0f);
+  ImGui::TableSetupColumn("Forward", ImGuiTableColumnFlags_WidthFixed, em * 7.5f);
+  ImGui::TableSetupColumn("Backward", ImGuiTableColumnFlags_WidthFixed, em * 7.5f);
+  ImGui::TableSetupColumn("Bytes", ImGuiTableColumnFlags_WidthFixed, em * 4.5f);
+  ImGui::TableSetupColumn("Ranks", ImGuiTableColumnFlags_NoSort | ImGuiTableColumnFlags_WidthFixed, em * 5.5f);
+  ImGui::TableHeadersRow();
+  apply_sort(state);
+  std::optional<TableNode> tree = build_comm_tree(trace.root, state.comm_options);
+  if (tree) draw_tree_row(state, *tree, 0, !state.comm_options.filter.empty());
+  ImGui::EndTable();
+  if (!tree) ImGui::TextDisabled("No module matches \"%s\".", state.comm_options.filter.c_str());
+}
+
+void collect_parameters(const ModuleNode& m, std::vector<std::pair<std::string, std::string>>* out) {
+  for (const auto& [name, placements] : m.parameters) out->emplace_back(m.fqn + "." + name, placements);
+  for (const ModuleNode& child : m.children) collect_parameters(child, out);
+}
+
+void draw_parameters(ViewerState& state, const Trace& trace) {
+  std::vector<std::pair<std::string, std::string>> params;
+  collect_parameters(trace.root, &params);
+  std::string header = "Parameters (" + std::to_string(params.size()) + ")###parameters";
+  if (params.empty() || !ImGui::CollapsingHeader(header.c_str())) return;
+  std::string needle = state.comm_options.filter;
+  std::transform(needle.begin(), needle.end(), needle.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (!ImGui::BeginTable("params", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) return;
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string lower = params[i].first;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower.find(needle) == std::string::npos) continue;
+    ImGui::PushID(static_cast<int>(i));
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(params[i].first.c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(params[i].second.c_str());
+    ImGui::TableNextColumn();
+    if (ImGui::SmallButton("to playground")) state.playground.inputs().placements = params[i].second;
+    ImGui::PopID();
+  }
+  ImGui::EndTable();
+}
+
+void draw_per_rank_totals(const Trace& trace) {
+  std::vector<std::string> kinds = per_rank_kinds(trace);
+  if (kinds.empty()) return;
+  ImGuiTreeNodeFlags open = trace.differing_ranks.empty() ? 0 : ImGuiTreeNodeFlags_DefaultOpen;
+  if (!ImGui::CollapsingHeader("Per-rank totals", open)) return;
+  std::map<std::string, std::vector<int64_t>> outliers = per_rank_outliers(trace);
+  int columns = static_cast<int>(kinds.size()) + 1;
+  if (!ImGui::BeginTable("per_rank", columns, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInner | ImGuiTableFlags_SizingFixedFit)) return;
+  ImGui::TableSetupColumn("rank");
+  for (const std::string& kind : kinds) ImGui::TableSetupColumn(kind.c_str());
+  ImGui::TableHeadersRow();
+  for (const auto& [rank, counts] : trace.per_rank_counts) {
+    ImGui::PushID(static_cast<int>(rank));
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::Text("%lld", static_cast<long long>(rank));
+    for (const std::string& kind : kinds) {
+      ImGui::TableNextColumn();
+      const std::vector<int64_t>& odd = outliers[kind];
+      if (std::binary_search(odd.begin(), odd.end(), rank)) {
+        ImGui::TableSetBgColor(ImGuiTableBgTarget_CellBg, to_imu32(kDifferenceColor));
+      }
+      auto it = counts.find(kind);
+      ImGui::Text("%lld", static_cast<long long>(it == counts.end() ? 0 : it->second));
+    }
+    ImGui::PopID();
+  }
+  ImGui::EndTable();
+}
+
+void draw_kind_legend(const Trace& trace) {
+  std::vector<std::string> kinds = per_rank_kinds(trace);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (i > 0) ImGui::SameLine(0.0f, 14.0f);
+    ImGui::TextColored(to_imvec4(collective_kind_color(kinds[i])), "%s = %s", collective_abbreviation(kinds[i]).c_str(),
+                       kinds[i].c_str());
+  }
+}
+
+}  // namespace
+
+void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
+  place_next_window(frame);
+  if (!ImGui::Begin("Comm table", nullptr, frame.flags)) {
+    ImGui::End();
+    return;
+  }
+  if (!state.trace) {
+    ImGui::TextUnformatted("No trace loaded.");
+    hint_text("Open one with the box at the top, drop a .json file on the window, or run "
+              "dtensor-viewer trace.json. Traces come from CommDebugMode::generate_json_dump "
+              "(format: debug/comm_trace_schema.md).");
+    show_error_text(state.trace_error);
+    ImGui::End();
+    return;
+  }
+  const Trace& trace = *state.trace;
+  draw_summary(state, trace);
+  ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 22.0f));
+  ImGui::InputTextWithHint("##filter", "filter: module, type, collective or parameter", &state.comm_options.filter);
+  draw_kind_legend(trace);
+  float avail = ImGui::GetContentRegionAvail().y;
+  draw_module_table(state, trace, std::max(avail * 0.62f, ImGui::GetFontSize() * 8.0f));
+  draw_parameters(state, trace);
+  draw_per_rank_totals(trace);
+  ImGui::End();
+}
+
+}  // namespace dtensor::gui

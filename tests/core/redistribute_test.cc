@@ -1,0 +1,242 @@
+// Redistribute on fake meshes of 1, 2 and 3 dims: every placement pair round
+// trips (distribute -> redistribute -> full_tensor == input) with the right
+// local blocks, even and uneven shapes, size-1 mesh dims; gradients of
+// redistribute are the conjugate redistribution; refused transitions throw.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "backends/fake/fake_world.h"
+#include "core/dtensor.h"
+#include "tests/core/test_util.h"
+
+namespace dtensor {
+namespace {
+
+using testing::all_placement_lists;
+using testing::expected_local;
+using testing::placement_alphabet;
+using testing::trace;
+using testing::without_partial;
+
+struct MeshCase {
+  std::vector<int64_t> mesh;
+  std::vector<int64_t> shape;
+};
+
+std::string case_name(const MeshCase& c) {
+  std::ostringstream out;
+  out << "mesh" << c10::IntArrayRef(c.mesh) << " shape" << c10::IntArrayRef(c.shape);
+  return out.str();
+}
+
+int64_t num_ranks(const std::vector<int64_t>& mesh) {
+  int64_t n = 1;
+  for (int64_t s : mesh) n *= s;
+  return n;
+}
+
+// Integer-valued doubles: sums are exact, P(sum) splits are within rounding.
+at::Tensor test_tensor(const std::vector<int64_t>& shape, int64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(seed));
+  return at::randint(-8, 8, shape, gen, at::kDouble);
+}
+
+void check_round_trips(const MeshCase& c, const Placements& alphabet) {
+  const at::Tensor global = test_tensor(c.shape, 7);
+  run_fake_world(num_ranks(c.mesh), [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, c.mesh);
+    const auto lists = all_placement_lists(mesh.ndim(), alphabet);
+    for (const Placements& from : lists) {
+      DTensor x = distribute_tensor(global, mesh, from);
+      for (const Placements& to : lists) {
+        SCOPED_TRACE(case_name(c) + " " + trace(from, to, c.shape) + " rank " +
+                     std::to_string(mesh.global_rank()));
+        DTensor y = x.redistribute(to);
+        ASSERT_EQ(y.placements(), to);
+        ASSERT_EQ(y.sizes(), global.sizes());
+        ASSERT_EQ(y.local_tensor().sizes().vec(), y.spec().local_shape());
+        if (!y.spec().has_partial()) {
+          ASSERT_TRUE(at::equal(y.local_tensor(), expected_local(global, y.spec())));
+        }
+        ASSERT_TRUE(at::allclose(y.full_tensor(), global, 1e-12, 1e-12));
+      }
+    }
+  });
+}
+
+class RedistributeRoundTrip : public ::testing::TestWithParam<MeshCase> {};
+
+TEST_P(RedistributeRoundTrip, EveryPlacementPairRoundTrips) {
+  const MeshCase& c = GetParam();
+  check_round_trips(c, placement_alphabet(static_cast<int64_t>(c.shape.size())));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Meshes, RedistributeRoundTrip,
+    ::testing::Values(MeshCase{{4}, {8, 4}}, MeshCase{{4}, {5, 3}}, MeshCase{{3}, {7, 2}},
+                      MeshCase{{2, 2}, {8, 4}}, MeshCase{{2, 2}, {5, 3}}, MeshCase{{2, 2}, {3, 1}},
+                      MeshCase{{2, 3}, {7, 5}}, MeshCase{{1, 4}, {6, 3}}, MeshCase{{2, 1, 2}, {5, 6}},
+                      MeshCase{{2, 2, 2}, {8, 8}}, MeshCase{{2, 2, 2}, {5, 3}}),
+    [](const ::testing::TestParamInfo<MeshCase>& info) {
+      std::string name = "mesh";
+      for (int64_t s : info.param.mesh) name += "_" + std::to_string(s);
+      name += "_shape";
+      for (int64_t s : info.param.shape) name += "_" + std::to_string(s);
+      return name;
+    });
+
+TEST(RedistributeTest, EveryPartialOpRoundTripsThroughShardAndReplicate) {
+  // Partial values made with from_local: the rank at index 0 along the
+  // Partial mesh dim holds the global tensor, the others a value that does
+  // not change the reduction (0 for sum, smaller for max, larger for min, the
+  // same for avg).
+  const at::Tensor global = test_tensor({4, 6}, 3);
+  run_fake_world(4, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
+      for (int pdim : {0, 1}) {
+        Placements from{Replicate(), Replicate()};
+        from[static_cast<size_t>(pdim)] = Partial(op);
+        at::Tensor piece = global.clone();
+        if (mesh.get_local_rank(pdim) != 0) {
+          if (op == ReduceOp::kSum) piece = at::zeros_like(global);
+          if (op == ReduceOp::kMax) piece = global - 100;
+          if (op == ReduceOp::kMin) piece = global + 100;
+        }
+        DTensor x = DTensor::from_local(piece, mesh, from);
+        for (const Placements& to : all_placement_lists(2, {Replicate(), Shard(0), Shard(1)})) {
+          SCOPED_TRACE(trace(from, to, {4, 6}));
+          DTensor y = x.redistribute(to);
+          EXPECT_TRUE(at::equal(y.local_tensor(), expected_local(global, y.spec())));
+          EXPECT_TRUE(at::equal(y.full_tensor(), global));
+        }
+      }
+    }
+  });
+}
+
+TEST(RedistributeTest, PartialOnBothMeshDimsReducesWithTheRightMultiplier) {
+  // [P(sum), P(sum)] of ones on 4 ranks is 4; distribute of a full tensor to
+  // [P, P] divides by 4 so that the sum is the tensor again.
+  run_fake_world(4, [](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
+    DTensor ones = DTensor::from_local(at::ones({3, 2}, at::kDouble), mesh, {Partial(), Partial()});
+    testing::CollectiveCounter counter(world);
+    DTensor r = ones.redistribute({Replicate(), Replicate()});
+    EXPECT_TRUE(at::equal(r.local_tensor(), at::full({3, 2}, 4.0, at::kDouble)));
+    EXPECT_EQ(counter.counts(), (testing::Counts{{"all_reduce", 2}}));
+    at::Tensor g = at::arange(6, at::kDouble).reshape({3, 2});
+    DTensor d = distribute_tensor(g, mesh, {Partial(), Partial()});
+    EXPECT_TRUE(at::allclose(d.local_tensor(), g / 4));
+    EXPECT_TRUE(at::allclose(d.full_tensor(), g));
+    DTensor avg = DTensor::from_local(at::full({3, 2}, 1.0 + mesh.global_rank(), at::kDouble), mesh,
+                                      {Partial(ReduceOp::kAvg), Partial(ReduceOp::kAvg)});
+    EXPECT_TRUE(at::allclose(avg.full_tensor(), at::full({3, 2}, 2.5, at::kDouble)));
+  });
+}
+
+TEST(RedistributeTest, ReplicateToPartialDividesForSumOnly) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    at::Tensor g = at::arange(4, at::kDouble);
+    DTensor r = distribute_tensor(g, mesh, {Replicate()});
+    DTensor p = r.redistribute({Partial()});
+    EXPECT_TRUE(at::allclose(p.local_tensor(), g / 2));
+    DTensor a = r.redistribute({Partial(ReduceOp::kAvg)});
+    EXPECT_TRUE(at::equal(a.local_tensor(), g));
+    for (ReduceOp op : {ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kProduct}) {
+      EXPECT_THROW(r.redistribute({Partial(op)}), c10::Error);
+    }
+  });
+}
+
+TEST(RedistributeTest, PartialWithADifferentReduceOpIsRefused) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor p = DTensor::from_local(at::ones({2}), mesh, {Partial(ReduceOp::kMax)});
+    try {
+      p.redistribute({Partial(ReduceOp::kSum)});
+      ADD_FAILURE() << "P(max) -> P(sum) must be refused";
+    } catch (const c10::Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("P(max)"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("P(sum)"), std::string::npos) << msg;
+    }
+  });
+}
+
+TEST(RedistributeTest, SizeOneMeshDimsIssueNoCollective) {
+  run_fake_world(2, [](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {1, 2, 1});
+    at::Tensor g = at::arange(12, at::kDouble).reshape({4, 3});
+    DTensor x = distribute_tensor(g, mesh, {Shard(0), Shard(1), Shard(1)});
+    testing::CollectiveCounter counter(world);
+    DTensor y = x.redistribute({Replicate(), Shard(1), Partial()});
+    EXPECT_EQ(counter.total(), 0);
+    DTensor z = y.redistribute({Shard(1), Shard(0), Replicate()});
+    EXPECT_EQ(counter.counts(), (testing::Counts{{"all_to_all_single", 1}}));
+    EXPECT_TRUE(at::equal(z.full_tensor(), g));
+  });
+}
+
+// Backward of redistribute(from -> to): a gradient laid out as `to` comes back
+// laid out as `from` (Partial as Replicate) with the same global value.
+void check_gradients(const std::vector<int64_t>& mesh_shape, const std::vector<int64_t>& shape,
+                     const Placements& alphabet) {
+  const at::Tensor global = test_tensor(shape, 11);
+  const at::Tensor grad = test_tensor(shape, 12);
+  run_fake_world(num_ranks(mesh_shape), [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, mesh_shape);
+    const auto lists = all_placement_lists(mesh.ndim(), alphabet);
+    for (const Placements& from : lists) {
+      for (const Placements& to : lists) {
+        for (bool partial_grad : {false, true}) {
+          const Placements grad_placements = partial_grad ? to : without_partial(to);
+          if (partial_grad && grad_placements == without_partial(to)) continue;
+          SCOPED_TRACE(trace(from, to, shape) + " grad as " + to_string(grad_placements));
+          DTensor x = distribute_tensor(global, mesh, from);
+          x.set_requires_grad(true);
+          DTensor y = x.redistribute(to);
+          DTensor gy = distribute_tensor(grad, mesh, grad_placements);
+          y.backward(gy);
+          ASSERT_TRUE(x.grad().defined());
+          DTensor gx = x.grad();
+          EXPECT_EQ(gx.placements(), without_partial(from));
+          EXPECT_TRUE(at::allclose(gx.full_tensor(), grad, 1e-12, 1e-12));
+        }
+      }
+    }
+  });
+}
+
+TEST(RedistributeGradientTest, OneDimMeshUneven) {
+  check_gradients({3}, {5, 2}, placement_alphabet(2));
+}
+
+TEST(RedistributeGradientTest, TwoDimMesh) {
+  check_gradients({2, 2}, {5, 4}, placement_alphabet(2));
+}
+
+TEST(RedistributeGradientTest, ThreeDimMesh) {
+  check_gradients({2, 2, 2}, {4, 3}, {Replicate(), Shard(0), Shard(1), Partial()});
+}
+
+TEST(RedistributeGradientTest, DtypeOptionsCastForwardAndBackward) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor x = distribute_tensor(at::arange(4, at::kDouble), mesh, {Shard(0)});
+    x.set_requires_grad(true);
+    RedistributeOptions options;
+    options.forward_dtype = at::kFloat;
+    options.backward_dtype = at::kFloat;
+    DTensor y = x.redistribute({Replicate()}, options);
+    EXPECT_EQ(y.scalar_type(), at::kFloat);
+    EXPECT_EQ(y.local_tensor().scalar_type(), at::kFloat);
+    y.backward(distribute_tensor(at::ones({4}, at::kFloat), mesh, {Replicate()}));
+    EXPECT_EQ(x.grad().scalar_type(), at::kDouble);
+    EXPECT_TRUE(at::equal(DTensor(x.grad()).full_tensor(), at::ones({4}, at::kDouble)));
+  });
+}
+
+}  // namespace
+}  // namespace dtensor

@@ -1,0 +1,87 @@
+// Helpers shared by the DTensor tests.
+#include "tests/core/test_util.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+
+namespace dtensor::testing {
+
+int CollectiveCounter::total() const {
+  int n = 0;
+  for (const auto& [name, count] : counts_) n += count;
+  return n;
+}
+
+std::vector<Placements> all_placement_lists(int mesh_ndim, const Placements& alphabet) {
+  std::vector<Placements> out{{}};
+  for (int d = 0; d < mesh_ndim; ++d) {
+    std::vector<Placements> next;
+    for (const auto& prefix : out) {
+      for (const auto& p : alphabet) {
+        Placements extended = prefix;
+        extended.push_back(p);
+        next.push_back(extended);
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+Placements placement_alphabet(int64_t tensor_ndim, const std::vector<ReduceOp>& partials) {
+  Placements out{Replicate()};
+  for (int64_t d = 0; d < tensor_ndim; ++d) out.push_back(Shard(d));
+  for (ReduceOp op : partials) out.push_back(Partial(op));
+  return out;
+}
+
+Placements without_partial(const Placements& placements) {
+  Placements out = placements;
+  for (auto& p : out) {
+    if (p.is_partial()) p = Replicate();
+  }
+  return out;
+}
+
+at::Tensor expected_local(const at::Tensor& global, const DTensorSpec& spec) {
+  std::vector<int64_t> shape = spec.local_shape();
+  std::vector<int64_t> offset = spec.global_offset();
+  at::Tensor out = global;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    out = out.narrow(static_cast<int64_t>(d), offset[d], shape[d]);
+  }
+  return out;
+}
+
+uint64_t test_seed() {
+  if (const char* env = std::getenv("DTENSOR_TEST_SEED")) return std::strtoull(env, nullptr, 10);
+  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+std::vector<int64_t> random_mesh_shape(std::mt19937_64& rng, int64_t num_ranks) {
+  std::vector<int64_t> shape;
+  const int ndim = static_cast<int>(rng() % 3) + 1;
+  int64_t left = num_ranks;
+  for (int d = 0; d + 1 < ndim; ++d) {
+    std::vector<int64_t> divisors;
+    for (int64_t k = 1; k <= left; ++k) {
+      if (left % k == 0) divisors.push_back(k);
+    }
+    int64_t k = divisors[rng() % divisors.size()];
+    shape.push_back(k);
+    left /= k;
+  }
+  shape.push_back(left);
+  return shape;
+}
+
+std::string trace(const Placements& from, const Placements& to, const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << to_string(from) << " -> " << to_string(to) << " shape " << c10::IntArrayRef(shape);
+  return out.str();
+}
+
+}  // namespace dtensor::testing

@@ -1,0 +1,68 @@
+// Helpers shared by the DTensor tests: placement enumeration, a per-rank
+// collective counter, random seeds printed for property loops, and
+// reference helpers (the local block a rank should hold).
+//   CollectiveCounter counter(world);   ...   EXPECT_EQ(counter.counts(), (Counts{{"all_reduce", 1}}));
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/world.h"
+#include "core/dtensor.h"
+
+namespace dtensor::testing {
+
+/// Collective name -> count.
+using Counts = std::map<std::string, int>;
+
+/// Counts the collectives this rank issues while it lives (registered on
+/// world.observers(), i.e. only this rank's events).
+class CollectiveCounter : public CollectiveObserver {
+ public:
+  explicit CollectiveCounter(World& world) : registration_(world.observers().add(this)) {}
+  void on_collective(const CollectiveEvent& event) override {
+    ++counts_[collective_name(event.kind)];
+    events_.push_back(event);
+  }
+  const Counts& counts() const { return counts_; }
+  int total() const;
+  const std::vector<CollectiveEvent>& events() const { return events_; }
+  void clear() {
+    counts_.clear();
+    events_.clear();
+  }
+
+ private:
+  Counts counts_;
+  std::vector<CollectiveEvent> events_;
+  ObserverList::Registration registration_;
+};
+
+/// Every placement list of length `mesh_ndim` over `alphabet`.
+std::vector<Placements> all_placement_lists(int mesh_ndim, const Placements& alphabet);
+
+/// R, S(0) .. S(tensor_ndim - 1), and the given Partials.
+Placements placement_alphabet(int64_t tensor_ndim, const std::vector<ReduceOp>& partials = {ReduceOp::kSum});
+
+/// Placements with every Partial replaced by Replicate.
+Placements without_partial(const Placements& placements);
+
+/// The block of `global` that this rank holds under `spec` (Partial dims ignored).
+at::Tensor expected_local(const at::Tensor& global, const DTensorSpec& spec);
+
+/// A seed for a property loop: $DTENSOR_TEST_SEED if set, else from the clock.
+/// Printed by the caller through SCOPED_TRACE.
+uint64_t test_seed();
+
+/// Random mesh shape with `num_ranks` ranks factored over 1..3 dims (size-1 dims allowed).
+std::vector<int64_t> random_mesh_shape(std::mt19937_64& rng, int64_t num_ranks);
+
+/// "[S(0), R]" -> text; convenience for SCOPED_TRACE.
+std::string trace(const Placements& from, const Placements& to, const std::vector<int64_t>& shape);
+
+}  // namespace dtensor::testing

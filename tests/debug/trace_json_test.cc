@@ -1,0 +1,189 @@
+// The comm trace JSON: key names, round trips, schema validation, and reading
+// PyTorch's comm_mode_log.json.
+#include "debug/trace_json.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/debug/trace_fixture.h"
+
+namespace dtensor::debug {
+namespace {
+
+using Json = nlohmann::json;
+using testing::mlp_like_trace;
+
+const Json& child(const Json& node, const std::string& fqn) {
+  for (const Json& c : node["children"]) {
+    if (c["fqn"] == fqn) return c;
+  }
+  ADD_FAILURE() << "no child " << fqn;
+  static const Json kNone;
+  return kNone;
+}
+
+TEST(TraceJsonTest, TreeHasPyTorchKeyNames) {
+  Json root = Json::parse(comm_trace_to_json(mlp_like_trace(), /*noise_level=*/3));
+  for (const char* key : {"fqn", "module_type", "parameters", "children", "collectives_forward",
+                          "collectives_backward", "operations_forward", "operations_backward"}) {
+    EXPECT_TRUE(root.contains(key)) << key;
+  }
+  EXPECT_EQ(root["fqn"], "Global");
+  EXPECT_EQ(root["collectives_forward"], Json::parse(R"([["all_reduce", 1]])"));
+  EXPECT_EQ(root["collectives_backward"], Json::parse(R"([["all_gather_into_tensor", 1]])"));
+  const Json& mlp = child(root, "MLPModule");
+  const Json& net1 = child(mlp, "MLPModule.net1");
+  EXPECT_EQ(net1["module_type"], "torch::nn::Linear");
+  EXPECT_EQ(net1["parameters"], Json::parse(R"([["weight", "[S(0)]"], ["bias", "[S(0)]"]])"));
+  ASSERT_EQ(net1["operations_forward"].size(), 2u);  // aten::t shows at level 3
+  EXPECT_EQ(net1["operations_forward"][1],
+            Json::parse(R"({"name": "aten::addmm", "input_shape": [[8, 10], [16, 10]],
+                            "input_sharding": ["[R]", "[S(0)]"], "device_mesh": "DeviceMesh(cpu, (tp=4))"})"));
+  EXPECT_EQ(net1["operations_backward"].size(), 1u);
+  const Json& net2 = child(mlp, "MLPModule.net2");
+  EXPECT_EQ(net2["collectives_forward"], Json::parse(R"([["all_reduce", 1]])"));
+  EXPECT_EQ(net2["bytes_forward"], Json::parse(R"([["all_reduce", 320]])"));
+  EXPECT_EQ(root["dtensor_schema_version"], kCommTraceSchemaVersion);
+  EXPECT_EQ(root["mesh"]["dim_names"], Json::parse(R"(["tp"])"));
+  ASSERT_EQ(root["events"].size(), 2u);
+  EXPECT_EQ(root["events"][0]["module"], "MLPModule.net2");
+  EXPECT_EQ(root["events"][0]["mesh_dim"], 0);
+  EXPECT_EQ(root["events"][0]["shape"], Json::parse("[8, 10]"));
+}
+
+TEST(TraceJsonTest, NoiseLevelZeroHasCountsOnly) {
+  Json root = Json::parse(comm_trace_to_json(mlp_like_trace(), /*noise_level=*/0));
+  const Json& net1 = child(child(root, "MLPModule"), "MLPModule.net1");
+  EXPECT_EQ(net1["module_type"], "");
+  EXPECT_TRUE(net1["parameters"].empty());
+  EXPECT_TRUE(net1["operations_forward"].empty());
+  EXPECT_EQ(root["events"].size(), 2u) << "events are written at every level";
+}
+
+TEST(TraceJsonTest, LevelTwoAddsLocalOpsLevelThreeTrivialOps) {
+  auto ops = [](int level, const char* fqn) {
+    Json root = Json::parse(comm_trace_to_json(mlp_like_trace(), level));
+    return child(child(root, "MLPModule"), fqn)["operations_forward"].size();
+  };
+  EXPECT_EQ(ops(1, "MLPModule.net2"), 0u);
+  EXPECT_EQ(ops(2, "MLPModule.net2"), 1u);
+  EXPECT_EQ(ops(2, "MLPModule.net1"), 1u);
+  EXPECT_EQ(ops(3, "MLPModule.net1"), 2u);
+}
+
+TEST(TraceJsonTest, RoundTripIsStable) {
+  for (int level : {0, 1, 2, 3}) {
+    SCOPED_TRACE("noise level " + std::to_string(level));
+    const std::string text = comm_trace_to_json(mlp_like_trace(/*rank=*/2), level);
+    EXPECT_TRUE(validate_comm_trace_json(text).empty());
+    CommTrace back = comm_trace_from_json(text);
+    EXPECT_EQ(back.rank, 2);
+    EXPECT_EQ(back.collectives.size(), 2u);
+    EXPECT_EQ(comm_module_counts(back), comm_module_counts(mlp_like_trace(2)));
+    EXPECT_EQ(comm_trace_to_json(back, level), text);
+  }
+}
+
+TEST(TraceJsonTest, RoundTripKeepsEventFields) {
+  CommTrace back = comm_trace_from_json(comm_trace_to_json(mlp_like_trace()));
+  const CollectiveRecord& ag = back.collectives[1];
+  EXPECT_EQ(ag.kind, "all_gather_into_tensor");
+  EXPECT_EQ(ag.phase, Phase::kBackward);
+  EXPECT_EQ(ag.bytes, 64);
+  EXPECT_EQ(ag.output_bytes, 256);
+  EXPECT_EQ(ag.group, (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(ag.mesh_dim_name, "tp");
+  EXPECT_EQ(ag.output_shapes, (std::vector<std::vector<int64_t>>{{8, 8}}));
+  EXPECT_DOUBLE_EQ(ag.ts_us, 30.0);
+  EXPECT_EQ(back.collectives[0].reduce_op, "sum");
+  ASSERT_TRUE(back.mesh.has_value());
+  EXPECT_EQ(back.mesh->shape, (std::vector<int64_t>{4}));
+}
+
+TEST(TraceJsonTest, MergedTraceCarriesPerRankData) {
+  CommTrace merged = mlp_like_trace(0);
+  merged.rank = -1;
+  CommTrace r1 = mlp_like_trace(1);
+  merged.collectives.insert(merged.collectives.end(), r1.collectives.begin(), r1.collectives.end());
+  merged.per_rank_counts = {{0, comm_counts(mlp_like_trace(0))}, {1, comm_counts(r1)}};
+  merged.differing_ranks = {};
+  const std::string text = comm_trace_to_json(merged);
+  EXPECT_TRUE(validate_comm_trace_json(text).empty());
+  Json root = Json::parse(text);
+  EXPECT_EQ(root["rank"], -1);
+  EXPECT_EQ(root["reference_rank"], 0);
+  EXPECT_EQ(root["events"].size(), 4u);
+  EXPECT_EQ(root["collectives_forward"], Json::parse(R"([["all_reduce", 1]])")) << "the tree is one rank's view";
+  EXPECT_EQ(root["per_rank_counts"]["1"]["all_reduce"], 1);
+  CommTrace back = comm_trace_from_json(text);
+  EXPECT_EQ(back.per_rank_counts.size(), 2u);
+  EXPECT_EQ(comm_trace_to_json(back), text);
+}
+
+TEST(TraceJsonTest, ValidationNamesThePath) {
+  Json root = Json::parse(comm_trace_to_json(mlp_like_trace()));
+  root["children"][0]["collectives_forward"] = Json::parse(R"([["all_reduce", "one"]])");
+  root["events"][1]["phase"] = "sideways";
+  root.erase("operations_forward");
+  std::vector<std::string> errors = validate_comm_trace_json(root.dump());
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[0], "$.operations_forward: missing");
+  EXPECT_EQ(errors[1], "$.children[0].collectives_forward[0]: expected [name, count]");
+  EXPECT_EQ(errors[2], "$.events[1].phase: expected \"forward\" or \"backward\"");
+  EXPECT_EQ(validate_comm_trace_json("{not json"), (std::vector<std::string>{"$: not valid JSON"}));
+  try {
+    comm_trace_from_json(root.dump());
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("$.operations_forward: missing (and 2 more)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TraceJsonTest, NewerSchemaVersionIsRejected) {
+  Json root = Json::parse(comm_trace_to_json(mlp_like_trace()));
+  root["dtensor_schema_version"] = kCommTraceSchemaVersion + 1;
+  std::vector<std::string> errors = validate_comm_trace_json(root.dump());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("newer dtensor"), std::string::npos);
+}
+
+// A dump as PyTorch writes it: string shapes, placements as Python tuples,
+// no events; collectives are rebuilt from each node's own counts.
+TEST(TraceJsonTest, ReadsPyTorchCommModeLog) {
+  const std::string pytorch = R"({
+    "fqn": "Global", "module_type": "", "parameters": [], "children": [
+      {"fqn": "MLPModule", "module_type": "class 'MLPModule'", "parameters": [],
+       "children": [
+         {"fqn": "MLPModule.net2", "module_type": "class 'torch.nn.modules.linear.Linear'",
+          "parameters": [["weight", "(Shard(dim=1),)"]], "children": [],
+          "collectives_forward": [["c10d_functional.all_reduce", 1]], "collectives_backward": [],
+          "operations_forward": [{"name": "aten.addmm.default", "input_shape": ["torch.Size([10])"],
+                                  "input_sharding": ["(Replicate(),)"], "device_mesh": "DeviceMesh([0, 1])"}],
+          "operations_backward": [], "operations_checkpointing": []}],
+       "collectives_forward": [["c10d_functional.all_reduce", 1]], "collectives_backward": [],
+       "operations_forward": [], "operations_backward": [], "operations_checkpointing": []}],
+    "collectives_forward": [["c10d_functional.all_reduce", 2]], "collectives_backward": [],
+    "operations_forward": [], "operations_backward": [], "operations_checkpointing": []})";
+  EXPECT_TRUE(validate_comm_trace_json(pytorch).empty());
+  CommTrace t = comm_trace_from_json(pytorch);
+  ASSERT_EQ(t.modules.size(), 2u);
+  EXPECT_EQ(t.modules[1].parent, "MLPModule");
+  ModuleCounts counts = comm_module_counts(t);
+  EXPECT_EQ(counts["Global"]["forward"]["c10d_functional.all_reduce"], 2);
+  EXPECT_EQ(counts["MLPModule.net2"]["forward"]["c10d_functional.all_reduce"], 1);
+  ASSERT_EQ(t.collectives.size(), 2u);
+  EXPECT_EQ(t.collectives[0].module, "Global") << "one all_reduce outside MLPModule";
+  ASSERT_EQ(t.operations.size(), 1u);
+  EXPECT_TRUE(t.operations[0].input_shapes.empty()) << "string shapes are not ours to parse";
+}
+
+TEST(TraceJsonTest, FilesRoundTrip) {
+  const std::string path = ::testing::TempDir() + "/trace_json_test.json";
+  write_text_file(path, "{\"a\": 1}\n");
+  EXPECT_EQ(read_text_file(path), "{\"a\": 1}\n");
+  EXPECT_THROW(read_text_file(path + ".missing"), c10::Error);
+}
+
+}  // namespace
+}  // namespace dtensor::debug
