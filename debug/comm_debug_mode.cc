@@ -41,17 +41,23 @@ class CommDebugMode::Session : public internal::RecordFunctionListener {
   ObserverList::Registration collectives_;
 };
 
+CommDebugMode::Guard::Guard(Guard&& other) noexcept : mode_(other.mode_), alive_(std::move(other.alive_)) {
+  other.mode_ = nullptr;
+}
+
 CommDebugMode::Guard& CommDebugMode::Guard::operator=(Guard&& other) noexcept {
   if (this != &other) {
-    if (mode_ != nullptr) mode_->exit();
+    release();
     mode_ = other.mode_;
+    alive_ = std::move(other.alive_);
     other.mode_ = nullptr;
   }
   return *this;
 }
 
-CommDebugMode::Guard::~Guard() {
-  if (mode_ != nullptr) mode_->exit();
+void CommDebugMode::Guard::release() {
+  if (mode_ != nullptr && !alive_.expired()) mode_->exit();
+  mode_ = nullptr;
 }
 
 CommDebugMode::CommDebugMode(CommDebugModeOptions options) : options_(options) {}
@@ -78,14 +84,14 @@ World& CommDebugMode::begin(const char* caller) {
 CommDebugMode::Guard CommDebugMode::enter() {
   World& world = begin("CommDebugMode::enter");
   session_ = std::make_unique<Session>(this, world, tracker_.enter(), options_.record_local_ops);
-  return Guard(this);
+  return Guard(this, alive_);
 }
 
 CommDebugMode::Guard CommDebugMode::enter(torch::nn::Module& root, std::string root_name) {
   World& world = begin("CommDebugMode::enter");
   session_ = std::make_unique<Session>(this, world, tracker_.enter(root, std::move(root_name)),
                                        options_.record_local_ops);
-  return Guard(this);
+  return Guard(this, alive_);
 }
 
 void CommDebugMode::exit() {

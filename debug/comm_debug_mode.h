@@ -55,18 +55,21 @@ struct CommDebugModeOptions {
 /// Traces one rank's collectives. Not copyable; one session at a time.
 class CommDebugMode : public CollectiveObserver, public OpObserver {
  public:
-  /// Ends the session when destroyed. Movable.
+  /// Ends the session when destroyed. Movable. A guard that outlives its
+  /// mode does nothing.
   class Guard {
    public:
-    explicit Guard(CommDebugMode* mode) : mode_(mode) {}
-    Guard(Guard&& other) noexcept : mode_(other.mode_) { other.mode_ = nullptr; }
+    Guard(CommDebugMode* mode, std::weak_ptr<int> alive) : mode_(mode), alive_(std::move(alive)) {}
+    Guard(Guard&& other) noexcept;
     Guard& operator=(Guard&& other) noexcept;
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
-    ~Guard();
+    ~Guard() { release(); }
 
    private:
+    void release();
     CommDebugMode* mode_;
+    std::weak_ptr<int> alive_;
   };
 
   explicit CommDebugMode(CommDebugModeOptions options = {});
@@ -135,6 +138,7 @@ class CommDebugMode : public CollectiveObserver, public OpObserver {
   void learn_mesh_locked(const DeviceMesh& mesh);
   void record_local_op(const std::string& name, c10::ArrayRef<const c10::IValue> inputs);
 
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // guards check it
   CommDebugModeOptions options_;
   FakeWorldTrace* world_trace_ = nullptr;
   ModuleTracker tracker_;

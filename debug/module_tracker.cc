@@ -147,10 +147,9 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
     record.fqn = fqn;
     record.module_type = ModuleTracker::module_type(module);
     record.parent = parent;
-    auto& params = parameters[fqn];
     for (const auto& item : module.named_parameters(/*recurse=*/false)) {
       const at::Tensor& p = item.value();
-      params[item.key()] = p;
+      parameters[fqn][item.key()] = p;  // only modules with parameters appear, as in PyTorch
       if (p.defined() && is_dtensor(p)) {
         const Placements& placements = DTensor(p).placements();
         sharding[fqn + "." + item.key()] = placements;
@@ -288,6 +287,13 @@ class ModuleTracker::Observer : public nn::ModuleObserver, public internal::Reco
     std::lock_guard<std::mutex> lock(s.mutex);
     if (start) {
       s.running_nodes.push_back(seq);
+      // A node of known origin also re-anchors the hook stack: hooks that
+      // fire after it (outside any node) start from its module.
+      if (s.active && in_backward()) {
+        s.sync_task();
+        std::string m = s.module_of_node(seq);
+        if (!m.empty()) s.backward_stack = s.path_to(m);  // Global: empty
+      }
     } else if (!s.running_nodes.empty()) {
       s.running_nodes.pop_back();
     }
@@ -301,17 +307,24 @@ class ModuleTracker::Observer : public nn::ModuleObserver, public internal::Reco
   internal::ScopedRecordFunctionListener nodes_;
 };
 
+ModuleTracker::Guard::Guard(Guard&& other) noexcept
+    : tracker_(other.tracker_), alive_(std::move(other.alive_)) {
+  other.tracker_ = nullptr;
+}
+
 ModuleTracker::Guard& ModuleTracker::Guard::operator=(Guard&& other) noexcept {
   if (this != &other) {
-    if (tracker_ != nullptr) tracker_->exit();
+    release();
     tracker_ = other.tracker_;
+    alive_ = std::move(other.alive_);
     other.tracker_ = nullptr;
   }
   return *this;
 }
 
-ModuleTracker::Guard::~Guard() {
-  if (tracker_ != nullptr) tracker_->exit();
+void ModuleTracker::Guard::release() {
+  if (tracker_ != nullptr && !alive_.expired()) tracker_->exit();
+  tracker_ = nullptr;
 }
 
 ModuleTracker::ModuleTracker() : state_(std::make_shared<State>()) {}
@@ -326,7 +339,7 @@ ModuleTracker::Guard ModuleTracker::enter() {
     state_->active = true;
   }
   observer_ = std::make_unique<Observer>(state_);
-  return Guard(this);
+  return Guard(this, state_);
 }
 
 ModuleTracker::Guard ModuleTracker::enter(torch::nn::Module& root, std::string root_name) {

@@ -45,7 +45,8 @@ namespace dtensor::debug {
 //    requires grad marks "backward leaves it". Entering M drops stack entries
 //    that are not ancestors of M (inputs that never get a gradient cannot
 //    leave a stale entry behind) and pushes M's missing ancestors (so a
-//    parent whose output was not seen is still on the stack).
+//    parent whose output was not seen is still on the stack). Every node of
+//    known origin that starts re-anchors the stack at its module.
 // PyTorch instead attributes all backward work to the module whose backward
 // pre-hook fired last. Phase: get_current_graph_task_exec_info() != nullptr
 // means this thread runs backward. A forward scope entered during backward
@@ -57,18 +58,23 @@ namespace dtensor::debug {
 /// Tracks modules on the thread that enters it. Not copyable.
 class ModuleTracker {
  public:
-  /// Ends the session (exit()) when destroyed. Movable.
+  struct State;  // shared with hooks; see module_tracker.cc
+
+  /// Ends the session (exit()) when destroyed. Movable. A guard that
+  /// outlives its tracker does nothing.
   class Guard {
    public:
-    explicit Guard(ModuleTracker* tracker) : tracker_(tracker) {}
-    Guard(Guard&& other) noexcept : tracker_(other.tracker_) { other.tracker_ = nullptr; }
+    Guard(ModuleTracker* tracker, std::weak_ptr<State> alive) : tracker_(tracker), alive_(std::move(alive)) {}
+    Guard(Guard&& other) noexcept;
     Guard& operator=(Guard&& other) noexcept;
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
-    ~Guard();
+    ~Guard() { release(); }
 
    private:
+    void release();
     ModuleTracker* tracker_;
+    std::weak_ptr<State> alive_;
   };
 
   ModuleTracker();
@@ -112,7 +118,6 @@ class ModuleTracker {
   /// `module.name()` without a trailing "Impl": "torch::nn::Linear".
   static std::string module_type(const torch::nn::Module& module);
 
-  struct State;  // shared with hooks; see module_tracker.cc
 
  private:
   class Observer;

@@ -17,7 +17,7 @@ namespace dtensor {
 //   all_gather_into_tensor: allgather into views of `output` (dim-0 blocks),
 //     so Gloo writes the result in place;
 //   reduce_scatter_tensor: all_reduce of a copy of `input`, then this rank's
-//     block is copied into `output` (n times the traffic of a real
+//     block is copied into `output` (about twice the traffic of a ring
 //     reduce-scatter; Gloo is the CPU test engine, not the fast path);
 //   avg: sum, then divide by the group size;
 //   other dtypes: data movement reinterprets the bytes as a Gloo dtype of the
@@ -30,6 +30,15 @@ namespace dtensor {
 // others', and Gloo matches collectives by a per-group counter.
 // The public Communicator method reported the collective once, before run_*:
 // the pieces here call the process group directly, so they are not reported.
+
+// Note [Gloo timeouts]
+// Gloo 1.13 applies one timeout to every operation of a group: the one the
+// ProcessGroupGloo was created with (the world's timeout); it ignores c10d's
+// per-collective timeouts. A collective's own timeout (options.timeout) is
+// therefore enforced by waiting on its c10d work for that long: the caller
+// gets an error in time, but the transport operation stays pending until the
+// world's timeout, and later collectives of the group queue behind it. After
+// a timeout the group is unusable; a job should end (as PyTorch jobs do).
 
 namespace {
 
@@ -122,7 +131,8 @@ ReduceOperand make_reduce_operand(const at::Tensor& t, ReduceOp op, bool need_co
   return r;
 }
 
-// Timeout for waiting on one collective: its own, else the group's.
+// Timeout for waiting on one collective: its own, else the group's. See Note
+// [Gloo timeouts].
 std::chrono::milliseconds effective(std::chrono::milliseconds requested,
                                     std::chrono::milliseconds fallback) {
   return requested.count() > 0 ? requested : fallback;

@@ -16,7 +16,8 @@ namespace dtensor {
 
 /// How a Gloo world connects. See Note [Gloo device selection] in gloo_world.cc.
 struct GlooWorldOptions {
-  /// Default timeout of collectives and of connecting a new group's pairs.
+  /// Default timeout of collectives and of connecting a new group's pairs;
+  /// see Note [Gloo timeouts] in gloo_communicator.cc.
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
   /// Bounds connecting to the store at start-up (ranks start at different
   /// times) and each later store operation.

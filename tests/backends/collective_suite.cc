@@ -1,11 +1,15 @@
-// The collective checks: deterministic per-rank inputs (a hash of seed, rank,
-// salt and element index), serial references, and comparisons with gtest.
+// The collective checks: deterministic per-rank inputs (a Weyl sequence offset
+// by a hash of seed, rank and salt), serial references, gtest comparisons.
 #include "tests/backends/collective_suite.h"
 
 #include <ATen/Functions.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
+#include <mutex>
 #include <numeric>
+#include <tuple>
 #include <sstream>
 #include <string>
 
@@ -22,18 +26,24 @@ uint64_t splitmix64(uint64_t x) {
 
 bool is_integral(c10::ScalarType dtype) { return at::isIntegralType(dtype, /*includeBool=*/true); }
 
-// One element of a suite input; see suite_input.
-double element_value(uint64_t h, bool integral, bool for_product, bool bit_exact) {
+// Maps u in [0, 1) (double) to suite values; see suite_input.
+at::Tensor values_from(const at::Tensor& u, bool integral, bool for_product, bool bit_exact) {
+  auto level = [&](double levels) { return at::floor(at::mul(u, levels)); };  // 0 .. levels-1
+  auto pick = [&](std::vector<double> table) {
+    const auto n = static_cast<int64_t>(table.size());
+    const at::Tensor values = at::from_blob(table.data(), {n}, at::kDouble).clone();
+    return values.index_select(0, level(static_cast<double>(n)).to(at::kLong));
+  };
   if (for_product) {
-    static constexpr double kExact[] = {-2, -1, -0.5, 0.5, 1, 2};
-    static constexpr double kIntegral[] = {-2, -1, 1, 2};
-    if (integral) return kIntegral[h % 4];
-    if (!bit_exact) return kExact[h % 6];
-    return ((h & 1) ? -1.0 : 1.0) * (0.75 + static_cast<double>((h >> 8) % 1000) / 2000.0);
+    if (integral) return pick({-2, -1, 1, 2});
+    if (!bit_exact) return pick({-2, -1, -0.5, 0.5, 1, 2});
+    const at::Tensor sign = at::rsub(at::mul(level(2), 2.0), 1.0);  // +1 or -1
+    const at::Tensor fine = at::floor(at::mul(at::frac(at::mul(u, 2.0)), 1000.0));
+    return at::mul(sign, at::add(at::div(fine, 2000.0), 0.75));  // |x| in [0.75, 1.25)
   }
-  if (integral) return static_cast<double>(h % 13) - 6.0;
-  if (!bit_exact) return (static_cast<double>(h % 13) - 6.0) / 2.0;  // halves: sums stay exact
-  return (static_cast<double>(h % 20001) - 10000.0) / 997.0;
+  if (integral) return at::sub(level(13), 6.0);                     // -6 .. 6
+  if (!bit_exact) return at::div(at::sub(level(13), 6.0), 2.0);     // halves: sums stay exact
+  return at::div(at::sub(level(20001), 10000.0), 997.0);            // rounds in every sum
 }
 
 std::string shape_string(at::IntArrayRef shape) {
@@ -133,20 +143,59 @@ void check_all_to_all_case(Communicator& comm, const CollectiveSuiteOptions& opt
                        input.sizes()));
 }
 
+// Every member computes every member's inputs, so a process-wide cache
+// (bounded, cleared when full) saves most of the generation in a fake world.
+class InputCache {
+ public:
+  using Key = std::tuple<int64_t, std::vector<int64_t>, c10::ScalarType, uint64_t, bool, uint64_t, bool>;
+
+  at::Tensor get_or_make(Key key, const std::function<at::Tensor()>& make) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = entries_.find(key);
+      if (it != entries_.end()) return it->second.clone();
+    }
+    at::Tensor made = make();
+    std::lock_guard<std::mutex> lock(mutex_);
+    bytes_ += made.numel() * static_cast<int64_t>(made.element_size());
+    if (bytes_ > kBudget) {
+      entries_.clear();
+      bytes_ = 0;
+    }
+    entries_.emplace(std::move(key), made);
+    return made.clone();
+  }
+
+ private:
+  static constexpr int64_t kBudget = int64_t{128} << 20;
+  std::mutex mutex_;
+  std::map<Key, at::Tensor> entries_;
+  int64_t bytes_ = 0;
+};
+
+at::Tensor make_input(int64_t global_rank, at::IntArrayRef shape, c10::ScalarType dtype,
+                      uint64_t salt, bool for_product, const CollectiveSuiteOptions& options) {
+  // A Weyl sequence frac(offset + k * alpha): cheap, vectorised, and the same
+  // in every process; the offset is a hash of (seed, rank, salt).
+  const uint64_t hash = splitmix64(options.seed ^ splitmix64(static_cast<uint64_t>(global_rank) ^
+                                                             splitmix64(salt + 0x51ED)));
+  const double offset = static_cast<double>(hash >> 11) * 0x1.0p-53;
+  const at::Tensor k = at::arange(c10::multiply_integers(shape), at::kDouble);
+  const at::Tensor u = at::frac(at::add(at::mul(k, 0.7548776662466927), offset));
+  return values_from(u, is_integral(dtype), for_product, options.bit_exact)
+      .to(dtype)
+      .reshape(shape)
+      .contiguous();
+}
+
 }  // namespace
 
 at::Tensor suite_input(int64_t global_rank, at::IntArrayRef shape, c10::ScalarType dtype,
                        uint64_t salt, bool for_product, const CollectiveSuiteOptions& options) {
-  const int64_t numel = c10::multiply_integers(shape);
-  std::vector<double> values(static_cast<size_t>(numel));
-  const uint64_t base = splitmix64(options.seed ^ splitmix64(static_cast<uint64_t>(global_rank) ^
-                                                             splitmix64(salt + 0x51ED)));
-  const bool integral = is_integral(dtype);
-  for (int64_t k = 0; k < numel; ++k) {
-    values[static_cast<size_t>(k)] = element_value(splitmix64(base + static_cast<uint64_t>(k)),
-                                                   integral, for_product, options.bit_exact);
-  }
-  return at::from_blob(values.data(), {numel}, at::kDouble).to(dtype).reshape(shape).clone();
+  static InputCache cache;
+  return cache.get_or_make(
+      {global_rank, shape.vec(), dtype, salt, for_product, options.seed, options.bit_exact},
+      [&] { return make_input(global_rank, shape, dtype, salt, for_product, options); });
 }
 
 at::Tensor serial_reduce(const std::vector<at::Tensor>& inputs, ReduceOp op) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <c10/util/Exception.h>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/debug/trace_fixture.h"
@@ -37,9 +39,10 @@ TEST(TraceJsonTest, TreeHasPyTorchKeyNames) {
   EXPECT_EQ(net1["module_type"], "torch::nn::Linear");
   EXPECT_EQ(net1["parameters"], Json::parse(R"([["weight", "[S(0)]"], ["bias", "[S(0)]"]])"));
   ASSERT_EQ(net1["operations_forward"].size(), 2u);  // aten::t shows at level 3
-  EXPECT_EQ(net1["operations_forward"][1],
-            Json::parse(R"({"name": "aten::addmm", "input_shape": [[8, 10], [16, 10]],
-                            "input_sharding": ["[R]", "[S(0)]"], "device_mesh": "DeviceMesh(cpu, (tp=4))"})"));
+  const Json addmm = Json::parse(
+      R"js({"name": "aten::addmm", "input_shape": [[8, 10], [16, 10]], "input_sharding": ["[R]", "[S(0)]"],
+            "device_mesh": "DeviceMesh(cpu, (tp=4))"})js");
+  EXPECT_EQ(net1["operations_forward"][1], addmm);
   EXPECT_EQ(net1["operations_backward"].size(), 1u);
   const Json& net2 = child(mlp, "MLPModule.net2");
   EXPECT_EQ(net2["collectives_forward"], Json::parse(R"([["all_reduce", 1]])"));
@@ -151,7 +154,7 @@ TEST(TraceJsonTest, NewerSchemaVersionIsRejected) {
 // A dump as PyTorch writes it: string shapes, placements as Python tuples,
 // no events; collectives are rebuilt from each node's own counts.
 TEST(TraceJsonTest, ReadsPyTorchCommModeLog) {
-  const std::string pytorch = R"({
+  const std::string pytorch = R"js({
     "fqn": "Global", "module_type": "", "parameters": [], "children": [
       {"fqn": "MLPModule", "module_type": "class 'MLPModule'", "parameters": [],
        "children": [
@@ -164,7 +167,7 @@ TEST(TraceJsonTest, ReadsPyTorchCommModeLog) {
        "collectives_forward": [["c10d_functional.all_reduce", 1]], "collectives_backward": [],
        "operations_forward": [], "operations_backward": [], "operations_checkpointing": []}],
     "collectives_forward": [["c10d_functional.all_reduce", 2]], "collectives_backward": [],
-    "operations_forward": [], "operations_backward": [], "operations_checkpointing": []})";
+    "operations_forward": [], "operations_backward": [], "operations_checkpointing": []})js";
   EXPECT_TRUE(validate_comm_trace_json(pytorch).empty());
   CommTrace t = comm_trace_from_json(pytorch);
   ASSERT_EQ(t.modules.size(), 2u);

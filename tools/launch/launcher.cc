@@ -51,6 +51,8 @@ std::vector<std::string> rank_environment(const LaunchSpec& spec, int rank, int 
   vars.insert(vars.end(), spec.env.begin(), spec.env.end());
   std::set<std::string> drop(spec.unset_env.begin(), spec.unset_env.end());
   for (const auto& [name, value] : vars) drop.insert(name);
+  // Launched from inside a torchrun worker: our ranks serve their own store.
+  drop.insert("TORCHELASTIC_USE_AGENT_STORE");
   std::vector<std::string> result;
   for (char** e = environ; *e != nullptr; ++e) {
     if (drop.count(env_name(*e)) == 0) result.emplace_back(*e);

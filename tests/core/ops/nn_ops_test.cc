@@ -1,0 +1,99 @@
+// Op-by-op checks of the neural-network family: embedding (row-, column- and
+// batch-sharded), layer norm and its backward, the RMS-norm composition, and
+// dropout (random: checked for consistency rather than against one device).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "backends/fake/fake_world.h"
+#include "core/random.h"
+#include "tests/core/ops/op_harness.h"
+
+namespace dtensor::testing {
+namespace {
+
+TEST(NnOpsTest, EmbeddingEveryLayout) {
+  check_all_placements(OpCase("embedding", {Input::floats({16, 8}), Input::indices({4, 8}, 16)},
+                              [](const Tensors& x) { return Tensors{torch::embedding(x[0], x[1])}; }));
+  check_all_placements(OpCase("embedding_padding_idx", {Input::floats({16, 8}), Input::indices({8}, 16)},
+                              [](const Tensors& x) { return Tensors{torch::embedding(x[0], x[1], /*padding_idx=*/3)}; }));
+}
+
+TEST(NnOpsTest, LayerNormAndItsBackward) {
+  auto layer_norm = [](const Tensors& x) { return Tensors{torch::layer_norm(x[0], {8}, x[1], x[2])}; };
+  check_all_placements(OpCase("layer_norm", {Input::floats({4, 8, 8}), Input::floats({8}), Input::floats({8})}, layer_norm),
+                       /*max_combos=*/150);
+  check_all_placements(OpCase("layer_norm_2d_shape", {Input::floats({4, 4, 8})}, [](const Tensors& x) {
+    return Tensors{torch::layer_norm(x[0], {4, 8})};
+  }));
+}
+
+TEST(NnOpsTest, RmsNormComposition) {
+  check_all_placements(OpCase("rms_norm", {Input::floats({4, 8, 8}), Input::floats({8})}, [](const Tensors& x) {
+    return Tensors{x[0] * torch::rsqrt(x[0].pow(2).mean(-1, true) + 1e-6) * x[1]};
+  }));
+}
+
+TEST(NnOpsTest, ActivationMlpBlock) {
+  // gelu(x @ w1^T) @ w2^T, the tensor-parallel MLP: w1 column-wise, w2 row-wise.
+  OpCase mlp("mlp", {Input::floats({8, 4}), Input::floats({16, 4}), Input::floats({4, 16})}, [](const Tensors& x) {
+    return Tensors{torch::gelu(x[0].mm(x[1].t())).mm(x[2].t())};
+  });
+  check_all_placements(mlp, /*max_combos=*/100);
+}
+
+// Dropout draws through the DTensor RNG: for a seed, the global mask does
+// not depend on the placements, replicas agree, and the gradient uses the
+// forward's mask.
+TEST(NnOpsTest, DropoutIsConsistentAcrossPlacements) {
+  const at::Tensor x = at::rand({8, 12}, at::kDouble).add_(1);
+  at::Tensor first;
+  for (const Placements& placements : std::vector<Placements>{{Replicate()}, {Shard(0)}, {Shard(1)}}) {
+    SCOPED_TRACE(to_string(placements));
+    at::Tensor out_full, grad_full;
+    run_fake_world(4, [&](World& world) {
+      auto mesh = DeviceMesh::init(c10::kCPU, {4});
+      dtensor::manual_seed(11);
+      DTensor dx = distribute_tensor(x, mesh, placements, DistributeOptions{std::nullopt});
+      dx.requires_grad_(true);
+      at::Tensor y = torch::dropout(dx, 0.5, /*train=*/true);
+      EXPECT_EQ(DTensor(y).placements(), placements);
+      y.sum().backward();
+      at::Tensor out = DTensor(y).full_tensor(), grad = DTensor(dx.grad()).full_tensor();
+      if (world.rank() == 0) {
+        out_full = out;
+        grad_full = grad;
+      }
+    });
+    // Kept elements are x / (1 - p), dropped ones 0; the gradient is the mask / (1 - p).
+    at::Tensor kept = out_full.ne(0);
+    EXPECT_TRUE(at::allclose(out_full, kept * x * 2));
+    EXPECT_TRUE(at::allclose(grad_full, kept.to(at::kDouble) * 2));
+    const double fraction = kept.to(at::kDouble).mean().item<double>();
+    EXPECT_GT(fraction, 0.2);
+    EXPECT_LT(fraction, 0.8);
+    if (!first.defined()) {
+      first = kept;
+    } else {
+      EXPECT_TRUE(at::equal(first, kept)) << "the mask depends on the placements";
+    }
+  }
+}
+
+TEST(NnOpsTest, NativeDropoutRefusesReplicatedMeshDims) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor dx = distribute_tensor(at::ones({4, 4}), mesh, {Replicate()});
+    try {
+      at::native_dropout(dx, 0.5, true);
+      ADD_FAILURE() << "native_dropout on a replicated DTensor did not throw";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("replicas would get different masks"), std::string::npos) << e.what();
+    }
+    DTensor sharded = distribute_tensor(at::ones({4, 4}), mesh, {Shard(0)});
+    auto [out, mask] = at::native_dropout(sharded, 0.5, true);
+    EXPECT_EQ(DTensor(out).placements(), (Placements{Shard(0)}));
+  });
+}
+
+}  // namespace
+}  // namespace dtensor::testing

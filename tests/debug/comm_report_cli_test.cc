@@ -1,0 +1,110 @@
+// The comm_report command line: a passing golden run, a failing one with a
+// readable diff, the update flag, and usage errors.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using Json = nlohmann::json;
+
+const char* kBinary = "debug/comm_report";  // runfiles-relative (data dependency)
+const char* kGolden = "tests/debug/testdata/mlp_fake4.golden.json";
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result run(const std::string& args) {
+  const std::string dir = ::testing::TempDir();
+  const std::string out = dir + "/cli_stdout.txt";
+  const std::string err = dir + "/cli_stderr.txt";
+  const std::string cmd = std::string(kBinary) + " " + args + " >" + out + " 2>" + err;
+  int raw = std::system(cmd.c_str());
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(CommReportCliTest, PassingRunMatchesGolden) {
+  Result r = run(std::string("--program mlp --world-size 4 --expect ") + kGolden);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("matches"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("# Comm report: mlp"), std::string::npos) << r.out;
+}
+
+TEST(CommReportCliTest, FailingRunPrintsADiff) {
+  Json golden = Json::parse(slurp(kGolden));
+  golden["counts"]["all_reduce"] = 3;
+  golden["module_counts"]["MLPModule.net2"]["forward"]["all_reduce"] = 3;
+  const std::string path = ::testing::TempDir() + "/wrong_golden.json";
+  write(path, golden.dump(2));
+  Result r = run("--program mlp --world-size 4 --expect " + path);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("counts[\"all_reduce\"]: expected 3, got 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("module_counts[\"MLPModule.net2\"][\"forward\"][\"all_reduce\"]: expected 3, got 1"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("rerun with --update"), std::string::npos) << r.err;
+}
+
+TEST(CommReportCliTest, UpdateRewritesTheGolden) {
+  const std::string path = ::testing::TempDir() + "/updated_golden.json";
+  write(path, "{\"dtensor_report_version\": 1, \"counts\": {}}\n");
+  ASSERT_EQ(run("--program mlp --world-size 4 --expect " + path).status, 1);
+  Result r = run("--program mlp --world-size 4 --expect " + path + " --update");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("updated"), std::string::npos) << r.err;
+  EXPECT_EQ(Json::parse(slurp(path))["counts"], Json::parse(R"({"all_reduce": 1})"));
+  EXPECT_EQ(run("--program mlp --world-size 4 --expect " + path).status, 0);
+}
+
+TEST(CommReportCliTest, WritesEveryOutput) {
+  const std::string dir = ::testing::TempDir();
+  Result r = run("--program mlp --world-size 2 --markdown " + dir + "/r.md --json " + dir + "/r.json --trace-json " +
+                 dir + "/t.json --chrome-trace " + dir + "/c.json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(slurp(dir + "/r.md").find("# Comm report: mlp"), std::string::npos);
+  EXPECT_EQ(Json::parse(slurp(dir + "/r.json"))["world_size"], 2);
+  EXPECT_EQ(Json::parse(slurp(dir + "/t.json"))["events"].size(), 2u);
+  EXPECT_TRUE(Json::parse(slurp(dir + "/c.json"))["traceEvents"].is_array());
+}
+
+TEST(CommReportCliTest, SoloMode) {
+  Result r = run("--program mlp --solo --world-size 4096 --rank 9 --arg hidden=16384");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("simulated rank 9"), std::string::npos) << r.out;
+}
+
+TEST(CommReportCliTest, UsageErrors) {
+  EXPECT_EQ(run("--bogus").status, 2);
+  EXPECT_EQ(run("--world-size four").status, 2);
+  EXPECT_EQ(run("--update").status, 2);
+  Result unknown = run("--program nope");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("unknown program 'nope'"), std::string::npos) << unknown.err;
+  Result list = run("--list");
+  EXPECT_EQ(list.status, 0);
+  EXPECT_EQ(list.out.rfind("mlp\t", 0), 0u) << list.out;
+}
+
+}  // namespace

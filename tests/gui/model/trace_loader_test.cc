@@ -1,0 +1,192 @@
+// Tests of comm trace loading: the fixtures in tests/gui/testdata (valid,
+// PyTorch-style, malformed), clear error strings, and a mutation loop that
+// checks no malformed input crashes or throws.
+#include "gui/model/trace_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace dtensor::gui {
+namespace {
+
+std::string testdata(const std::string& name) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  std::string rel = "tests/gui/testdata/" + name;
+  if (srcdir != nullptr) {
+    std::string full = std::string(srcdir) + "/dtensor/" + rel;
+    if (std::ifstream(full).good()) return full;
+  }
+  return rel;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+const ModuleNode* find(const ModuleNode& node, const std::string& fqn) {
+  if (node.fqn == fqn) return &node;
+  for (const ModuleNode& child : node.children) {
+    if (const ModuleNode* hit = find(child, fqn)) return hit;
+  }
+  return nullptr;
+}
+
+TEST(TraceLoaderTest, LoadsTheTpMlpFixture) {
+  TraceLoadResult loaded = load_trace_file(testdata("tp_mlp_trace.json"));
+  ASSERT_TRUE(loaded.trace) << loaded.error;
+  const Trace& t = *loaded.trace;
+  EXPECT_EQ(t.schema_version, 1);
+  EXPECT_EQ(t.world_size, 4);
+  EXPECT_EQ(t.rank, -1);
+  ASSERT_TRUE(t.mesh);
+  EXPECT_EQ(t.mesh->shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(t.mesh->dim_names, (std::vector<std::string>{"dp", "tp"}));
+  EXPECT_EQ(t.root.fqn, "Global");
+  EXPECT_EQ(t.module_count(), 5);
+  EXPECT_EQ(t.root.forward_counts.at("all_reduce"), 1);
+  EXPECT_EQ(t.root.backward_counts.at("all_reduce"), 3);
+  const ModuleNode* net1 = find(t.root, "MLP.net1");
+  ASSERT_NE(net1, nullptr);
+  EXPECT_EQ(net1->module_type, "torch::nn::Linear");
+  EXPECT_EQ(net1->short_name(), "net1");
+  ASSERT_EQ(net1->parameters.size(), 2u);
+  EXPECT_EQ(net1->parameters[0], (std::pair<std::string, std::string>{"weight", "[R, S(0)]"}));
+  EXPECT_EQ(net1->backward_bytes.at("all_reduce"), 512);
+  ASSERT_EQ(net1->forward_operations.size(), 1u);
+  EXPECT_EQ(net1->forward_operations[0].name, "aten::addmm");
+  ASSERT_EQ(t.events.size(), 16u);
+  EXPECT_EQ(t.events[0].rank, 0);
+  EXPECT_EQ(t.events[0].seq, 0);
+  EXPECT_EQ(t.events[0].module, "MLP.net2");
+  EXPECT_EQ(t.events[5].group, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(t.per_rank_counts.size(), 4u);
+  EXPECT_TRUE(t.differing_ranks.empty());
+  EXPECT_TRUE(t.warnings.empty());
+}
+
+TEST(TraceLoaderTest, LoadsPyTorchStyleWithoutVersionOrEvents) {
+  TraceLoadResult loaded = load_trace_file(testdata("pytorch_comm_mode_log.json"));
+  ASSERT_TRUE(loaded.trace) << loaded.error;
+  EXPECT_EQ(loaded.trace->schema_version, 0);
+  EXPECT_TRUE(loaded.trace->events.empty());
+  EXPECT_EQ(loaded.trace->world_size, 0);
+  EXPECT_EQ(loaded.trace->root.children[0].children[0].parameters[0].second, "(Shard(dim=0),)");
+}
+
+TEST(TraceLoaderTest, DivergentFixtureNamesTheOddRank) {
+  TraceLoadResult loaded = load_trace_file(testdata("transformer_divergent_trace.json"));
+  ASSERT_TRUE(loaded.trace) << loaded.error;
+  EXPECT_EQ(loaded.trace->differing_ranks, std::vector<int64_t>{3});
+  EXPECT_EQ(loaded.trace->per_rank_counts.at(3).at("all_reduce"),
+            loaded.trace->per_rank_counts.at(0).at("all_reduce") + 1);
+}
+
+TEST(TraceLoaderTest, MalformedFilesGiveClearErrors) {
+  const std::pair<const char*, const char*> table[] = {
+      {"malformed_truncated.json", "is not valid JSON: parse error at line"},
+      {"malformed_empty.json", "is empty"},
+      {"malformed_not_object.json", "$: expected a JSON object (a comm trace), got array"},
+      {"malformed_bad_counts.json", "$.children[0].collectives_forward: expected [[name, count], ...], got string"},
+      {"malformed_bad_event.json", "$.events[1].rank: expected an integer, got string"},
+      {"malformed_future_version.json", "dtensor_schema_version is 7 but this viewer reads version 1"},
+      {"malformed_rank_outside_world.json", "rank 5 appears but world_size is 2"},
+  };
+  for (auto [file, want] : table) {
+    SCOPED_TRACE(file);
+    TraceLoadResult loaded = load_trace_file(testdata(file));
+    EXPECT_FALSE(loaded.trace);
+    EXPECT_NE(loaded.error.find(want), std::string::npos) << loaded.error;
+    EXPECT_NE(loaded.error.find(file), std::string::npos) << "names the file: " << loaded.error;
+  }
+}
+
+TEST(TraceLoaderTest, MissingFileAndDirectory) {
+  TraceLoadResult missing = load_trace_file("/no/such/trace.json");
+  EXPECT_EQ(missing.error, "cannot open '/no/such/trace.json': No such file or directory");
+  TraceLoadResult directory = load_trace_file("/");
+  EXPECT_FALSE(directory.trace);
+  EXPECT_FALSE(directory.error.empty());
+}
+
+TEST(TraceLoaderTest, InlineEdgeCases) {
+  const std::pair<const char*, const char*> table[] = {
+      {R"({"fqn": 3})", "$.fqn: expected a string, got number"},
+      {R"({"children": [{"fqn": ""}]})", "a module needs a non-empty fqn"},
+      {R"({"collectives_forward": [["all_reduce", -1]]})", "expected >= 0, got -1"},
+      {R"({"collectives_forward": [["all_reduce"]]})", "expected a [name, count] pair"},
+      {R"({"events": [{"rank": 0, "seq": 0}]})", "an event needs \"rank\", \"seq\" and \"kind\""},
+      {R"({"per_rank_counts": {"x": {}}})", "the key must be a rank number"},
+      {R"({"world_size": 18446744073709551615})", "integer too large"},
+      {R"({"mesh": [2, 2]})", "$.mesh: expected"},
+  };
+  for (auto [text, want] : table) {
+    SCOPED_TRACE(text);
+    TraceLoadResult loaded = parse_trace_json(text, "inline");
+    EXPECT_FALSE(loaded.trace);
+    EXPECT_NE(loaded.error.find(want), std::string::npos) << loaded.error;
+  }
+}
+
+TEST(TraceLoaderTest, ObjectFormsAndDerivedTotals) {
+  TraceLoadResult loaded = parse_trace_json(
+      R"({"collectives_forward": {"all_reduce": 2}, "parameters": {"w": "[R]"},
+          "events": [{"rank": 1, "seq": 0, "kind": "all_reduce", "phase": "fwd"},
+                     {"rank": 0, "seq": 0, "kind": "all_reduce", "phase": "forward"},
+                     {"rank": 1, "seq": 1, "kind": "broadcast", "phase": "forward"}]})",
+      "inline");
+  ASSERT_TRUE(loaded.trace) << loaded.error;
+  const Trace& t = *loaded.trace;
+  EXPECT_EQ(t.root.forward_counts.at("all_reduce"), 2);
+  EXPECT_EQ(t.root.parameters[0].second, "[R]");
+  EXPECT_EQ(t.world_size, 2);
+  EXPECT_EQ(t.events[0].rank, 0) << "sorted by (rank, seq)";
+  EXPECT_EQ(t.per_rank_counts.at(1).at("broadcast"), 1);
+  EXPECT_EQ(t.differing_ranks, std::vector<int64_t>{1});
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_NE(t.warnings[0].find("\"fwd\""), std::string::npos);
+}
+
+TEST(TraceLoaderTest, DeepNestingIsRefused) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += R"({"fqn": "m", "children": [)";
+  text += "{}";
+  for (int i = 0; i < 200; ++i) text += "]}";
+  TraceLoadResult loaded = parse_trace_json(text, "deep");
+  EXPECT_FALSE(loaded.trace);
+  EXPECT_NE(loaded.error.find("deeper than"), std::string::npos) << loaded.error;
+}
+
+// Truncations and random byte edits of a valid file: every result is either
+// a trace or an error string; nothing throws or crashes.
+TEST(TraceLoaderTest, MutatedInputNeverThrows) {
+  std::string valid = read_all(testdata("tp_mlp_trace.json"));
+  ASSERT_FALSE(valid.empty());
+  unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (size_t cut = 0; cut < valid.size(); cut += 7) {
+    TraceLoadResult loaded;
+    ASSERT_NO_THROW(loaded = parse_trace_json(valid.substr(0, cut), "cut"));
+    EXPECT_NE(loaded.trace.has_value(), !loaded.error.empty());
+  }
+  const char noise[] = "{}[],:\"0-9eatrufnl \\x";
+  for (int round = 0; round < 500; ++round) {
+    std::string text = valid;
+    for (int edits = 0; edits < 3; ++edits) {
+      text[rng() % text.size()] = noise[rng() % (sizeof(noise) - 1)];
+    }
+    TraceLoadResult loaded;
+    ASSERT_NO_THROW(loaded = parse_trace_json(text, "mutated"));
+    EXPECT_NE(loaded.trace.has_value(), !loaded.error.empty());
+  }
+}
+
+}  // namespace
+}  // namespace dtensor::gui
