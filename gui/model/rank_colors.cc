@@ -159,7 +159,7 @@ Rgb collective_kind_color(std::string_view kind) {
   if (kind == "reduce_scatter_tensor" || kind == "reduce_scatter") return {0xF2, 0x8E, 0x2B};
   if (kind == "all_to_all_single" || kind == "all_to_all") return {0xB0, 0x7A, 0xD8};
   if (kind == "broadcast") return {0x3F, 0xB8, 0xAF};
-  if (kind == "scatter") return {0xB5, 0x8B, 0x62};
+  if (kind == "scatter") return {0xD9, 0x66, 0x8F};
   if (kind == "barrier") return {0x9A, 0x9A, 0x9A};
   size_t hash = std::hash<std::string>{}(std::string(kind));
   const std::vector<Rgb>& candidates = candidate_colors();

@@ -64,7 +64,7 @@ class RankPalette {
 
 // Fixed colour of a collective kind for the timeline and the comm table:
 // all_reduce blue, all_gather_into_tensor green, reduce_scatter_tensor orange,
-// all_to_all_single purple, broadcast teal, scatter brown, barrier grey;
+// all_to_all_single purple, broadcast teal, scatter raspberry, barrier grey;
 // other names get a stable colour from a hash of the name.
 Rgb collective_kind_color(std::string_view kind);
 

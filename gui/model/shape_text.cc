@@ -56,6 +56,22 @@ std::string trim(std::string_view text) {
   return std::string(text.substr(first, last - first + 1));
 }
 
+// Drops whitespace next to '=' or ':' so that "dp = 2" stays one token.
+std::string join_name_separators(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      size_t next = text.find_first_not_of(" \t\r\n", i);
+      bool before_sep = next != std::string_view::npos && (text[next] == '=' || text[next] == ':');
+      bool after_sep = !out.empty() && (out.back() == '=' || out.back() == ':');
+      if (before_sep || after_sep) continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 Parsed<std::vector<int64_t>> parse_shape_text(std::string_view text) {
@@ -92,7 +108,7 @@ Parsed<std::vector<int64_t>> parse_shape_text(std::string_view text) {
 
 Parsed<MeshShape> parse_mesh_text(std::string_view text) {
   Parsed<MeshShape> result;
-  std::vector<std::string> tokens = split_tokens(text);
+  std::vector<std::string> tokens = split_tokens(join_name_separators(text));
   if (tokens.empty() || tokens.size() > static_cast<size_t>(kMaxMeshDims)) {
     result.error = "mesh: enter 1 to " + std::to_string(kMaxMeshDims) +
                    " dim sizes, e.g. \"2, 2\" or \"dp=2, tp=2\"";

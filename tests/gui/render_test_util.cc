@@ -129,20 +129,29 @@ std::optional<Image> load_png(const std::string& path) {
 }
 
 Box find_color(const Image& image, Rgb color, int tolerance) {
+  return find_fill(image, color, /*min_row_pixels=*/1, tolerance);
+}
+
+Box find_fill(const Image& image, Rgb color, int min_row_pixels, int tolerance) {
   Box box;
   for (int y = 0; y < image.height; ++y) {
+    int count = 0, first = image.width, last = -1;
     for (int x = 0; x < image.width; ++x) {
       Rgb c = image.at(x, y);
       if (std::abs(c.r - color.r) > tolerance || std::abs(c.g - color.g) > tolerance ||
           std::abs(c.b - color.b) > tolerance) {
         continue;
       }
-      ++box.count;
-      box.x0 = std::min(box.x0, x);
-      box.y0 = std::min(box.y0, y);
-      box.x1 = std::max(box.x1, x);
-      box.y1 = std::max(box.y1, y);
+      ++count;
+      first = std::min(first, x);
+      last = x;
     }
+    if (count < min_row_pixels || count == 0) continue;
+    box.count += count;
+    box.x0 = std::min(box.x0, first);
+    box.x1 = std::max(box.x1, last);
+    box.y0 = std::min(box.y0, y);
+    box.y1 = y;
   }
   return box;
 }

@@ -70,6 +70,11 @@ struct Box {
 // Pixels within `tolerance` (per channel) of `color`, and their bounding box.
 Box find_color(const Image& image, Rgb color, int tolerance = 2);
 
+// Like find_color, but only image rows with at least `min_row_pixels`
+// matching pixels count: the fill of blocks, stripes and cells, not legend
+// swatches or text.
+Box find_fill(const Image& image, Rgb color, int min_row_pixels = 40, int tolerance = 2);
+
 // The number of `colors` that cover at least `min_pixels` pixels each.
 int count_present(const Image& image, const std::vector<Rgb>& colors, int64_t min_pixels);
 

@@ -32,9 +32,18 @@ TEST(ShapeTextTest, RejectsWithAMessage) {
 }
 
 TEST(ShapeTextTest, MeshNamedAndUnnamed) {
-  EXPECT_EQ(*parse_mesh_text("dp=2, tp=4").value, MeshShape::create({2, 4}, {"dp", "tp"}));
-  EXPECT_EQ(*parse_mesh_text("dp: 2").value, MeshShape::create({2}, {"dp"}));
-  EXPECT_EQ(*parse_mesh_text("2x2x2").value, MeshShape::create({2, 2, 2}));
+  const std::pair<const char*, MeshShape> good[] = {
+      {"dp=2, tp=4", MeshShape::create({2, 4}, {"dp", "tp"})},
+      {"dp: 2", MeshShape::create({2}, {"dp"})},
+      {"dp = 2 tp =4", MeshShape::create({2, 4}, {"dp", "tp"})},
+      {"2x2x2", MeshShape::create({2, 2, 2})},
+  };
+  for (const auto& [text, want] : good) {
+    SCOPED_TRACE(text);
+    Parsed<MeshShape> parsed = parse_mesh_text(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.error;
+    EXPECT_EQ(*parsed.value, want);
+  }
   const std::pair<const char*, const char*> table[] = {
       {"dp=2, 4", "name every dim"}, {"0", "not a mesh dim size"}, {"2,2,2,2", "1 to 3"},
       {"64, 64", "at most 1024 ranks"}, {"a=2, a=2", "mesh:"}};
