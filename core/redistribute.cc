@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <mutex>
 #include <unordered_map>
 
 #include "core/layout/layout_error.h"
@@ -139,6 +140,10 @@ at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const Re
 // only on (global shape, element size, mesh shape, from, to), so each thread
 // (each fake-world rank is one) keeps the plans it made. Bounded: cleared when
 // full, so ever-changing shapes cost recomputation, never unbounded memory.
+// Behind the per-thread caches sits one process-wide cache under a mutex: the
+// ranks of a fake world (threads of one process) ask for the same plans at the
+// same moment, and only the first computes each. Lookups that hit the
+// thread's own cache never take the lock.
 struct PlanKey {
   std::vector<int64_t> shape;
   int64_t element_size = 0;
@@ -166,15 +171,49 @@ size_t hash_plan_key(const PlanKey& key) {
 }
 
 constexpr size_t kMaxCachedPlans = 1024;
+constexpr size_t kMaxSharedPlans = 8192;
+
+using PlanMap = std::unordered_map<PlanKey, RedistributePlan, PlanKeyHash>;
 
 struct PlanCache {
-  std::unordered_map<PlanKey, RedistributePlan, PlanKeyHash> plans;
+  PlanMap plans;
   RedistributePlanCacheStats stats;
 };
 
 PlanCache& plan_cache() {
   thread_local PlanCache cache;
   return cache;
+}
+
+struct SharedPlanCache {
+  std::mutex mutex;
+  PlanMap plans;
+};
+
+SharedPlanCache& shared_plan_cache() {
+  static SharedPlanCache* cache = new SharedPlanCache();  // never destroyed: used by exiting threads
+  return *cache;
+}
+
+RedistributePlan compute_plan(const PlanKey& key, const DTensorSpec& from) {
+  try {
+    return plan_redistribute(key.shape, key.element_size, from.mesh.mesh_shape(), key.from, key.to);
+  } catch (const LayoutError& e) {
+    TORCH_CHECK(false, "redistribute from ", to_string(key.from), " to ", to_string(key.to), " of ",
+                c10::toString(from.meta.dtype), c10::IntArrayRef(from.meta.shape), " on ",
+                from.mesh.to_string(), " (rank ", from.mesh.global_rank(), "): ", e.what());
+  }
+}
+
+RedistributePlan shared_plan(const PlanKey& key, const DTensorSpec& from) {
+  SharedPlanCache& shared = shared_plan_cache();
+  std::lock_guard<std::mutex> lock(shared.mutex);
+  auto it = shared.plans.find(key);
+  if (it != shared.plans.end()) return it->second;
+  RedistributePlan plan = compute_plan(key, from);
+  if (shared.plans.size() >= kMaxSharedPlans) shared.plans.clear();
+  shared.plans.emplace(key, plan);
+  return plan;
 }
 
 const RedistributePlan& cached_plan(const DTensorSpec& from, const Placements& to) {
@@ -188,14 +227,7 @@ const RedistributePlan& cached_plan(const DTensorSpec& from, const Placements& t
     return it->second;
   }
   ++cache.stats.misses;
-  RedistributePlan plan;
-  try {
-    plan = plan_redistribute(key.shape, key.element_size, from.mesh.mesh_shape(), from.placements, to);
-  } catch (const LayoutError& e) {
-    TORCH_CHECK(false, "redistribute from ", to_string(from.placements), " to ", to_string(to),
-                " of ", c10::toString(from.meta.dtype), c10::IntArrayRef(from.meta.shape), " on ",
-                from.mesh.to_string(), " (rank ", from.mesh.global_rank(), "): ", e.what());
-  }
+  RedistributePlan plan = shared_plan(key, from);
   if (cache.plans.size() >= kMaxCachedPlans) cache.plans.clear();
   return cache.plans.emplace(std::move(key), std::move(plan)).first->second;
 }
@@ -221,6 +253,11 @@ RedistributePlanCacheStats redistribute_plan_cache_stats() {
   return stats;
 }
 
-void clear_redistribute_plan_cache() { plan_cache().plans.clear(); }
+void clear_redistribute_plan_cache() {
+  plan_cache().plans.clear();
+  SharedPlanCache& shared = shared_plan_cache();
+  std::lock_guard<std::mutex> lock(shared.mutex);
+  shared.plans.clear();
+}
 
 }  // namespace dtensor

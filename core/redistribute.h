@@ -18,7 +18,8 @@ namespace dtensor {
 at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
                               const Placements& to);
 
-/// Plan cache statistics of the calling thread. See Note [Redistribute plan
+/// Plan cache statistics of the calling thread (misses include plans found
+/// in the process-wide cache). See Note [Redistribute plan
 /// cache] in redistribute.cc.
 struct RedistributePlanCacheStats {
   uint64_t hits = 0;
@@ -26,6 +27,7 @@ struct RedistributePlanCacheStats {
   uint64_t size = 0;
 };
 RedistributePlanCacheStats redistribute_plan_cache_stats();
+/// Empties the calling thread's cache and the process-wide one.
 void clear_redistribute_plan_cache();
 
 }  // namespace dtensor

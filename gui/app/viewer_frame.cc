@@ -18,10 +18,11 @@ PanelFrame tile(float x0, float y0, float x1, float y1, ImGuiCond cond) {
 void draw_overview(ViewerState& state, ImVec2 d, bool relayout) {
   ImGuiCond cond = relayout ? ImGuiCond_Always : ImGuiCond_FirstUseEver;
   float bar_h = ImGui::GetFrameHeight() + 2.0f * ImGui::GetStyle().WindowPadding.y;
-  PanelFrame bar{ImVec2(0, 0), ImVec2(d.x, bar_h), ImGuiCond_Always,
-                 ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoSavedSettings};
+  PanelFrame bar{
+      ImVec2(0, 0), ImVec2(d.x, bar_h), ImGuiCond_Always,
+      ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoSavedSettings};
   draw_open_bar(state, bar);
-  float left = d.x * 0.31f, mesh_right = d.x * 0.52f, comm_right = d.x * 0.73f;
+  float left = d.x * 0.36f, mesh_right = d.x * 0.54f, comm_right = d.x * 0.76f;
   float mid = d.y * 0.5f + bar_h * 0.5f;
   draw_playground_panel(state, tile(0, bar_h, left, d.y, cond));
   draw_mesh_panel(state, tile(left, bar_h, mesh_right, mid, cond));
@@ -37,8 +38,9 @@ void draw_viewer_frame(ViewerState& state, PanelId panel, ImVec2 display, bool r
     draw_overview(state, display, relayout);
     return;
   }
-  PanelFrame full{ImVec2(0, 0), display, ImGuiCond_Always,
-                  ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse};
+  PanelFrame full{
+      ImVec2(0, 0), display, ImGuiCond_Always,
+      ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse};
   switch (panel) {
     case PanelId::kMesh:
       draw_mesh_panel(state, full);

@@ -23,7 +23,9 @@ constexpr float kFontPixels = 16.0f;
 
 std::string g_glfw_error;  // last GLFW error, for messages
 
-void on_glfw_error(int /*code*/, const char* description) { g_glfw_error = description ? description : ""; }
+void on_glfw_error(int /*code*/, const char* description) {
+  g_glfw_error = description ? description : "";
+}
 
 void on_drop(GLFWwindow* window, int count, const char** paths) {
   auto* state = static_cast<ViewerState*>(glfwGetWindowUserPointer(window));
@@ -55,7 +57,8 @@ GLFWwindow* open_window(const ViewerOptions& options, bool headless) {
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
   if (headless) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
-  GLFWwindow* window = glfwCreateWindow(options.width, options.height, "dtensor-viewer", nullptr, nullptr);
+  GLFWwindow* window =
+      glfwCreateWindow(options.width, options.height, "dtensor-viewer", nullptr, nullptr);
   if (window == nullptr) return nullptr;
   glfwMakeContextCurrent(window);
   glfwSwapInterval(headless ? 0 : 1);
@@ -111,7 +114,8 @@ int run_screenshot(ViewerState& state, const ViewerOptions& options) {
     render_frame(state, options.panel, display, /*relayout=*/frame == 0);
   }
   glFinish();
-  if (!write_png(options.screenshot_path, target.read_rgba(), options.width, options.height, &error)) {
+  if (!write_png(options.screenshot_path, target.read_rgba(), options.width, options.height,
+                 &error)) {
     std::fprintf(stderr, "dtensor-viewer: %s\n", error.c_str());
     return 1;
   }
@@ -127,8 +131,10 @@ void print_no_window(bool headless) {
                "  %s\n",
                g_glfw_error.empty() ? "GLFW failed" : g_glfw_error.c_str(),
                std::getenv("DISPLAY") ? std::getenv("DISPLAY") : "not set",
-               headless ? "For --screenshot without a display run: xvfb-run -a dtensor-viewer ... --screenshot out.png"
-                        : "Run it on a desktop, or render a PNG headless: xvfb-run -a dtensor-viewer --screenshot out.png");
+               headless ? "For --screenshot without a display run: xvfb-run -a dtensor-viewer ... "
+                          "--screenshot out.png"
+                        : "Run it on a desktop, or render a PNG headless: xvfb-run -a "
+                          "dtensor-viewer --screenshot out.png");
 }
 
 }  // namespace
@@ -155,7 +161,8 @@ int run_viewer(const ViewerOptions& options) {
   {
     ViewerState state;
     std::string error;
-    if (!state.apply_options(options, &error)) std::fprintf(stderr, "dtensor-viewer: %s\n", error.c_str());
+    if (!state.apply_options(options, &error))
+      std::fprintf(stderr, "dtensor-viewer: %s\n", error.c_str());
     if (!options.trace_path.empty() && !state.load_trace(options.trace_path)) {
       std::fprintf(stderr, "dtensor-viewer: %s\n", state.trace_error.c_str());
     }

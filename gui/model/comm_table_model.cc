@@ -20,7 +20,8 @@ bool contains(const std::string& haystack, const std::string& needle_lower) {
 }
 
 bool module_matches(const ModuleNode& node, const std::string& needle) {
-  if (needle.empty() || contains(node.fqn, needle) || contains(node.module_type, needle)) return true;
+  if (needle.empty() || contains(node.fqn, needle) || contains(node.module_type, needle))
+    return true;
   for (const KindMap* map : {&node.forward_counts, &node.backward_counts}) {
     for (const auto& [kind, count] : *map) {
       if (count > 0 && contains(kind, needle)) return true;
@@ -82,9 +83,8 @@ std::vector<int64_t> outlier_ranks(const std::map<int64_t, KindMap>& by_rank) {
   std::map<KindMap, int> votes;
   for (const auto& [rank, counts] : by_rank) ++votes[counts];
   if (votes.size() <= 1) return {};
-  auto majority = std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) {
-    return a.second < b.second;
-  });
+  auto majority = std::max_element(
+      votes.begin(), votes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   std::vector<int64_t> out;
   for (const auto& [rank, counts] : by_rank) {
     if (counts != majority->first) out.push_back(rank);
@@ -121,11 +121,13 @@ std::map<std::string, ModuleRankCounts> module_rank_counts(const Trace& trace) {
 }
 
 std::string collective_abbreviation(const std::string& kind) {
-  static const std::map<std::string, std::string> kShort = {
-      {"all_reduce", "AR"},          {"all_gather_into_tensor", "AG"},
-      {"reduce_scatter_tensor", "RS"}, {"all_to_all_single", "A2A"},
-      {"broadcast", "BC"},           {"scatter", "SC"},
-      {"barrier", "BAR"}};
+  static const std::map<std::string, std::string> kShort = {{"all_reduce", "AR"},
+                                                            {"all_gather_into_tensor", "AG"},
+                                                            {"reduce_scatter_tensor", "RS"},
+                                                            {"all_to_all_single", "A2A"},
+                                                            {"broadcast", "BC"},
+                                                            {"scatter", "SC"},
+                                                            {"barrier", "BAR"}};
   auto it = kShort.find(kind);
   return it == kShort.end() ? kind : it->second;
 }
@@ -139,9 +141,10 @@ std::map<std::string, std::vector<int64_t>> per_rank_outliers(const Trace& trace
       ++votes[it == counts.end() ? 0 : it->second];
     }
     if (votes.size() <= 1) continue;
-    int64_t majority = std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) {
-                         return a.second < b.second;
-                       })->first;
+    int64_t majority =
+        std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) {
+          return a.second < b.second;
+        })->first;
     for (const auto& [rank, counts] : trace.per_rank_counts) {
       auto it = counts.find(kind);
       if ((it == counts.end() ? 0 : it->second) != majority) out[kind].push_back(rank);

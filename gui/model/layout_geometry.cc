@@ -29,8 +29,9 @@ LayoutGeometry fit_layout(const LayoutView& view, const PixelRect& area, float m
   float cell_w = width / cols;
   float cell_h = height / rows;
   for (const LayoutBlock& block : view.blocks) {
-    geometry.blocks.push_back(PixelRect{x0 + block.col_begin * cell_w, area.y0 + block.row_begin * cell_h,
-                                        x0 + block.col_end * cell_w, area.y0 + block.row_end * cell_h});
+    geometry.blocks.push_back(
+        PixelRect{x0 + block.col_begin * cell_w, area.y0 + block.row_begin * cell_h,
+                  x0 + block.col_end * cell_w, area.y0 + block.row_end * cell_h});
   }
   return geometry;
 }

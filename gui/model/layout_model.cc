@@ -63,7 +63,8 @@ std::vector<LayoutBlock> group_blocks(const LayoutView& view) {
   std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t> index_of;
   std::vector<LayoutBlock> blocks;
   for (int64_t rank = 0; rank < view.mesh.num_ranks(); ++rank) {
-    ShardLayout layout = local_shape_and_offset(view.global_shape, view.mesh, view.placements, rank);
+    ShardLayout layout =
+        local_shape_and_offset(view.global_shape, view.mesh, view.placements, rank);
     auto key = std::make_pair(layout.global_offset, layout.local_shape);
     auto [it, inserted] = index_of.emplace(key, blocks.size());
     if (inserted) {
@@ -112,10 +113,10 @@ DrawSelection sanitize_selection(const DrawSelection& selection,
                                  const Placements& placements) {
   int ndim = static_cast<int>(global_shape.size());
   DrawSelection out = selection;
-  bool dims_ok = ndim < 2 ? (selection.row_dim == -1 && selection.col_dim == (ndim == 1 ? 0 : -1))
-                          : (selection.row_dim >= 0 && selection.row_dim < ndim &&
-                             selection.col_dim >= 0 && selection.col_dim < ndim &&
-                             selection.row_dim != selection.col_dim);
+  bool dims_ok =
+      ndim < 2 ? (selection.row_dim == -1 && selection.col_dim == (ndim == 1 ? 0 : -1))
+               : (selection.row_dim >= 0 && selection.row_dim < ndim && selection.col_dim >= 0 &&
+                  selection.col_dim < ndim && selection.row_dim != selection.col_dim);
   if (!dims_ok) {
     DrawSelection fallback = default_draw_selection(global_shape, placements);
     out.row_dim = fallback.row_dim;
@@ -123,8 +124,8 @@ DrawSelection sanitize_selection(const DrawSelection& selection,
   }
   out.slice_index.resize(global_shape.size(), 0);
   for (size_t d = 0; d < global_shape.size(); ++d) {
-    out.slice_index[d] = std::clamp<int64_t>(out.slice_index[d], 0,
-                                             std::max<int64_t>(global_shape[d] - 1, 0));
+    out.slice_index[d] =
+        std::clamp<int64_t>(out.slice_index[d], 0, std::max<int64_t>(global_shape[d] - 1, 0));
   }
   return out;
 }
@@ -172,9 +173,10 @@ LayoutResult compute_layout(const LayoutRequest& request) {
         view.blocks.push_back(std::move(block));
       }
     }
-    std::sort(view.blocks.begin(), view.blocks.end(), [](const LayoutBlock& a, const LayoutBlock& b) {
-      return std::tie(a.row_begin, a.col_begin) < std::tie(b.row_begin, b.col_begin);
-    });
+    std::sort(view.blocks.begin(), view.blocks.end(),
+              [](const LayoutBlock& a, const LayoutBlock& b) {
+                return std::tie(a.row_begin, a.col_begin) < std::tie(b.row_begin, b.col_begin);
+              });
     std::sort(view.ranks_outside_slice.begin(), view.ranks_outside_slice.end());
     view.partial = std::any_of(view.placements.begin(), view.placements.end(),
                                [](const Placement& p) { return p.is_partial(); });

@@ -10,8 +10,8 @@
 namespace dtensor::gui {
 
 const std::vector<DtypeChoice>& dtype_choices() {
-  static const std::vector<DtypeChoice> choices = {
-      {"float32", 4}, {"bfloat16", 2}, {"float16", 2}, {"float64", 8}, {"int64", 8}, {"int8", 1}};
+  static const std::vector<DtypeChoice> choices = {{"float32", 4}, {"bfloat16", 2}, {"float16", 2},
+                                                   {"float64", 8}, {"int64", 8},    {"int8", 1}};
   return choices;
 }
 
@@ -29,7 +29,7 @@ void PlaygroundState::refresh() {
   applied_selection_ = selection_;
 }
 
-void PlaygroundState::recompute() {
+void PlaygroundState::clear_derived() {
   mesh_error_.clear();
   tensor_error_.clear();
   placements_error_.clear();
@@ -43,7 +43,10 @@ void PlaygroundState::recompute() {
   target_layout_ = LayoutResult{};
   plan_.reset();
   step_layouts_.clear();
+}
 
+void PlaygroundState::recompute() {
+  clear_derived();
   Parsed<MeshShape> mesh = parse_mesh_text(inputs_.mesh);
   Parsed<std::vector<int64_t>> shape = parse_shape_text(inputs_.tensor);
   mesh_error_ = mesh.error;
@@ -57,7 +60,8 @@ void PlaygroundState::recompute() {
     return;
   }
   int64_t ndim = static_cast<int64_t>(shape_->size());
-  Parsed<Placements> placements = parse_placements_text(inputs_.placements, *mesh_, ndim, "placements");
+  Parsed<Placements> placements =
+      parse_placements_text(inputs_.placements, *mesh_, ndim, "placements");
   Parsed<Placements> target = parse_placements_text(inputs_.target, *mesh_, ndim, "target");
   placements_error_ = placements.error;
   target_error_ = target.error;

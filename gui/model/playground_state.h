@@ -44,12 +44,10 @@ struct PlaygroundInputs {
 
   friend bool operator==(const PlaygroundInputs& a, const PlaygroundInputs& b) {
     return a.mesh == b.mesh && a.tensor == b.tensor && a.placements == b.placements &&
-           a.target == b.target && a.dtype_index == b.dtype_index &&
-           a.latency_us == b.latency_us && a.bandwidth_gbytes_per_s == b.bandwidth_gbytes_per_s;
+           a.target == b.target && a.dtype_index == b.dtype_index && a.latency_us == b.latency_us &&
+           a.bandwidth_gbytes_per_s == b.bandwidth_gbytes_per_s;
   }
-  friend bool operator!=(const PlaygroundInputs& a, const PlaygroundInputs& b) {
-    return !(a == b);
-  }
+  friend bool operator!=(const PlaygroundInputs& a, const PlaygroundInputs& b) { return !(a == b); }
 };
 
 // The layouts around one plan step.
@@ -105,6 +103,7 @@ class PlaygroundState {
   int selected_step = 0;
 
  private:
+  void clear_derived();
   void recompute();
   void recompute_plan();
 

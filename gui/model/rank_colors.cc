@@ -73,8 +73,8 @@ const std::vector<Rgb>& candidate_colors() {
         for (int hue = 0; hue < 360; hue += 6) {
           double rad = hue * 3.14159265358979323846 / 180.0;
           bool in_gamut = true;
-          Rgb c = from_oklab({lightness, chroma * std::cos(rad), chroma * std::sin(rad)},
-                             &in_gamut);
+          Rgb c =
+              from_oklab({lightness, chroma * std::cos(rad), chroma * std::sin(rad)}, &in_gamut);
           if (in_gamut) out.push_back(c);
         }
       }
@@ -93,8 +93,7 @@ double color_distance(Rgb a, Rgb b) {
 }
 
 double relative_luminance(Rgb c) {
-  return 0.2126 * srgb_to_linear(c.r) + 0.7152 * srgb_to_linear(c.g) +
-         0.0722 * srgb_to_linear(c.b);
+  return 0.2126 * srgb_to_linear(c.r) + 0.7152 * srgb_to_linear(c.g) + 0.0722 * srgb_to_linear(c.b);
 }
 
 Rgb text_color_on(Rgb background) {
@@ -142,7 +141,8 @@ std::vector<Rgb> make_rank_colors(int64_t n) {
     colors.push_back(candidates[best]);
     update(candidates[best]);
   }
-  for (size_t i = colors.size(); i < static_cast<size_t>(n); ++i) colors.push_back(colors[i % distinct]);
+  for (size_t i = colors.size(); i < static_cast<size_t>(n); ++i)
+    colors.push_back(colors[i % distinct]);
   return colors;
 }
 

@@ -24,8 +24,9 @@ std::vector<std::string> split_tokens(std::string_view text) {
   std::string current;
   for (size_t i = 0; i < body.size(); ++i) {
     char c = body[i];
-    bool digit_x = (c == 'x' || c == 'X') && i > 0 && std::isdigit(static_cast<unsigned char>(body[i - 1])) &&
-                   i + 1 < body.size() && std::isdigit(static_cast<unsigned char>(body[i + 1]));
+    bool digit_x = (c == 'x' || c == 'X') && i > 0 &&
+                   std::isdigit(static_cast<unsigned char>(body[i - 1])) && i + 1 < body.size() &&
+                   std::isdigit(static_cast<unsigned char>(body[i + 1]));
     if (c == ',' || digit_x || std::isspace(static_cast<unsigned char>(c))) {
       if (!current.empty()) tokens.push_back(current);
       current.clear();
@@ -78,8 +79,8 @@ Parsed<std::vector<int64_t>> parse_shape_text(std::string_view text) {
   Parsed<std::vector<int64_t>> result;
   std::vector<std::string> tokens = split_tokens(text);
   if (tokens.empty()) {
-    result.error = "tensor shape: enter 1 to " + std::to_string(kMaxTensorDims) +
-                   " sizes, e.g. \"8, 6\"";
+    result.error =
+        "tensor shape: enter 1 to " + std::to_string(kMaxTensorDims) + " sizes, e.g. \"8, 6\"";
     return result;
   }
   if (tokens.size() > static_cast<size_t>(kMaxTensorDims)) {
@@ -135,8 +136,7 @@ Parsed<MeshShape> parse_mesh_text(std::string_view text) {
   for (int64_t size : shape) {
     ranks = size > kMaxPlaygroundRanks ? kMaxPlaygroundRanks + 1 : ranks * size;
     if (ranks > kMaxPlaygroundRanks) {
-      result.error = "mesh: at most " + std::to_string(kMaxPlaygroundRanks) +
-                     " ranks can be drawn";
+      result.error = "mesh: at most " + std::to_string(kMaxPlaygroundRanks) + " ranks can be drawn";
       return result;
     }
   }
@@ -146,6 +146,14 @@ Parsed<MeshShape> parse_mesh_text(std::string_view text) {
     result.error = std::string("mesh: ") + e.what();
   }
   return result;
+}
+
+std::string normalize_placements_text(std::string_view text) {
+  std::string body = trim(text);
+  if (body.size() < 2 || body.front() != '(' || body.back() != ')') return body;
+  body = trim(body.substr(1, body.size() - 2));
+  if (!body.empty() && body.back() == ',') body.pop_back();
+  return "[" + body + "]";
 }
 
 Parsed<Placements> parse_placements_text(std::string_view text, const MeshShape& mesh,

@@ -54,4 +54,9 @@ Parsed<MeshShape> parse_mesh_text(std::string_view text);
 Parsed<Placements> parse_placements_text(std::string_view text, const MeshShape& mesh,
                                          int64_t tensor_ndim, std::string_view field);
 
+// Placements as PyTorch prints a tuple, "(Shard(dim=0), Replicate())" or
+// "(Shard(dim=0),)", rewritten in the list form parse_placements reads
+// ("[Shard(dim=0), Replicate()]"); other text is returned trimmed.
+std::string normalize_placements_text(std::string_view text);
+
 }  // namespace dtensor::gui

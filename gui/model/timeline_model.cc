@@ -47,9 +47,8 @@ TimelineModel build_timeline(const Trace& trace) {
     kinds.insert(e.kind);
   }
   for (TimelineLane& lane : model.lanes) {
-    std::stable_sort(lane.events.begin(), lane.events.end(), [&](size_t a, size_t b) {
-      return trace.events[a].seq < trace.events[b].seq;
-    });
+    std::stable_sort(lane.events.begin(), lane.events.end(),
+                     [&](size_t a, size_t b) { return trace.events[a].seq < trace.events[b].seq; });
   }
   model.kinds.assign(kinds.begin(), kinds.end());
   model.mismatched_seqs = find_mismatches(trace, model.lanes);

@@ -9,11 +9,10 @@
 #include <exception>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 namespace dtensor::gui {
 namespace {
@@ -41,7 +40,8 @@ int64_t read_int(const json& j, const std::string& where, int64_t min_value) {
     fail(where, "integer too large");
   }
   int64_t value = j.get<int64_t>();
-  if (value < min_value) fail(where, "expected >= " + std::to_string(min_value) + ", got " + std::to_string(value));
+  if (value < min_value)
+    fail(where, "expected >= " + std::to_string(min_value) + ", got " + std::to_string(value));
   return value;
 }
 
@@ -70,7 +70,8 @@ const json* member(const json& j, const char* key) {
 KindMap read_kind_map(const json& j, const std::string& where) {
   KindMap out;
   if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) out[it.key()] += read_int(it.value(), where + "." + it.key(), 0);
+    for (auto it = j.begin(); it != j.end(); ++it)
+      out[it.key()] += read_int(it.value(), where + "." + it.key(), 0);
     return out;
   }
   if (!j.is_array()) fail(where, "expected [[name, count], ...], got " + type_of(j));
@@ -84,10 +85,12 @@ KindMap read_kind_map(const json& j, const std::string& where) {
 }
 
 // [[name, placements], ...] or {"name": "placements"}.
-std::vector<std::pair<std::string, std::string>> read_parameters(const json& j, const std::string& where) {
+std::vector<std::pair<std::string, std::string>> read_parameters(const json& j,
+                                                                 const std::string& where) {
   std::vector<std::pair<std::string, std::string>> out;
   if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) out.emplace_back(it.key(), read_string(it.value(), where + "." + it.key()));
+    for (auto it = j.begin(); it != j.end(); ++it)
+      out.emplace_back(it.key(), read_string(it.value(), where + "." + it.key()));
     return out;
   }
   if (!j.is_array()) fail(where, "expected [[name, placements], ...], got " + type_of(j));
@@ -107,7 +110,8 @@ std::vector<TraceOperation> read_operations(const json& j, const std::string& wh
     if (!j[i].is_object()) fail(at, "expected an object, got " + type_of(j[i]));
     TraceOperation op;
     if (const json* v = member(j[i], "name")) op.name = read_string(*v, at + ".name");
-    if (const json* v = member(j[i], "device_mesh")) op.device_mesh = read_string(*v, at + ".device_mesh");
+    if (const json* v = member(j[i], "device_mesh"))
+      op.device_mesh = read_string(*v, at + ".device_mesh");
     if (const json* v = member(j[i], "input_sharding"); v && v->is_array()) {
       for (size_t k = 0; k < v->size(); ++k) {
         if ((*v)[k].is_string()) op.input_sharding.push_back((*v)[k].get<std::string>());
@@ -124,18 +128,28 @@ ModuleNode read_node(const json& j, const std::string& where, int depth) {
   ModuleNode node;
   node.fqn = depth == 0 ? "Global" : "";
   if (const json* v = member(j, "fqn")) node.fqn = read_string(*v, where + ".fqn");
-  if (const json* v = member(j, "module_type")) node.module_type = read_string(*v, where + ".module_type");
-  if (const json* v = member(j, "parameters")) node.parameters = read_parameters(*v, where + ".parameters");
-  if (const json* v = member(j, "collectives_forward")) node.forward_counts = read_kind_map(*v, where + ".collectives_forward");
-  if (const json* v = member(j, "collectives_backward")) node.backward_counts = read_kind_map(*v, where + ".collectives_backward");
-  if (const json* v = member(j, "bytes_forward")) node.forward_bytes = read_kind_map(*v, where + ".bytes_forward");
-  if (const json* v = member(j, "bytes_backward")) node.backward_bytes = read_kind_map(*v, where + ".bytes_backward");
-  if (const json* v = member(j, "operations_forward")) node.forward_operations = read_operations(*v, where + ".operations_forward");
-  if (const json* v = member(j, "operations_backward")) node.backward_operations = read_operations(*v, where + ".operations_backward");
+  if (const json* v = member(j, "module_type"))
+    node.module_type = read_string(*v, where + ".module_type");
+  if (const json* v = member(j, "parameters"))
+    node.parameters = read_parameters(*v, where + ".parameters");
+  if (const json* v = member(j, "collectives_forward"))
+    node.forward_counts = read_kind_map(*v, where + ".collectives_forward");
+  if (const json* v = member(j, "collectives_backward"))
+    node.backward_counts = read_kind_map(*v, where + ".collectives_backward");
+  if (const json* v = member(j, "bytes_forward"))
+    node.forward_bytes = read_kind_map(*v, where + ".bytes_forward");
+  if (const json* v = member(j, "bytes_backward"))
+    node.backward_bytes = read_kind_map(*v, where + ".bytes_backward");
+  if (const json* v = member(j, "operations_forward"))
+    node.forward_operations = read_operations(*v, where + ".operations_forward");
+  if (const json* v = member(j, "operations_backward"))
+    node.backward_operations = read_operations(*v, where + ".operations_backward");
   if (const json* v = member(j, "children")) {
-    if (!v->is_array()) fail(where + ".children", "expected an array of modules, got " + type_of(*v));
+    if (!v->is_array())
+      fail(where + ".children", "expected an array of modules, got " + type_of(*v));
     for (size_t i = 0; i < v->size(); ++i) {
-      node.children.push_back(read_node((*v)[i], where + ".children[" + std::to_string(i) + "]", depth + 1));
+      node.children.push_back(
+          read_node((*v)[i], where + ".children[" + std::to_string(i) + "]", depth + 1));
     }
   }
   if (node.fqn.empty()) fail(where + ".fqn", "a module needs a non-empty fqn");
@@ -154,7 +168,8 @@ TraceEvent read_event(const json& j, const std::string& at) {
   e.kind = read_string(*kind, at + ".kind");
   if (const json* v = member(j, "bytes")) e.bytes = read_int(*v, at + ".bytes", 0);
   if (const json* v = member(j, "group")) e.group = read_int_list(*v, at + ".group", 0);
-  if (const json* v = member(j, "mesh_dim")) e.mesh_dim = static_cast<int>(std::min<int64_t>(read_int(*v, at + ".mesh_dim", -1), 64));
+  if (const json* v = member(j, "mesh_dim"))
+    e.mesh_dim = static_cast<int>(std::min<int64_t>(read_int(*v, at + ".mesh_dim", -1), 64));
   if (const json* v = member(j, "module")) e.module = read_string(*v, at + ".module");
   if (const json* v = member(j, "phase")) e.phase = read_string(*v, at + ".phase");
   if (const json* v = member(j, "shape")) e.shape = read_int_list(*v, at + ".shape", 0);
@@ -173,14 +188,17 @@ void read_events(const json& j, Trace* trace) {
   for (const std::string& phase : odd_phases) {
     trace->warnings.push_back("events with phase \"" + phase + "\" (expected forward or backward)");
   }
-  std::stable_sort(trace->events.begin(), trace->events.end(), [](const TraceEvent& a, const TraceEvent& b) {
-    return std::tie(a.rank, a.seq) < std::tie(b.rank, b.seq);
-  });
+  std::stable_sort(trace->events.begin(), trace->events.end(),
+                   [](const TraceEvent& a, const TraceEvent& b) {
+                     return std::tie(a.rank, a.seq) < std::tie(b.rank, b.seq);
+                   });
 }
 
 void read_per_rank(const json& root, Trace* trace) {
   if (const json* v = member(root, "per_rank_counts")) {
-    if (!v->is_object()) fail("$.per_rank_counts", "expected an object {rank: {collective: count}}, got " + type_of(*v));
+    if (!v->is_object())
+      fail("$.per_rank_counts",
+           "expected an object {rank: {collective: count}}, got " + type_of(*v));
     for (auto it = v->begin(); it != v->end(); ++it) {
       std::string at = "$.per_rank_counts." + it.key();
       char* end = nullptr;
@@ -196,22 +214,28 @@ void read_per_rank(const json& root, Trace* trace) {
 
 void read_root_fields(const json& root, Trace* trace) {
   if (const json* v = member(root, "dtensor_schema_version")) {
-    trace->schema_version = static_cast<int>(std::min<int64_t>(read_int(*v, "$.dtensor_schema_version", 1), 1 << 20));
+    trace->schema_version =
+        static_cast<int>(std::min<int64_t>(read_int(*v, "$.dtensor_schema_version", 1), 1 << 20));
     if (trace->schema_version > kTraceSchemaVersion) {
       throw FormatError("dtensor_schema_version is " + std::to_string(trace->schema_version) +
                         " but this viewer reads version " + std::to_string(kTraceSchemaVersion) +
                         "; use a newer dtensor-viewer");
     }
   }
-  if (const json* v = member(root, "world_size")) trace->world_size = read_int(*v, "$.world_size", 1);
+  if (const json* v = member(root, "world_size"))
+    trace->world_size = read_int(*v, "$.world_size", 1);
   if (const json* v = member(root, "rank")) trace->rank = read_int(*v, "$.rank", -1);
   if (const json* v = member(root, "mesh")) {
-    if (!v->is_object()) fail("$.mesh", "expected {\"shape\": [...], \"dim_names\": [...]}, got " + type_of(*v));
+    if (!v->is_object())
+      fail("$.mesh", "expected {\"shape\": [...], \"dim_names\": [...]}, got " + type_of(*v));
     TraceMesh mesh;
     if (const json* s = member(*v, "shape")) mesh.shape = read_int_list(*s, "$.mesh.shape", 1);
     if (const json* n = member(*v, "dim_names")) {
-      if (!n->is_array()) fail("$.mesh.dim_names", "expected an array of strings, got " + type_of(*n));
-      for (size_t i = 0; i < n->size(); ++i) mesh.dim_names.push_back(read_string((*n)[i], "$.mesh.dim_names[" + std::to_string(i) + "]"));
+      if (!n->is_array())
+        fail("$.mesh.dim_names", "expected an array of strings, got " + type_of(*n));
+      for (size_t i = 0; i < n->size(); ++i)
+        mesh.dim_names.push_back(
+            read_string((*n)[i], "$.mesh.dim_names[" + std::to_string(i) + "]"));
     }
     trace->mesh = std::move(mesh);
   }

@@ -8,8 +8,8 @@
 namespace dtensor::gui {
 namespace {
 
-constexpr const char* kPanelNames[] = {"all", "mesh", "layout", "playground", "comm_table",
-                                       "timeline"};
+constexpr const char* kPanelNames[] = {"all",        "mesh",       "layout",
+                                       "playground", "comm_table", "timeline"};
 
 std::optional<int64_t> parse_int(const std::string& text) {
   if (text.empty() || text.size() > 12) return std::nullopt;
@@ -39,10 +39,13 @@ std::string apply_flag(const std::string& flag, const std::string& value, Viewer
     o->screenshot_path = value;
   } else if (flag == "--panel") {
     std::optional<PanelId> panel = parse_panel_name(value);
-    if (!panel) return "--panel: unknown panel '" + value + "' (all, mesh, layout, playground, comm_table, timeline)";
+    if (!panel)
+      return "--panel: unknown panel '" + value +
+             "' (all, mesh, layout, playground, comm_table, timeline)";
     o->panel = *panel;
   } else if (flag == "--size") {
-    if (!parse_size(value, &o->width, &o->height)) return "--size: expected WxH such as 1000x700 (200x150 to 8192x8192)";
+    if (!parse_size(value, &o->width, &o->height))
+      return "--size: expected WxH such as 1000x700 (200x150 to 8192x8192)";
   } else if (flag == "--frames") {
     std::optional<int64_t> n = parse_int(value);
     if (!n || *n < 1 || *n > 100) return "--frames: expected a number from 1 to 100";
@@ -96,7 +99,8 @@ ParsedOptions parse_viewer_options(const std::vector<std::string>& args) {
     }
     if (arg.rfind("--", 0) != 0) {
       if (!parsed.options.trace_path.empty()) {
-        parsed.error = "more than one trace file given ('" + parsed.options.trace_path + "', '" + arg + "')";
+        parsed.error =
+            "more than one trace file given ('" + parsed.options.trace_path + "', '" + arg + "')";
         return parsed;
       }
       parsed.options.trace_path = arg;

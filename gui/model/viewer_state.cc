@@ -37,6 +37,7 @@ bool ViewerState::apply_options(const ViewerOptions& options, std::string* error
 }
 
 bool ViewerState::load_trace(const std::string& path) {
+  open_path = path;  // the open box shows what was tried, loaded or not
   TraceLoadResult loaded = load_trace_file(path);
   if (!loaded.trace) {
     trace_error = loaded.error;
@@ -44,7 +45,6 @@ bool ViewerState::load_trace(const std::string& path) {
   }
   trace = std::move(loaded.trace);
   trace_error.clear();
-  open_path = path;
   module_counts = module_rank_counts(*trace);
   timeline = build_timeline(*trace);
   return true;

@@ -43,9 +43,9 @@ class ViewerState {
   // false with a message in *error.
   bool apply_options(const ViewerOptions& options, std::string* error);
 
-  // Loads the trace at `path`. On success replaces the trace, clears
-  // trace_error and rebuilds the derived tables; on failure keeps the
-  // previous trace and sets trace_error. Never throws.
+  // Loads the trace at `path` (also put into the open box). On success
+  // replaces the trace, clears trace_error and rebuilds the derived tables; on
+  // failure keeps the previous trace and sets trace_error. Never throws.
   bool load_trace(const std::string& path);
 
   // Sets the playground mesh to the trace's mesh ("dp=2, tp=2"); false when

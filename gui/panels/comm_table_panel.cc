@@ -2,19 +2,27 @@
 // per-rank totals. See comm_table_panel.h.
 #include "gui/panels/comm_table_panel.h"
 
+#include <imgui_stdlib.h>
+
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
-#include <imgui_stdlib.h>
-
 #include "gui/model/comm_table_model.h"
 #include "gui/model/format.h"
+#include "gui/model/shape_text.h"
 
 namespace dtensor::gui {
 namespace {
 
 enum Column { kModule, kType, kForward, kBackward, kBytes, kRanks, kColumnCount };
+
+std::string to_lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
 
 void draw_summary(const ViewerState& state, const Trace& trace) {
   std::string view = trace.rank < 0 ? "merged view" : "view of rank " + std::to_string(trace.rank);
@@ -22,15 +30,17 @@ void draw_summary(const ViewerState& state, const Trace& trace) {
   std::string mesh;
   if (trace.mesh) {
     mesh = ", mesh " + format_shape(trace.mesh->shape);
-    for (size_t i = 0; i < trace.mesh->dim_names.size(); ++i) mesh += (i ? "," : " ") + trace.mesh->dim_names[i];
+    for (size_t i = 0; i < trace.mesh->dim_names.size(); ++i)
+      mesh += (i ? "," : " ") + trace.mesh->dim_names[i];
   }
   ImGui::TextDisabled("schema %d, %lld ranks, %s%s, %lld modules, %zu events", trace.schema_version,
                       static_cast<long long>(trace.world_size), view.c_str(), mesh.c_str(),
                       static_cast<long long>(trace.module_count()), trace.events.size());
   for (const std::string& warning : trace.warnings) show_error_text("warning: " + warning);
   if (!trace.differing_ranks.empty()) {
-    show_error_text("Rank(s) " + format_rank_list(trace.differing_ranks) +
-                    " issued different collectives than the others: rows in red differ between ranks.");
+    show_error_text(
+        "Rank(s) " + format_rank_list(trace.differing_ranks) +
+        " issued different collectives than the others: rows in red differ between ranks.");
   }
   show_error_text(state.trace_error);
 }
@@ -41,8 +51,8 @@ void draw_kind_counts(const KindMap& counts) {
   for (const auto& [kind, count] : counts) {
     if (count == 0) continue;
     if (any) ImGui::SameLine(0.0f, 8.0f);
-    ImGui::TextColored(to_imvec4(collective_kind_color(kind)), "%s %lld", collective_abbreviation(kind).c_str(),
-                       static_cast<long long>(count));
+    ImGui::TextColored(to_imvec4(collective_kind_color(kind)), "%s %lld",
+                       collective_abbreviation(kind).c_str(), static_cast<long long>(count));
     any = true;
   }
   if (!any) ImGui::TextDisabled("-");
@@ -56,17 +66,20 @@ void module_tooltip(const ModuleNode& m, const ModuleRankCounts* counts) {
     const KindMap& bytes = phase == &m.forward_counts ? m.forward_bytes : m.backward_bytes;
     for (const auto& [kind, count] : *phase) {
       auto b = bytes.find(kind);
-      ImGui::Text("%s %s x%lld, %s", phase == &m.forward_counts ? "forward " : "backward", kind.c_str(),
-                  static_cast<long long>(count), b == bytes.end() ? "-" : format_bytes(b->second).c_str());
+      ImGui::Text("%s %s x%lld, %s", phase == &m.forward_counts ? "forward " : "backward",
+                  kind.c_str(), static_cast<long long>(count),
+                  b == bytes.end() ? "-" : format_bytes(b->second).c_str());
     }
   }
-  for (const TraceOperation& op : m.forward_operations) ImGui::TextDisabled("op %s", op.name.c_str());
+  for (const TraceOperation& op : m.forward_operations)
+    ImGui::TextDisabled("op %s", op.name.c_str());
   if (counts && !counts->differing_ranks.empty()) {
     ImGui::Separator();
     for (const auto& [rank, kinds] : counts->by_rank) {
       int64_t total = 0;
       for (const auto& [kind, n] : kinds) total += n;
-      bool odd = std::binary_search(counts->differing_ranks.begin(), counts->differing_ranks.end(), rank);
+      bool odd =
+          std::binary_search(counts->differing_ranks.begin(), counts->differing_ranks.end(), rank);
       ImGui::TextColored(odd ? to_imvec4(kErrorColor) : ImGui::GetStyleColorVec4(ImGuiCol_Text),
                          "rank %lld: %lld collectives%s", static_cast<long long>(rank),
                          static_cast<long long>(total), odd ? "  (differs)" : "");
@@ -90,7 +103,8 @@ void draw_row_cells(const ModuleNode& m, const ModuleRankCounts* counts) {
   }
   ImGui::TableSetColumnIndex(kRanks);
   if (counts && !counts->differing_ranks.empty()) {
-    ImGui::TextColored(to_imvec4(kErrorColor), "differs: %s", format_rank_list(counts->differing_ranks).c_str());
+    ImGui::TextColored(to_imvec4(kErrorColor), "differs: %s",
+                       format_rank_list(counts->differing_ranks).c_str());
   } else if (counts) {
     ImGui::TextDisabled("same");
   }
@@ -100,15 +114,14 @@ void draw_tree_row(ViewerState& state, const TableNode& node, int depth, bool fo
   const ModuleNode& m = *node.module;
   auto found = state.module_counts.find(m.fqn);
   const ModuleRankCounts* counts = found == state.module_counts.end() ? nullptr : &found->second;
+  bool differs = counts && !counts->differing_ranks.empty();
   ImGui::TableNextRow();
-  if (counts && !counts->differing_ranks.empty()) {
-    ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, to_imu32(kDifferenceColor, 0.7f));
-  }
+  if (differs) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, to_imu32(kDifferenceColor, 0.7f));
   ImGui::TableSetColumnIndex(kModule);
   bool leaf = node.children.empty();
   ImGuiTreeNodeFlags flags = ImGuiTreeNodeFlags_SpanFullWidth;
   if (leaf) flags |= ImGuiTreeNodeFlags_Leaf | ImGuiTreeNodeFlags_NoTreePushOnOpen;
-  if (depth < 3) flags |= ImGuiTreeNodeFlags_DefaultOpen;
+  if (depth < 3 || differs) flags |= ImGuiTreeNodeFlags_DefaultOpen;  // lead to the culprit
   if (force_open) ImGui::SetNextItemOpen(true);
   std::string name = depth == 0 ? m.fqn : m.short_name();
   bool open = ImGui::TreeNodeEx(m.fqn.c_str(), flags, "%s", name.c_str());
@@ -127,8 +140,9 @@ void apply_sort(ViewerState& state) {
   options.column = CommSortColumn::kTree;
   if (specs->SpecsCount > 0) {
     const ImGuiTableColumnSortSpecs& s = specs->Specs[0];
-    static const CommSortColumn kByColumn[] = {CommSortColumn::kName, CommSortColumn::kTree, CommSortColumn::kForward,
-                                               CommSortColumn::kBackward, CommSortColumn::kBytes, CommSortColumn::kTree};
+    static const CommSortColumn kByColumn[] = {CommSortColumn::kName,    CommSortColumn::kTree,
+                                               CommSortColumn::kForward, CommSortColumn::kBackward,
+                                               CommSortColumn::kBytes,   CommSortColumn::kTree};
     options.column = kByColumn[std::clamp<int>(s.ColumnIndex, 0, kColumnCount - 1)];
     options.descending = s.SortDirection == ImGuiSortDirection_Descending;
   }
@@ -136,20 +150,22 @@ void apply_sort(ViewerState& state) {
 }
 
 void draw_module_table(ViewerState& state, const Trace& trace, float height) {
-  ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate | ImGuiTableFlags_Resizable |
-                          ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersV | ImGuiTableFlags_BordersOuterH |
-                          ImGuiTableFlags_ScrollY;
+  ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate |
+                          ImGuiTableFlags_Hideable | ImGuiTableFlags_Resizable |
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersV |
+                          ImGuiTableFlags_BordersOuterH | ImGuiTableFlags_ScrollY;
   if (!ImGui::BeginTable("modules", kColumnCount, flags, ImVec2(0.0f, height))) return;
-  float em = ImGui::GetFontSize();
   ImGui::TableSetupScrollFreeze(0, 1);
-  // Type starts hidden (right-click a header to show it): names already say a lot.
-  ImGui::TableSetupColumn("Module", ImGuiTableColumnFlags_NoHide | ImGuiTableColumnFlags_WidthStretch, 2.0f);
-  ImGui::TableSetupColumn("Type", ImGuiTableColumnFlags_NoSort | ImGuiTableColumnFlags_WidthStretch |
-                                      ImGuiTableColumnFlags_DefaultHide, 1.0f);
-  ImGui::TableSetupColumn("Forward", ImGuiTableColumnFlags_WidthFixed, em * 7.5f);
-  ImGui::TableSetupColumn("Backward", ImGuiTableColumnFlags_WidthFixed, em * 7.5f);
-  ImGui::TableSetupColumn("Bytes", ImGuiTableColumnFlags_WidthFixed, em * 4.5f);
-  ImGui::TableSetupColumn("Ranks", ImGuiTableColumnFlags_NoSort | ImGuiTableColumnFlags_WidthFixed, em * 5.5f);
+  // Every column stretches by weight so the module names keep their share in
+  // narrow windows. Type starts hidden (right-click a header to show it).
+  const ImGuiTableColumnFlags stretch = ImGuiTableColumnFlags_WidthStretch;
+  ImGui::TableSetupColumn("Module", stretch | ImGuiTableColumnFlags_NoHide, 1.7f);
+  ImGui::TableSetupColumn(
+      "Type", stretch | ImGuiTableColumnFlags_NoSort | ImGuiTableColumnFlags_DefaultHide, 1.2f);
+  ImGui::TableSetupColumn("Forward", stretch, 1.4f);
+  ImGui::TableSetupColumn("Backward", stretch, 1.4f);
+  ImGui::TableSetupColumn("Bytes", stretch, 0.8f);
+  ImGui::TableSetupColumn("Ranks", stretch | ImGuiTableColumnFlags_NoSort, 0.9f);
   ImGui::TableHeadersRow();
   apply_sort(state);
   std::optional<TableNode> tree = build_comm_tree(trace.root, state.comm_options);
@@ -158,8 +174,10 @@ void draw_module_table(ViewerState& state, const Trace& trace, float height) {
   if (!tree) ImGui::TextDisabled("No module matches \"%s\".", state.comm_options.filter.c_str());
 }
 
-void collect_parameters(const ModuleNode& m, std::vector<std::pair<std::string, std::string>>* out) {
-  for (const auto& [name, placements] : m.parameters) out->emplace_back(m.fqn + "." + name, placements);
+void collect_parameters(const ModuleNode& m,
+                        std::vector<std::pair<std::string, std::string>>* out) {
+  for (const auto& [name, placements] : m.parameters)
+    out->emplace_back(m.fqn + "." + name, placements);
   for (const ModuleNode& child : m.children) collect_parameters(child, out);
 }
 
@@ -168,13 +186,11 @@ void draw_parameters(ViewerState& state, const Trace& trace) {
   collect_parameters(trace.root, &params);
   std::string header = "Parameters (" + std::to_string(params.size()) + ")###parameters";
   if (params.empty() || !ImGui::CollapsingHeader(header.c_str())) return;
-  std::string needle = state.comm_options.filter;
-  std::transform(needle.begin(), needle.end(), needle.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (!ImGui::BeginTable("params", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) return;
+  std::string needle = to_lower(state.comm_options.filter);
+  if (!ImGui::BeginTable("params", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp))
+    return;
   for (size_t i = 0; i < params.size(); ++i) {
-    std::string lower = params[i].first;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (lower.find(needle) == std::string::npos) continue;
+    if (to_lower(params[i].first).find(needle) == std::string::npos) continue;
     ImGui::PushID(static_cast<int>(i));
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
@@ -182,7 +198,9 @@ void draw_parameters(ViewerState& state, const Trace& trace) {
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(params[i].second.c_str());
     ImGui::TableNextColumn();
-    if (ImGui::SmallButton("to playground")) state.playground.inputs().placements = params[i].second;
+    if (ImGui::SmallButton("to playground")) {
+      state.playground.inputs().placements = normalize_placements_text(params[i].second);
+    }
     ImGui::PopID();
   }
   ImGui::EndTable();
@@ -195,7 +213,10 @@ void draw_per_rank_totals(const Trace& trace) {
   if (!ImGui::CollapsingHeader("Per-rank totals", open)) return;
   std::map<std::string, std::vector<int64_t>> outliers = per_rank_outliers(trace);
   int columns = static_cast<int>(kinds.size()) + 1;
-  if (!ImGui::BeginTable("per_rank", columns, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInner | ImGuiTableFlags_SizingFixedFit)) return;
+  if (!ImGui::BeginTable(
+          "per_rank", columns,
+          ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInner | ImGuiTableFlags_SizingFixedFit))
+    return;
   ImGui::TableSetupColumn("rank");
   for (const std::string& kind : kinds) ImGui::TableSetupColumn(kind.c_str());
   ImGui::TableHeadersRow();
@@ -221,9 +242,9 @@ void draw_per_rank_totals(const Trace& trace) {
 void draw_kind_legend(const Trace& trace) {
   std::vector<std::string> kinds = per_rank_kinds(trace);
   for (size_t i = 0; i < kinds.size(); ++i) {
-    if (i > 0) ImGui::SameLine(0.0f, 14.0f);
-    ImGui::TextColored(to_imvec4(collective_kind_color(kinds[i])), "%s = %s", collective_abbreviation(kinds[i]).c_str(),
-                       kinds[i].c_str());
+    std::string text = collective_abbreviation(kinds[i]) + " = " + kinds[i];
+    flow_item(i == 0, ImGui::CalcTextSize(text.c_str()).x);
+    ImGui::TextColored(to_imvec4(collective_kind_color(kinds[i])), "%s", text.c_str());
   }
 }
 
@@ -237,9 +258,10 @@ void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
   }
   if (!state.trace) {
     ImGui::TextUnformatted("No trace loaded.");
-    hint_text("Open one with the box at the top, drop a .json file on the window, or run "
-              "dtensor-viewer trace.json. Traces come from CommDebugMode::generate_json_dump "
-              "(format: debug/comm_trace_schema.md).");
+    hint_text(
+        "Open one with the box at the top, drop a .json file on the window, or run "
+        "dtensor-viewer trace.json. Traces come from CommDebugMode::generate_json_dump "
+        "(format: debug/comm_trace_schema.md).");
     show_error_text(state.trace_error);
     ImGui::End();
     return;
@@ -247,7 +269,8 @@ void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
   const Trace& trace = *state.trace;
   draw_summary(state, trace);
   ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 22.0f));
-  ImGui::InputTextWithHint("##filter", "filter: module, type, collective or parameter", &state.comm_options.filter);
+  ImGui::InputTextWithHint("##filter", "filter: module, type, collective or parameter",
+                           &state.comm_options.filter);
   draw_kind_legend(trace);
   float avail = ImGui::GetContentRegionAvail().y;
   draw_module_table(state, trace, std::max(avail * 0.62f, ImGui::GetFontSize() * 8.0f));

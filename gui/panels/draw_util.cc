@@ -91,6 +91,13 @@ void color_swatch(Rgb c, const char* label) {
   ImGui::TextUnformatted(label);
 }
 
+void flow_item(bool first, float item_width, float spacing) {
+  if (first) return;
+  float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  ImGui::SameLine(0.0f, spacing);
+  if (ImGui::GetCursorScreenPos().x + item_width > right) ImGui::NewLine();
+}
+
 bool show_error_text(const std::string& error) {
   if (error.empty()) return false;
   ImGui::PushStyleColor(ImGuiCol_Text, to_imvec4(kErrorColor));

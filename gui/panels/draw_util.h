@@ -5,10 +5,10 @@
 //   show_error_text(state.playground.mesh_error());
 #pragma once
 
+#include <imgui.h>
+
 #include <string>
 #include <vector>
-
-#include <imgui.h>
 
 #include "gui/model/rank_colors.h"
 
@@ -52,6 +52,10 @@ int draw_fitted_lines(ImDrawList* draw, ImVec2 min, ImVec2 max,
 // A small filled square of colour `c` followed by `label` on the same line
 // (legends).
 void color_swatch(Rgb c, const char* label);
+
+// For legends: after the first item, continues on the same line when an item
+// `item_width` pixels wide still fits in the window, else on a new line.
+void flow_item(bool first, float item_width, float spacing = 14.0f);
 
 // Shows `error` wrapped in kErrorColor when it is not empty; returns whether it did.
 bool show_error_text(const std::string& error);

@@ -44,8 +44,8 @@ std::string partial_label(const LayoutView& view) {
 // Partial blocks: muted fill, bold hatching and a dashed outline, so they
 // never read as final values.
 void draw_partial_overlay(ImDrawList* draw, ImVec2 min, ImVec2 max) {
-  draw->AddRectFilled(min, max, to_imu32(kCanvasBackground, 0.45f));
-  draw_hatching(draw, min, max, IM_COL32(10, 10, 12, 200), 9.0f);
+  draw->AddRectFilled(min, max, to_imu32(kCanvasBackground, 0.4f));
+  draw_hatching(draw, min, max, IM_COL32(10, 10, 12, 210), 13.0f);
   const float dash = 8.0f;
   ImU32 white = IM_COL32(235, 235, 235, 255);
   for (float x = min.x + 3; x < max.x - 3; x += 2 * dash) {
@@ -188,14 +188,16 @@ void draw_layout_notes(const LayoutView& view) {
   for (const std::string& note : view.notes) ImGui::BulletText("%s", note.c_str());
   if (!view.empty_blocks.empty()) {
     std::vector<int64_t> ranks;
-    for (const LayoutBlock& b : view.empty_blocks) ranks.insert(ranks.end(), b.ranks.begin(), b.ranks.end());
+    for (const LayoutBlock& b : view.empty_blocks)
+      ranks.insert(ranks.end(), b.ranks.begin(), b.ranks.end());
     std::sort(ranks.begin(), ranks.end());
     ImGui::BulletText("empty shards (uneven torch.chunk split): %s %s %s 0 elements",
                       (ranks.size() == 1 ? "rank" : "ranks"), format_rank_list(ranks).c_str(),
                       ranks.size() == 1 ? "holds" : "hold");
   }
   if (!view.ranks_outside_slice.empty()) {
-    ImGui::BulletText("not in this slice: rank%s %s", view.ranks_outside_slice.size() == 1 ? "" : "s",
+    ImGui::BulletText("not in this slice: rank%s %s",
+                      view.ranks_outside_slice.size() == 1 ? "" : "s",
                       format_rank_list(view.ranks_outside_slice).c_str());
   }
 }

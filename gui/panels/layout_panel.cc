@@ -26,7 +26,8 @@ bool dim_combo(const char* label, int* dim, const std::vector<int64_t>& shape) {
   if (ImGui::BeginCombo(label, preview.c_str())) {
     for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
       ImGui::PushID(d);
-      std::string item = "dim " + std::to_string(d) + " (" + std::to_string(shape[static_cast<size_t>(d)]) + ")";
+      std::string item =
+          "dim " + std::to_string(d) + " (" + std::to_string(shape[static_cast<size_t>(d)]) + ")";
       if (ImGui::Selectable(item.c_str(), d == *dim)) *dim = d, changed = true;
       ImGui::PopID();
     }
@@ -54,7 +55,8 @@ void draw_slice_controls(PlaygroundState& playground, const LayoutView& view) {
     if (d == selection.row_dim || d == selection.col_dim) continue;
     ImGui::PushID(d);
     int index = static_cast<int>(selection.slice_index[static_cast<size_t>(d)]);
-    int max_index = static_cast<int>(std::min<int64_t>(view.global_shape[static_cast<size_t>(d)] - 1, INT_MAX));
+    int max_index =
+        static_cast<int>(std::min<int64_t>(view.global_shape[static_cast<size_t>(d)] - 1, INT_MAX));
     std::string label = "slice of dim " + std::to_string(d);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12.0f);
     if (ImGui::SliderInt(label.c_str(), &index, 0, std::max(max_index, 0))) {
@@ -69,8 +71,9 @@ void draw_layout_body(ViewerState& state, const LayoutView& view) {
   ImGui::TextUnformatted(layout_caption(view, dtype_name(playground)).c_str());
   if (view.global_shape.size() > 2) draw_slice_controls(playground, view);
   if (view.selection.row_dim >= 0) {
-    ImGui::TextDisabled("rows: tensor dim %d (%lld)   columns: tensor dim %d (%lld)", view.selection.row_dim,
-                        static_cast<long long>(view.rows), view.selection.col_dim, static_cast<long long>(view.cols));
+    ImGui::TextDisabled("rows: tensor dim %d (%lld)   columns: tensor dim %d (%lld)",
+                        view.selection.row_dim, static_cast<long long>(view.rows),
+                        view.selection.col_dim, static_cast<long long>(view.cols));
   }
   draw_rank_legend(playground.palette(), view.mesh.num_ranks());
   int note_lines = static_cast<int>(view.notes.size()) + (view.empty_blocks.empty() ? 0 : 1) +
@@ -80,22 +83,19 @@ void draw_layout_body(ViewerState& state, const LayoutView& view) {
   int hovered = draw_layout_canvas("layout", view, playground.palette(), state.hover(), avail);
   if (hovered >= 0) state.set_hover(view.blocks[static_cast<size_t>(hovered)].ranks);
   draw_layout_notes(view);
-  hint_text("Hover a block for its local shape, offset and bytes; its ranks light up in the Mesh panel.");
+  hint_text(
+      "Hover a block for its local shape, offset and bytes; its ranks light up in the Mesh panel.");
 }
 
 }  // namespace
 
 void draw_rank_legend(const RankPalette& palette, int64_t num_ranks) {
   if (num_ranks > 32) return;
-  float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   for (int64_t rank = 0; rank < num_ranks; ++rank) {
     ImGui::PushID(static_cast<int>(rank));
     std::string label = "r" + std::to_string(rank);
-    float item_w = ImGui::GetTextLineHeight() + ImGui::CalcTextSize(label.c_str()).x + 8.0f;
-    if (rank > 0) {
-      ImGui::SameLine(0.0f, 12.0f);
-      if (ImGui::GetCursorScreenPos().x + item_w > right) ImGui::NewLine();
-    }
+    flow_item(rank == 0, ImGui::GetTextLineHeight() + ImGui::CalcTextSize(label.c_str()).x + 8.0f,
+              12.0f);
     color_swatch(palette.color(rank), label.c_str());
     ImGui::PopID();
   }

@@ -24,7 +24,8 @@ constexpr float kGap = 18.0f;
 
 std::string dim_label(const MeshShape& mesh, int dim) {
   std::string label = "mesh dim " + std::to_string(dim);
-  return mesh.has_dim_names() ? mesh.dim_names()[static_cast<size_t>(dim)] + " (" + label + ")" : label;
+  return mesh.has_dim_names() ? mesh.dim_names()[static_cast<size_t>(dim)] + " (" + label + ")"
+                              : label;
 }
 
 // Picks grids per line and cell size that use `avail` best.
@@ -55,7 +56,8 @@ std::vector<int64_t> coordinate_of(const MeshShape& mesh, int64_t slice, int64_t
 void cell_tooltip(const ViewerState& state, const MeshShape& mesh, int64_t rank) {
   ImGui::BeginTooltip();
   std::vector<int64_t> coord = mesh.coordinate_of(rank);
-  ImGui::Text("rank %lld   coordinate %s", static_cast<long long>(rank), format_shape(coord).c_str());
+  ImGui::Text("rank %lld   coordinate %s", static_cast<long long>(rank),
+              format_shape(coord).c_str());
   for (int d = 0; d < mesh.ndim(); ++d) {
     ImGui::Text("%s: index %lld, group %s", dim_label(mesh, d).c_str(),
                 static_cast<long long>(coord[static_cast<size_t>(d)]),
@@ -71,7 +73,7 @@ void cell_tooltip(const ViewerState& state, const MeshShape& mesh, int64_t rank)
                   format_shape(block.global_offset).c_str(), format_bytes(block.bytes).c_str());
     } else {
       ImGui::TextUnformatted(layout.view->rank_is_empty(rank) ? "holds an empty shard"
-                                                             : "holds nothing in the drawn slice");
+                                                              : "holds nothing in the drawn slice");
     }
   }
   ImGui::EndTooltip();
@@ -84,15 +86,21 @@ bool draw_cell(ViewerState& state, const MeshShape& mesh, int64_t rank, ImVec2 m
   Rgb color = state.playground.palette().color(rank);
   draw->AddRectFilled(min, max, to_imu32(color), 4.0f);
   const HoverState& hover = state.hover();
-  if (hover.active() && hover.has(rank)) draw->AddRect(min, max, IM_COL32(255, 255, 255, 255), 4.0f, 0, 3.0f);
-  if (hover.active() && !hover.has(rank)) draw->AddRectFilled(min, max, to_imu32(kCanvasBackground, 0.72f), 4.0f);
-  std::vector<std::string> lines = {"r" + std::to_string(rank), format_shape(mesh.coordinate_of(rank))};
+  if (hover.active() && hover.has(rank))
+    draw->AddRect(min, max, IM_COL32(255, 255, 255, 255), 4.0f, 0, 3.0f);
+  if (hover.active() && !hover.has(rank))
+    draw->AddRectFilled(min, max, to_imu32(kCanvasBackground, 0.72f), 4.0f);
+  std::vector<std::string> lines = {"r" + std::to_string(rank),
+                                    format_shape(mesh.coordinate_of(rank))};
   const LayoutResult& layout = state.playground.layout();
   int block = layout.view ? layout.view->block_of_rank(rank) : -1;
-  if (block >= 0) lines.push_back("holds " + format_shape(layout.view->blocks[static_cast<size_t>(block)].local_shape));
+  if (block >= 0)
+    lines.push_back("holds " +
+                    format_shape(layout.view->blocks[static_cast<size_t>(block)].local_shape));
   draw_fitted_lines(draw, min, max, lines, to_imu32(text_color_on(color)), false);
   ImVec2 mouse = ImGui::GetIO().MousePos;
-  return ImGui::IsWindowHovered() && mouse.x >= min.x && mouse.x < max.x && mouse.y >= min.y && mouse.y < max.y;
+  return ImGui::IsWindowHovered() && mouse.x >= min.x && mouse.x < max.x && mouse.y >= min.y &&
+         mouse.y < max.y;
 }
 
 // Draws one grid (a slice of a 3-D mesh) with its index labels at `origin`.
@@ -102,14 +110,16 @@ int64_t draw_grid(ViewerState& state, const MeshShape& mesh, const GridShape& g,
   ImU32 dim_color = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   float line_h = ImGui::GetTextLineHeight();
   if (mesh.ndim() == 3) {
-    std::string caption = (mesh.has_dim_names() ? mesh.dim_names()[0] : std::string("dim 0")) + " = " + std::to_string(slice);
+    std::string caption = (mesh.has_dim_names() ? mesh.dim_names()[0] : std::string("dim 0")) +
+                          " = " + std::to_string(slice);
     draw->AddText(origin, ImGui::GetColorU32(ImGuiCol_Text), caption.c_str());
   }
   ImVec2 cells(origin.x + label_w, origin.y + 2 * line_h);
   for (int64_t c = 0; c < g.cols; ++c) {
     std::string index = std::to_string(c);
     float w = ImGui::CalcTextSize(index.c_str()).x;
-    draw->AddText(ImVec2(cells.x + c * g.cell + (g.cell - w) / 2, cells.y - line_h - 1), dim_color, index.c_str());
+    draw->AddText(ImVec2(cells.x + c * g.cell + (g.cell - w) / 2, cells.y - line_h - 1), dim_color,
+                  index.c_str());
   }
   int64_t hovered = -1;
   for (int64_t r = 0; r < g.rows; ++r) {
@@ -119,7 +129,8 @@ int64_t draw_grid(ViewerState& state, const MeshShape& mesh, const GridShape& g,
     }
     for (int64_t c = 0; c < g.cols; ++c) {
       int64_t rank = mesh.rank_of(coordinate_of(mesh, slice, r, c));
-      if (draw_cell(state, mesh, rank, ImVec2(cells.x + c * g.cell, cells.y + r * g.cell), g.cell)) hovered = rank;
+      if (draw_cell(state, mesh, rank, ImVec2(cells.x + c * g.cell, cells.y + r * g.cell), g.cell))
+        hovered = rank;
     }
   }
   return hovered;
@@ -133,7 +144,8 @@ void draw_groups(const MeshShape& mesh) {
     for (const std::vector<int64_t>& group : mesh.all_groups(d)) {
       text += (text.empty() ? "" : "  |  ") + format_rank_list(group);
     }
-    std::string name = mesh.has_dim_names() ? mesh.dim_names()[static_cast<size_t>(d)] : "dim " + std::to_string(d);
+    std::string name = mesh.has_dim_names() ? mesh.dim_names()[static_cast<size_t>(d)]
+                                            : "dim " + std::to_string(d);
     ImGui::TextDisabled("%s groups:", name.c_str());
     ImGui::SameLine();
     ImGui::PushTextWrapPos(0.0f);
@@ -147,7 +159,10 @@ void draw_mesh_body(ViewerState& state, const MeshShape& mesh) {
   ImGui::TextDisabled("columns: %s", dim_label(mesh, mesh.ndim() - 1).c_str());
   if (mesh.ndim() >= 2) ImGui::TextDisabled("rows: %s", dim_label(mesh, mesh.ndim() - 2).c_str());
   float line_h = ImGui::GetTextLineHeight();
-  float label_w = mesh.ndim() >= 2 ? ImGui::CalcTextSize(std::to_string(mesh.shape()[mesh.ndim() - 2]).c_str()).x + 8 : 0;
+  float label_w =
+      mesh.ndim() >= 2
+          ? ImGui::CalcTextSize(std::to_string(mesh.shape()[mesh.ndim() - 2]).c_str()).x + 8
+          : 0;
   ImVec2 avail = ImGui::GetContentRegionAvail();
   avail.y -= line_h * (2.0f + static_cast<float>(mesh.num_ranks() > 32 ? 0 : mesh.ndim()));
   GridShape g = fit_grids(mesh, avail, label_w, line_h);

@@ -1,9 +1,9 @@
 // Open bar: path box, Load button and status. See open_bar.h.
 #include "gui/panels/open_bar.h"
 
-#include <string>
-
 #include <imgui_stdlib.h>
+
+#include <string>
 
 namespace dtensor::gui {
 namespace {
@@ -58,7 +58,8 @@ void draw_open_bar(ViewerState& state, const PanelFrame& frame) {
   bool enter = ImGui::InputTextWithHint("##path", "path/to/comm_trace.json", &state.open_path,
                                         ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
-  if ((ImGui::Button("Load") || enter) && !state.open_path.empty()) state.load_trace(state.open_path);
+  if ((ImGui::Button("Load") || enter) && !state.open_path.empty())
+    state.load_trace(state.open_path);
   draw_status(state);
   ImGui::End();
 }

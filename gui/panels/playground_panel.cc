@@ -2,10 +2,10 @@
 // before/after layouts of one step. See playground_panel.h.
 #include "gui/panels/playground_panel.h"
 
+#include <imgui_stdlib.h>
+
 #include <algorithm>
 #include <string>
-
-#include <imgui_stdlib.h>
 
 #include "core/layout/comm_cost.h"
 #include "gui/model/format.h"
@@ -75,17 +75,22 @@ void draw_inputs(PlaygroundState& playground) {
   examples_combo(in);
   text_field("Mesh", "##mesh", &in.mesh, playground.mesh_error(), "dp=2, tp=2");
   text_field("Tensor", "##tensor", &in.tensor, playground.tensor_error(), "8, 6");
-  text_field("Placements", "##placements", &in.placements, playground.placements_error(), "S(0), R");
+  text_field("Placements", "##placements", &in.placements, playground.placements_error(),
+             "S(0), R");
   text_field("Target", "##target", &in.target, playground.target_error(), "R, R");
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("dtype");
   ImGui::SameLine(ImGui::GetFontSize() * 6.5f);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6.0f);
   const std::vector<DtypeChoice>& dtypes = dtype_choices();
-  if (ImGui::BeginCombo("##dtype", dtypes[static_cast<size_t>(std::clamp<int>(in.dtype_index, 0, static_cast<int>(dtypes.size()) - 1))].name)) {
+  if (ImGui::BeginCombo("##dtype",
+                        dtypes[static_cast<size_t>(std::clamp<int>(
+                                   in.dtype_index, 0, static_cast<int>(dtypes.size()) - 1))]
+                            .name)) {
     for (int i = 0; i < static_cast<int>(dtypes.size()); ++i) {
       ImGui::PushID(i);
-      if (ImGui::Selectable(dtypes[static_cast<size_t>(i)].name, i == in.dtype_index)) in.dtype_index = i;
+      if (ImGui::Selectable(dtypes[static_cast<size_t>(i)].name, i == in.dtype_index))
+        in.dtype_index = i;
       ImGui::PopID();
     }
     ImGui::EndCombo();
@@ -98,11 +103,24 @@ void draw_inputs(PlaygroundState& playground) {
   ImGui::InputDouble("GB/s", &in.bandwidth_gbytes_per_s, 0.0, 0.0, "%.0f");
 }
 
+// "dp: S(0) -> R" (or "1: S(0) -> R" on an unnamed mesh).
+std::string step_change(const MeshShape& mesh, const RedistributeStep& step) {
+  std::string dim = mesh.has_dim_names() ? mesh.dim_names()[static_cast<size_t>(step.mesh_dim)]
+                                         : std::to_string(step.mesh_dim);
+  return dim + ": " + step.from.to_string() + " -> " + step.to.to_string();
+}
+
+// One row per step; click a row to show its layouts. Scrolls sideways when
+// the panel is narrow.
 void draw_step_table(PlaygroundState& playground, const RedistributePlan& plan) {
   ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH |
-                          ImGuiTableFlags_BordersOuter | ImGuiTableFlags_SizingFixedFit;
-  if (!ImGui::BeginTable("steps", 6, flags)) return;
-  for (const char* name : {"#", "mesh dim", "change", "collective", "bytes / rank", "est. time"}) {
+                          ImGuiTableFlags_BordersOuter | ImGuiTableFlags_SizingFixedFit |
+                          ImGuiTableFlags_ScrollX;
+  float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
+  float height =
+      row_h * static_cast<float>(plan.steps.size() + 1) + ImGui::GetStyle().ScrollbarSize + 4;
+  if (!ImGui::BeginTable("steps", 5, flags, ImVec2(0.0f, height))) return;
+  for (const char* name : {"#", "mesh dim: change", "collective", "bytes / rank", "est. time"}) {
     ImGui::TableSetupColumn(name);
   }
   ImGui::TableHeadersRow();
@@ -117,14 +135,10 @@ void draw_step_table(PlaygroundState& playground, const RedistributePlan& plan) 
       playground.selected_step = static_cast<int>(i);
     }
     ImGui::TableNextColumn();
-    const MeshShape& mesh = *playground.mesh();
-    std::string dim = std::to_string(step.mesh_dim);
-    if (mesh.has_dim_names()) dim += " (" + mesh.dim_names()[static_cast<size_t>(step.mesh_dim)] + ")";
-    ImGui::TextUnformatted(dim.c_str());
+    ImGui::TextUnformatted(step_change(*playground.mesh(), step).c_str());
     ImGui::TableNextColumn();
-    ImGui::Text("%s -> %s", step.from.to_string().c_str(), step.to.to_string().c_str());
-    ImGui::TableNextColumn();
-    Rgb kind_color = is_collective(step.kind) ? collective_kind_color(step_kind_name(step.kind)) : Rgb{160, 160, 160};
+    Rgb kind_color = is_collective(step.kind) ? collective_kind_color(step_kind_name(step.kind))
+                                              : Rgb{160, 160, 160};
     ImGui::TextColored(to_imvec4(kind_color), "%s", step_kind_name(step.kind));
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(format_bytes(step.bytes_per_rank).c_str());
@@ -135,10 +149,12 @@ void draw_step_table(PlaygroundState& playground, const RedistributePlan& plan) 
   ImGui::EndTable();
 }
 
-void draw_step_layouts(ViewerState& state, const RedistributeStep& step, const StepLayouts& layouts) {
+void draw_step_layouts(ViewerState& state, size_t index, const RedistributeStep& step,
+                       const StepLayouts& layouts) {
   const PlaygroundState& playground = state.playground;
-  ImGui::Text("Step %d: mesh dim %d, %s -> %s via %s", playground.selected_step + 1, step.mesh_dim,
-              step.from.to_string().c_str(), step.to.to_string().c_str(), step_kind_name(step.kind));
+  ImGui::Text("Step %zu: mesh dim %d, %s -> %s via %s", index + 1, step.mesh_dim,
+              step.from.to_string().c_str(), step.to.to_string().c_str(),
+              step_kind_name(step.kind));
   float line_h = ImGui::GetTextLineHeightWithSpacing();
   ImVec2 avail = ImGui::GetContentRegionAvail();
   ImVec2 size((avail.x - 12.0f) / 2.0f, std::max(avail.y - line_h, 120.0f));
@@ -151,7 +167,8 @@ void draw_step_layouts(ViewerState& state, const RedistributeStep& step, const S
     const LayoutResult& side = *sides[i];
     if (side.view) {
       ImGui::Text("%s: %s", captions[i], to_string(side.view->placements).c_str());
-      int hovered = draw_layout_canvas(captions[i], *side.view, playground.palette(), state.hover(), size, /*compact=*/true);
+      int hovered = draw_layout_canvas(captions[i], *side.view, playground.palette(), state.hover(),
+                                       size, /*compact=*/true);
       if (hovered >= 0) state.set_hover(side.view->blocks[static_cast<size_t>(hovered)].ranks);
     } else {
       show_error_text(side.error);
@@ -177,14 +194,18 @@ void draw_plan(ViewerState& state) {
     ImGui::Text("%s is already the target: nothing to do.", to_string(plan.from).c_str());
     return;
   }
-  ImGui::Text("Plan %s -> %s: %zu step%s, %d collective%s, %s per rank, %s", to_string(plan.from).c_str(),
-              to_string(plan.to).c_str(), plan.steps.size(), plan.steps.size() == 1 ? "" : "s",
-              plan.num_collectives(), plan.num_collectives() == 1 ? "" : "s",
-              format_bytes(plan.total_bytes_per_rank()).c_str(), format_us(plan.estimated_us()).c_str());
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::Text(
+      "Plan %s -> %s: %zu step%s, %d collective%s, %s per rank, %s", to_string(plan.from).c_str(),
+      to_string(plan.to).c_str(), plan.steps.size(), plan.steps.size() == 1 ? "" : "s",
+      plan.num_collectives(), plan.num_collectives() == 1 ? "" : "s",
+      format_bytes(plan.total_bytes_per_rank()).c_str(), format_us(plan.estimated_us()).c_str());
+  ImGui::PopTextWrapPos();
   draw_step_table(playground, plan);
-  size_t step = static_cast<size_t>(std::clamp<int>(playground.selected_step, 0, static_cast<int>(plan.steps.size()) - 1));
+  size_t step = static_cast<size_t>(
+      std::clamp<int>(playground.selected_step, 0, static_cast<int>(plan.steps.size()) - 1));
   if (step < playground.step_layouts().size()) {
-    draw_step_layouts(state, plan.steps[step], playground.step_layouts()[step]);
+    draw_step_layouts(state, step, plan.steps[step], playground.step_layouts()[step]);
   }
 }
 

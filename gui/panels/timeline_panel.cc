@@ -22,36 +22,35 @@ struct LaneGeometry {
 
 // Kind swatches, wrapped to the window width.
 void draw_legend(const TimelineModel& timeline) {
-  float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   for (size_t i = 0; i < timeline.kinds.size(); ++i) {
     ImGui::PushID(static_cast<int>(i));
     const std::string& kind = timeline.kinds[i];
-    float item_w = ImGui::GetTextLineHeight() + ImGui::CalcTextSize(kind.c_str()).x + 4.0f;
-    if (i > 0) {
-      ImGui::SameLine(0.0f, 14.0f);
-      if (ImGui::GetCursorScreenPos().x + item_w > right) ImGui::NewLine();
-    }
+    flow_item(i == 0, ImGui::GetTextLineHeight() + ImGui::CalcTextSize(kind.c_str()).x + 4.0f);
     color_swatch(collective_kind_color(kind), kind.c_str());
     ImGui::PopID();
   }
   ImGui::TextDisabled("solid = forward, hatched = backward");
   if (!timeline.mismatched_seqs.empty()) {
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextColored(to_imvec4(kErrorColor), "Red marks: %zu calls where the ranks disagree (kind, bytes or a missing call).",
-                       timeline.mismatched_seqs.size());
+    ImGui::TextColored(
+        to_imvec4(kErrorColor),
+        "Red marks: %zu calls where the ranks disagree (kind, bytes or a missing call).",
+        timeline.mismatched_seqs.size());
     ImGui::PopTextWrapPos();
   }
 }
 
 void event_tooltip(const TraceEvent& e, bool mismatch) {
   ImGui::BeginTooltip();
-  ImGui::Text("rank %lld, call #%lld: %s", static_cast<long long>(e.rank), static_cast<long long>(e.seq), e.kind.c_str());
+  ImGui::Text("rank %lld, call #%lld: %s", static_cast<long long>(e.rank),
+              static_cast<long long>(e.seq), e.kind.c_str());
   ImGui::Separator();
   ImGui::Text("bytes   %s", format_bytes(e.bytes).c_str());
   ImGui::Text("module  %s (%s)", e.module.empty() ? "-" : e.module.c_str(), e.phase.c_str());
   ImGui::Text("group   %s%s", format_rank_list(e.group).c_str(),
               e.mesh_dim >= 0 ? (", mesh dim " + std::to_string(e.mesh_dim)).c_str() : "");
-  if (!e.shape.empty()) ImGui::Text("shape   %s %s", format_shape(e.shape).c_str(), e.dtype.c_str());
+  if (!e.shape.empty())
+    ImGui::Text("shape   %s %s", format_shape(e.shape).c_str(), e.dtype.c_str());
   if (mismatch) ImGui::TextColored(to_imvec4(kErrorColor), "ranks disagree at this call");
   ImGui::EndTooltip();
 }
@@ -60,7 +59,8 @@ void event_tooltip(const TraceEvent& e, bool mismatch) {
 int64_t tick_step(float cell_w, float min_gap) {
   for (int64_t base = 1;; base *= 10) {
     for (int64_t m : {1, 2, 5}) {
-      if (static_cast<float>(base * m) * cell_w >= min_gap || base > (int64_t{1} << 50)) return base * m;
+      if (static_cast<float>(base * m) * cell_w >= min_gap || base > (int64_t{1} << 50))
+        return base * m;
     }
   }
 }
@@ -80,8 +80,8 @@ void draw_axis(ImDrawList* draw, const TimelineModel& timeline, const LaneGeomet
 }
 
 // Draws one lane; returns the index of the hovered event or SIZE_MAX.
-size_t draw_lane(ImDrawList* draw, const Trace& trace, const TimelineModel& timeline, const TimelineLane& lane,
-                 const LaneGeometry& g, float y) {
+size_t draw_lane(ImDrawList* draw, const Trace& trace, const TimelineModel& timeline,
+                 const TimelineLane& lane, const LaneGeometry& g, float y) {
   size_t hovered = SIZE_MAX;
   ImVec2 mouse = ImGui::GetIO().MousePos;
   bool window_hovered = ImGui::IsWindowHovered();
@@ -95,23 +95,29 @@ size_t draw_lane(ImDrawList* draw, const Trace& trace, const TimelineModel& time
       draw_hatching(draw, min, max, IM_COL32(0, 0, 0, 150), 5.0f);
     }
     if (timeline.mismatched_seqs.count(e.seq)) draw->AddRect(min, max, kMismatch, 2.0f, 0, 2.0f);
-    if (window_hovered && mouse.x >= min.x && mouse.x < max.x && mouse.y >= min.y && mouse.y < max.y) hovered = index;
+    if (window_hovered && mouse.x >= min.x && mouse.x < max.x && mouse.y >= min.y &&
+        mouse.y < max.y)
+      hovered = index;
   }
   return hovered;
 }
 
 // Lane labels stay at the visible left edge while the events scroll.
-void draw_lane_labels(ViewerState& state, ImDrawList* draw, const LaneGeometry& g, const RankPalette& palette) {
+void draw_lane_labels(ViewerState& state, ImDrawList* draw, const LaneGeometry& g,
+                      const RankPalette& palette) {
   float left = ImGui::GetWindowPos().x;
-  draw->AddRectFilled(ImVec2(left, g.origin.y - g.axis_h), ImVec2(left + g.label_w, g.origin.y + state.timeline.lanes.size() * g.lane_h),
+  draw->AddRectFilled(ImVec2(left, g.origin.y - g.axis_h),
+                      ImVec2(left + g.label_w, g.origin.y + state.timeline.lanes.size() * g.lane_h),
                       ImGui::GetColorU32(ImGuiCol_WindowBg));
   for (size_t i = 0; i < state.timeline.lanes.size(); ++i) {
     int64_t rank = state.timeline.lanes[i].rank;
     float y = g.origin.y + i * g.lane_h;
     float swatch = ImGui::GetTextLineHeight() * 0.7f;
     float mid = y + (g.lane_h - swatch) / 2;
-    draw->AddRectFilled(ImVec2(left + 4, mid), ImVec2(left + 4 + swatch, mid + swatch), to_imu32(palette.color(rank)), 2.0f);
-    bool odd = state.trace && std::binary_search(state.trace->differing_ranks.begin(), state.trace->differing_ranks.end(), rank);
+    draw->AddRectFilled(ImVec2(left + 4, mid), ImVec2(left + 4 + swatch, mid + swatch),
+                        to_imu32(palette.color(rank)), 2.0f);
+    bool odd = state.trace && std::binary_search(state.trace->differing_ranks.begin(),
+                                                 state.trace->differing_ranks.end(), rank);
     std::string label = "rank " + std::to_string(rank);
     draw->AddText(ImVec2(left + 8 + swatch, y + (g.lane_h - ImGui::GetTextLineHeight()) / 2),
                   odd ? to_imu32(kErrorColor) : ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
@@ -137,7 +143,8 @@ void draw_lanes(ViewerState& state, const Trace& trace) {
   }
   draw_axis(draw, timeline, g);
   draw_lane_labels(state, draw, g, palette);
-  ImGui::Dummy(ImVec2(g.label_w + (timeline.max_seq + 1) * g.cell_w + 8, g.axis_h + timeline.lanes.size() * g.lane_h));
+  ImGui::Dummy(ImVec2(g.label_w + (timeline.max_seq + 1) * g.cell_w + 8,
+                      g.axis_h + timeline.lanes.size() * g.lane_h));
   if (hovered != SIZE_MAX) {
     const TraceEvent& e = trace.events[hovered];
     event_tooltip(e, timeline.mismatched_seqs.count(e.seq) > 0);
@@ -157,8 +164,9 @@ void draw_timeline_panel(ViewerState& state, const PanelFrame& frame) {
   if (!state.trace || state.timeline.lanes.empty()) {
     ImGui::TextUnformatted(state.trace ? "This trace has no events (schema key \"events\")."
                                        : "No trace loaded.");
-    hint_text("The timeline shows every collective per rank in issue order; it needs a trace "
-              "with events, e.g. a merged fake-world trace.");
+    hint_text(
+        "The timeline shows every collective per rank in issue order; it needs a trace "
+        "with events, e.g. a merged fake-world trace.");
     ImGui::End();
     return;
   }

@@ -80,7 +80,8 @@ void check_in_place(Communicator& comm, const CollectiveSuiteOptions& options);
 void check_collectives(Communicator& comm, const CollectiveSuiteOptions& options);
 
 /// check_collectives on world.world_group(), then (options.sub_groups) on the
-/// groups of suite_partitions(world.size()). Every rank of the world calls it.
+/// groups of suite_partitions(world.size()) without the large tensors. Every
+/// rank of the world calls it.
 void check_all_collectives(World& world, CollectiveSuiteOptions options = {});
 
 }  // namespace testing

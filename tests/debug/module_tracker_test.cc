@@ -43,7 +43,7 @@ TEST(ModuleTrackerTest, NamesFromTheRunningParentWithoutARoot) {
 
 TEST(ModuleTrackerTest, RootNamesItsSubtreeEvenAcrossPlainCalls) {
   auto seq = torch::nn::Sequential(torch::nn::Linear(4, 4), torch::nn::Linear(4, 4));
-  auto inner = seq[1];
+  auto inner = seq->ptr<torch::nn::LinearImpl>(1);
   ModuleTracker tracker;
   {
     auto guard = tracker.enter(*seq, "Stack");

@@ -60,8 +60,8 @@ bool XvfbServer::start(std::string* why) {
     dup2(devnull, 1);
     dup2(devnull, 2);
     std::string fd = std::to_string(fds[1]);
-    execl(xvfb.c_str(), "Xvfb", "-displayfd", fd.c_str(), "-screen", "0", "1280x1024x24", "-nolisten",
-          "tcp", static_cast<char*>(nullptr));
+    execl(xvfb.c_str(), "Xvfb", "-displayfd", fd.c_str(), "-screen", "0", "1280x1024x24",
+          "-nolisten", "tcp", static_cast<char*>(nullptr));
     _exit(127);
   }
   close(fds[1]);
@@ -83,7 +83,8 @@ bool XvfbServer::start(std::string* why) {
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& display) {
   static int counter = 0;
-  std::string log = temp_dir() + "/process_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".log";
+  std::string log = temp_dir() + "/process_" + std::to_string(getpid()) + "_" +
+                    std::to_string(counter++) + ".log";
   ProcessResult result;
   pid_t pid = fork();
   if (pid == 0) {

@@ -44,8 +44,8 @@ class ViewerScreenshotTest : public ::testing::Test {
   // Renders `panel` at 1000x700 with extra viewer arguments; returns the image.
   Image render(const std::string& name, const std::string& panel, std::vector<std::string> extra) {
     std::string png = out_dir() + "/" + name + ".png";
-    std::vector<std::string> argv = {runfile("gui/dtensor_viewer"), "--screenshot", png, "--panel", panel,
-                                     "--size", "1000x700"};
+    std::vector<std::string> argv = {
+        runfile("gui/dtensor_viewer"), "--screenshot", png, "--panel", panel, "--size", "1000x700"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     testing::ProcessResult run = testing::run_process(argv, xvfb_->display());
     EXPECT_EQ(run.exit_code, 0) << run.output;
@@ -70,12 +70,14 @@ std::string ViewerScreenshotTest::skip_reason_;
 std::vector<Box> rank_boxes(const Image& image, int64_t ranks, int min_row = 40) {
   RankPalette palette(ranks);
   std::vector<Box> boxes;
-  for (int64_t r = 0; r < ranks; ++r) boxes.push_back(testing::find_fill(image, palette.color(r), min_row));
+  for (int64_t r = 0; r < ranks; ++r)
+    boxes.push_back(testing::find_fill(image, palette.color(r), min_row));
   return boxes;
 }
 
 TEST_F(ViewerScreenshotTest, LayoutDrawsFourBlocksOnTheGrid) {
-  Image image = render("layout_2x2", "layout", {"--mesh", "2, 2", "--tensor", "8, 6", "--placements", "S(0), S(1)"});
+  Image image = render("layout_2x2", "layout",
+                       {"--mesh", "2, 2", "--tensor", "8, 6", "--placements", "S(0), S(1)"});
   std::vector<Box> b = rank_boxes(image, 4);
   for (int r = 0; r < 4; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
@@ -83,19 +85,21 @@ TEST_F(ViewerScreenshotTest, LayoutDrawsFourBlocksOnTheGrid) {
     // 4 rows x 3 columns of square cells: width / height = 3 / 4.
     EXPECT_NEAR(static_cast<double>(b[r].width()) / b[r].height(), 0.75, 0.05);
   }
-  EXPECT_NEAR(b[0].y0, b[1].y0, 2);           // 0 | 1 on the top row
-  EXPECT_NEAR(b[2].y0, b[3].y0, 2);           // 2 | 3 below
+  EXPECT_NEAR(b[0].y0, b[1].y0, 2);  // 0 | 1 on the top row
+  EXPECT_NEAR(b[2].y0, b[3].y0, 2);  // 2 | 3 below
   EXPECT_NEAR(b[0].x0, b[2].x0, 2);
-  EXPECT_NEAR(b[1].x0 - b[0].x1, 1, 4);        // adjacent, split by a thin border
+  EXPECT_NEAR(b[1].x0 - b[0].x1, 1, 4);  // adjacent, split by a thin border
   EXPECT_NEAR(b[2].y0 - b[0].y1, 1, 4);
   EXPECT_NEAR(b[0].width(), b[1].width(), 2);
   RankPalette eight(8);
   std::vector<Rgb> absent = {eight.color(4), eight.color(5), eight.color(6), eight.color(7)};
-  EXPECT_EQ(testing::count_present(image, absent, 50), 0) << "no colours of ranks that do not exist";
+  EXPECT_EQ(testing::count_present(image, absent, 50), 0)
+      << "no colours of ranks that do not exist";
 }
 
 TEST_F(ViewerScreenshotTest, UnevenThirteenRowsOnFourRanks) {
-  Image image = render("layout_uneven", "layout", {"--mesh", "tp=4", "--tensor", "13, 4", "--placements", "S(0)"});
+  Image image = render("layout_uneven", "layout",
+                       {"--mesh", "tp=4", "--tensor", "13, 4", "--placements", "S(0)"});
   std::vector<Box> b = rank_boxes(image, 4);
   for (int r = 0; r < 4; ++r) ASSERT_GT(b[r].count, 300) << "rank " << r;
   // torch.chunk: 4, 4, 4, 1 rows.
@@ -108,7 +112,8 @@ TEST_F(ViewerScreenshotTest, UnevenThirteenRowsOnFourRanks) {
 }
 
 TEST_F(ViewerScreenshotTest, ReplicasShareTheirBlockAsStripes) {
-  Image image = render("layout_replicas", "layout", {"--mesh", "2, 2", "--tensor", "8, 6", "--placements", "S(0), R"});
+  Image image = render("layout_replicas", "layout",
+                       {"--mesh", "2, 2", "--tensor", "8, 6", "--placements", "S(0), R"});
   std::vector<Box> b = rank_boxes(image, 4);
   for (int r = 0; r < 4; ++r) ASSERT_GT(b[r].count, 3000) << "rank " << r;
   // Ranks 0 and 1 stripe the top half, 2 and 3 the bottom half.
@@ -120,8 +125,9 @@ TEST_F(ViewerScreenshotTest, ReplicasShareTheirBlockAsStripes) {
 }
 
 TEST_F(ViewerScreenshotTest, HoveredRankStaysBrightOthersDim) {
-  Image image = render("layout_hover", "layout",
-                       {"--mesh", "2, 2", "--tensor", "8, 6", "--placements", "S(0), S(1)", "--hover-rank", "1"});
+  Image image = render(
+      "layout_hover", "layout",
+      {"--mesh", "2, 2", "--tensor", "8, 6", "--placements", "S(0), S(1)", "--hover-rank", "1"});
   std::vector<Box> b = rank_boxes(image, 4);
   EXPECT_GT(b[1].count, 5000);
   for (int r : {0, 2, 3}) EXPECT_LT(b[r].count, 200) << "rank " << r << " should be dimmed";
@@ -129,8 +135,9 @@ TEST_F(ViewerScreenshotTest, HoveredRankStaysBrightOthersDim) {
 }
 
 TEST_F(ViewerScreenshotTest, MeshShowsEveryRankOfA3dMesh) {
-  Image image = render("mesh_3d", "mesh", {"--mesh", "pp=2, dp=2, tp=2", "--tensor", "4, 8, 16",
-                                           "--placements", "R, S(0), S(2)"});
+  Image image = render(
+      "mesh_3d", "mesh",
+      {"--mesh", "pp=2, dp=2, tp=2", "--tensor", "4, 8, 16", "--placements", "R, S(0), S(2)"});
   std::vector<Box> b = rank_boxes(image, 8);
   for (int r = 0; r < 8; ++r) EXPECT_GT(b[r].count, 2000) << "rank " << r;
   // Two 2x2 slices side by side: ranks 0-3 left of ranks 4-7.
@@ -141,8 +148,9 @@ TEST_F(ViewerScreenshotTest, MeshShowsEveryRankOfA3dMesh) {
 TEST_F(ViewerScreenshotTest, PlaygroundShowsInvalidInputInRed) {
   Image bad = render("playground_invalid", "playground", {"--placements", "S(5), R"});
   EXPECT_GT(testing::find_color(bad, kErrorColor, 3).count, 150) << "error text and frame";
-  Image good = render("playground_valid", "playground", {"--mesh", "2, 2", "--tensor", "8, 8",
-                                                         "--placements", "S(0), S(1)", "--target", "S(0), S(0)"});
+  Image good = render("playground_valid", "playground",
+                      {"--mesh", "2, 2", "--tensor", "8, 8", "--placements", "S(0), S(1)",
+                       "--target", "S(0), S(0)"});
   EXPECT_LT(testing::find_color(good, kErrorColor, 3).count, 20);
   // Before and after layouts: every rank colour shows, twice (two canvases).
   std::vector<Box> b = rank_boxes(good, 4);
@@ -155,21 +163,25 @@ TEST_F(ViewerScreenshotTest, PlaygroundShowsInvalidInputInRed) {
 }
 
 TEST_F(ViewerScreenshotTest, CommTableHighlightsTheDivergentRank) {
-  Image divergent = render("comm_divergent", "comm_table", {runfile("tests/gui/testdata/transformer_divergent_trace.json")});
+  Image divergent = render("comm_divergent", "comm_table",
+                           {runfile("tests/gui/testdata/transformer_divergent_trace.json")});
   EXPECT_GT(testing::find_color(divergent, kDifferenceColor, 2).count, 300);
   EXPECT_GT(testing::find_color(divergent, kErrorColor, 3).count, 50);
-  Image clean = render("comm_clean", "comm_table", {runfile("tests/gui/testdata/tp_mlp_trace.json")});
+  Image clean =
+      render("comm_clean", "comm_table", {runfile("tests/gui/testdata/tp_mlp_trace.json")});
   EXPECT_EQ(testing::find_color(clean, kDifferenceColor, 2).count, 0);
   EXPECT_GT(testing::find_color(clean, collective_kind_color("all_reduce"), 3).count, 20);
 }
 
 TEST_F(ViewerScreenshotTest, TimelineColoursKindsAndMarksMismatches) {
-  Image image = render("timeline", "timeline", {runfile("tests/gui/testdata/transformer_divergent_trace.json")});
+  Image image = render("timeline", "timeline",
+                       {runfile("tests/gui/testdata/transformer_divergent_trace.json")});
   for (const char* kind : {"all_gather_into_tensor", "all_reduce", "reduce_scatter_tensor"}) {
     EXPECT_GT(testing::find_color(image, collective_kind_color(kind), 2).count, 300) << kind;
   }
   EXPECT_GT(testing::find_color(image, Rgb{255, 80, 80}, 2).count, 100) << "mismatch marks";
-  Image clean = render("timeline_clean", "timeline", {runfile("tests/gui/testdata/tp_mlp_trace.json")});
+  Image clean =
+      render("timeline_clean", "timeline", {runfile("tests/gui/testdata/tp_mlp_trace.json")});
   EXPECT_EQ(testing::find_color(clean, Rgb{255, 80, 80}, 2).count, 0);
   // Lanes: one per rank, ordered top to bottom (rank swatches left of the lanes).
   std::vector<Box> swatch = rank_boxes(clean, 4, /*min_row=*/1);
@@ -179,7 +191,8 @@ TEST_F(ViewerScreenshotTest, TimelineColoursKindsAndMarksMismatches) {
 TEST_F(ViewerScreenshotTest, OverviewAndMalformedTraceStillRender) {
   Image all = render("overview", "all", {runfile("tests/gui/testdata/malformed_bad_event.json")});
   EXPECT_GT(testing::find_color(all, kErrorColor, 3).count, 50) << "the load error is shown";
-  EXPECT_EQ(testing::count_present(all, {RankPalette(4).color(0), RankPalette(4).color(1)}, 1000), 2);
+  EXPECT_EQ(testing::count_present(all, {RankPalette(4).color(0), RankPalette(4).color(1)}, 1000),
+            2);
 }
 
 TEST_F(ViewerScreenshotTest, UnwritablePathFails) {
@@ -195,12 +208,14 @@ TEST(ViewerCommandLineTest, NoDisplayIsAClearNonZeroExit) {
   EXPECT_EQ(window.exit_code, 2);
   EXPECT_NE(window.output.find("cannot open a window"), std::string::npos) << window.output;
   EXPECT_NE(window.output.find("xvfb-run"), std::string::npos) << window.output;
-  testing::ProcessResult shot = testing::run_process({viewer, "--screenshot", "/tmp/never.png"}, "");
+  testing::ProcessResult shot =
+      testing::run_process({viewer, "--screenshot", "/tmp/never.png"}, "");
   EXPECT_EQ(shot.exit_code, 2);
 }
 
 TEST(ViewerCommandLineTest, BadArgumentsPrintUsage) {
-  testing::ProcessResult run = testing::run_process({runfile("gui/dtensor_viewer"), "--size", "huge"}, "");
+  testing::ProcessResult run =
+      testing::run_process({runfile("gui/dtensor_viewer"), "--size", "huge"}, "");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.output.find("--size: expected WxH"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("usage: dtensor-viewer"), std::string::npos) << run.output;

@@ -51,10 +51,10 @@ TEST(CommTableModelTest, NoFilterKeepsEverythingInFileOrder) {
 TEST(CommTableModelTest, FilterKeepsMatchesAndTheirAncestors) {
   Trace trace = small_trace();
   const std::pair<const char*, std::vector<std::string>> table[] = {
-      {"LINEAR", {"A"}},           // module type, case-insensitive
-      {"all_gather", {"A"}},       // collective name
-      {"bias", {"A"}},             // parameter name
-      {"reduce_scatter", {"B"}},   // Global matches too, so both children are checked
+      {"LINEAR", {"A"}},          // module type, case-insensitive
+      {"all_gather", {"A"}},      // collective name
+      {"bias", {"A"}},            // parameter name
+      {"reduce_scatter", {"B"}},  // Global matches too, so both children are checked
   };
   for (const auto& [filter, top] : table) {
     SCOPED_TRACE(filter);
@@ -74,16 +74,21 @@ TEST(CommTableModelTest, SortsSiblingsByColumn) {
   CommTableOptions options;
   options.column = CommSortColumn::kForward;
   options.descending = true;
-  EXPECT_EQ(child_names(*build_comm_tree(trace.root, options)), (std::vector<std::string>{"B", "A"}));
+  EXPECT_EQ(child_names(*build_comm_tree(trace.root, options)),
+            (std::vector<std::string>{"B", "A"}));
   options.column = CommSortColumn::kName;
-  EXPECT_EQ(child_names(*build_comm_tree(trace.root, options)), (std::vector<std::string>{"B", "A"}));
+  EXPECT_EQ(child_names(*build_comm_tree(trace.root, options)),
+            (std::vector<std::string>{"B", "A"}));
   options.descending = false;
-  EXPECT_EQ(child_names(*build_comm_tree(trace.root, options)), (std::vector<std::string>{"A", "B"}));
+  EXPECT_EQ(child_names(*build_comm_tree(trace.root, options)),
+            (std::vector<std::string>{"A", "B"}));
   options.column = CommSortColumn::kBytes;  // A holds no bytes itself, B 8
-  EXPECT_EQ(child_names(*build_comm_tree(trace.root, options)), (std::vector<std::string>{"A", "B"}));
+  EXPECT_EQ(child_names(*build_comm_tree(trace.root, options)),
+            (std::vector<std::string>{"A", "B"}));
   options.column = CommSortColumn::kTree;
   options.descending = true;
-  EXPECT_EQ(child_names(*build_comm_tree(trace.root, options)), (std::vector<std::string>{"A", "B"}));
+  EXPECT_EQ(child_names(*build_comm_tree(trace.root, options)),
+            (std::vector<std::string>{"A", "B"}));
 }
 
 TEST(CommTableModelTest, PerModuleRankDifferencesFromEvents) {

@@ -9,10 +9,10 @@
 namespace dtensor::gui {
 namespace {
 
-LayoutView layout_of(std::vector<int64_t> shape, const MeshShape& mesh, const std::string& placements,
-                     DrawSelection selection = {}) {
-  LayoutResult result =
-      compute_layout({std::move(shape), mesh, parse_placements(placements), std::move(selection), 4});
+LayoutView layout_of(std::vector<int64_t> shape, const MeshShape& mesh,
+                     const std::string& placements, DrawSelection selection = {}) {
+  LayoutResult result = compute_layout(
+      {std::move(shape), mesh, parse_placements(placements), std::move(selection), 4});
   EXPECT_TRUE(result.error.empty()) << result.error;
   return result.view.value_or(LayoutView{});
 }
@@ -94,7 +94,8 @@ TEST(LayoutModelTest, NestedShardsOnOneDimAddOffsets) {
   ASSERT_EQ(view.blocks.size(), 4u);
   for (int64_t rank = 0; rank < 4; ++rank) {
     int64_t i = rank / 2, j = rank % 2;
-    expect_rect(view.blocks[static_cast<size_t>(view.block_of_rank(rank))], {4 * i + 2 * j, 4 * i + 2 * j + 2, 0, 2});
+    expect_rect(view.blocks[static_cast<size_t>(view.block_of_rank(rank))],
+                {4 * i + 2 * j, 4 * i + 2 * j + 2, 0, 2});
   }
 }
 

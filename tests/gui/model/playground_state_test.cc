@@ -21,8 +21,11 @@ TEST(ShapeTextTest, AcceptsCommonSpellings) {
 
 TEST(ShapeTextTest, RejectsWithAMessage) {
   const std::pair<const char*, const char*> table[] = {
-      {"", "enter 1 to"},          {"8, x", "'x' is not a size"}, {"-1", "'-1' is not a size"},
-      {"1,1,1,1,1,1,1", "at most"}, {"99999999999999, 99999999999999", "too many elements"}};
+      {"", "enter 1 to"},
+      {"8, x", "'x' is not a size"},
+      {"-1", "'-1' is not a size"},
+      {"1,1,1,1,1,1,1", "at most"},
+      {"99999999999999, 99999999999999", "too many elements"}};
   for (auto [text, want] : table) {
     SCOPED_TRACE(text);
     Parsed<std::vector<int64_t>> parsed = parse_shape_text(text);
@@ -44,9 +47,11 @@ TEST(ShapeTextTest, MeshNamedAndUnnamed) {
     ASSERT_TRUE(parsed.ok()) << parsed.error;
     EXPECT_EQ(*parsed.value, want);
   }
-  const std::pair<const char*, const char*> table[] = {
-      {"dp=2, 4", "name every dim"}, {"0", "not a mesh dim size"}, {"2,2,2,2", "1 to 3"},
-      {"64, 64", "at most 1024 ranks"}, {"a=2, a=2", "mesh:"}};
+  const std::pair<const char*, const char*> table[] = {{"dp=2, 4", "name every dim"},
+                                                       {"0", "not a mesh dim size"},
+                                                       {"2,2,2,2", "1 to 3"},
+                                                       {"64, 64", "at most 1024 ranks"},
+                                                       {"a=2, a=2", "mesh:"}};
   for (auto [text, want] : table) {
     SCOPED_TRACE(text);
     Parsed<MeshShape> parsed = parse_mesh_text(text);
@@ -64,6 +69,15 @@ TEST(ShapeTextTest, PlacementsAreValidatedAgainstMeshAndTensor) {
   EXPECT_EQ(count.error, "target: expected 2 placements (one per mesh dim), got 1");
   Parsed<Placements> syntax = parse_placements_text("S(0), Q", mesh, 2, "placements");
   EXPECT_EQ(syntax.error.rfind("placements: ", 0), 0u) << syntax.error;
+}
+
+TEST(ShapeTextTest, PyTorchTuplesBecomeLists) {
+  EXPECT_EQ(normalize_placements_text("(Shard(dim=0),)"), "[Shard(dim=0)]");
+  EXPECT_EQ(normalize_placements_text(" (Shard(dim=0), Replicate()) "),
+            "[Shard(dim=0), Replicate()]");
+  EXPECT_EQ(normalize_placements_text("[S(0), R]"), "[S(0), R]");
+  EXPECT_EQ(parse_placements(normalize_placements_text("(Shard(dim=1), Partial(avg))")),
+            (Placements{Shard(1), Partial(ReduceOp::kAvg)}));
 }
 
 TEST(PlaygroundStateTest, DefaultsAreValidAndPlanned) {

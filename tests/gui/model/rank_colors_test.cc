@@ -70,8 +70,13 @@ TEST(RankColorsTest, PaletteOutsideRangeIsGrey) {
 }
 
 TEST(RankColorsTest, CollectiveKindsAreDistinctAndStable) {
-  const char* kinds[] = {"all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor",
-                         "all_to_all_single", "broadcast", "scatter", "barrier"};
+  const char* kinds[] = {"all_reduce",
+                         "all_gather_into_tensor",
+                         "reduce_scatter_tensor",
+                         "all_to_all_single",
+                         "broadcast",
+                         "scatter",
+                         "barrier"};
   std::vector<Rgb> colors;
   for (const char* kind : kinds) colors.push_back(collective_kind_color(kind));
   EXPECT_GE(min_pairwise_distance(colors), 0.08);

@@ -93,9 +93,11 @@ TEST(TraceLoaderTest, MalformedFilesGiveClearErrors) {
       {"malformed_truncated.json", "is not valid JSON: parse error at line"},
       {"malformed_empty.json", "is empty"},
       {"malformed_not_object.json", "$: expected a JSON object (a comm trace), got array"},
-      {"malformed_bad_counts.json", "$.children[0].collectives_forward: expected [[name, count], ...], got string"},
+      {"malformed_bad_counts.json",
+       "$.children[0].collectives_forward: expected [[name, count], ...], got string"},
       {"malformed_bad_event.json", "$.events[1].rank: expected an integer, got string"},
-      {"malformed_future_version.json", "dtensor_schema_version is 7 but this viewer reads version 1"},
+      {"malformed_future_version.json",
+       "dtensor_schema_version is 7 but this viewer reads version 1"},
       {"malformed_rank_outside_world.json", "rank 5 appears but world_size is 2"},
   };
   for (auto [file, want] : table) {

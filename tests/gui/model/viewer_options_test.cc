@@ -10,10 +10,27 @@ namespace dtensor::gui {
 namespace {
 
 TEST(ViewerOptionsTest, ParsesEveryFlag) {
-  ParsedOptions parsed = parse_viewer_options(
-      {"trace.json", "--screenshot", "out.png", "--panel=Layout", "--size", "1000x700", "--frames", "2",
-       "--mesh", "tp=4", "--tensor", "13", "--placements", "S(0)", "--target=R", "--dtype", "int8",
-       "--step", "1", "--hover-rank", "3"});
+  ParsedOptions parsed = parse_viewer_options({"trace.json",
+                                               "--screenshot",
+                                               "out.png",
+                                               "--panel=Layout",
+                                               "--size",
+                                               "1000x700",
+                                               "--frames",
+                                               "2",
+                                               "--mesh",
+                                               "tp=4",
+                                               "--tensor",
+                                               "13",
+                                               "--placements",
+                                               "S(0)",
+                                               "--target=R",
+                                               "--dtype",
+                                               "int8",
+                                               "--step",
+                                               "1",
+                                               "--hover-rank",
+                                               "3"});
   ASSERT_TRUE(parsed.error.empty()) << parsed.error;
   const ViewerOptions& o = parsed.options;
   EXPECT_EQ(o.trace_path, "trace.json");
