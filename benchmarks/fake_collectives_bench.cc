@@ -1,7 +1,7 @@
 // Fake-world collective throughput against plain memcpy, and small-message
 // latency. A timed program printing tables (rank threads are not a good fit
 // for Google Benchmark's per-thread model):
-//   bazel run -c opt //benchmarks:fake_collectives_bench [-- --quick | --latency]
+//   bazel run -c opt //benchmarks:fake_collectives_bench [-- --latency | --small | --large]
 #include <ATen/Functions.h>
 
 #include <algorithm>
@@ -74,25 +74,24 @@ double collective_seconds(const std::string& kind, int64_t ranks, int64_t bytes,
   return result;
 }
 
-void throughput_table(bool quick) {
-  std::printf("\n== Throughput (bytes = per-rank tensor: all_reduce tensor, all_gather output, "
-              "reduce_scatter input) ==\n");
-  std::printf("world GB/s = ranks x output bytes / time (what all ranks receive);\n"
-              "memcpy GB/s = one thread copying `bytes`; ratio = memcpy GB/s / world GB/s "
-              "(1 = as fast as one memcpy thread writing every rank's output)\n\n");
+// Sizes 1 KiB .. 64 MiB by 4 (`from` .. `to` in that range).
+void throughput_table(int64_t from, int64_t to) {
+  std::printf("\n== Throughput; bytes = each rank's larger buffer (all_reduce: the tensor, "
+              "all_gather: output, reduce_scatter: input) ==\n");
+  std::printf("world GB/s = ranks x bytes / time; memcpy GB/s = one thread copying `bytes`;\n"
+              "ratio = memcpy GB/s / world GB/s = time / (ranks x one memcpy of `bytes`):\n"
+              "1 = as fast as one thread memcpying every rank's buffer once\n\n");
   std::printf("%-24s %5s %10s %12s %11s %11s %7s\n", "collective", "ranks", "bytes",
               "time/op us", "world GB/s", "memcpy GB/s", "ratio");
   const std::vector<std::string> kinds = {"all_reduce", "all_gather_into_tensor",
                                           "reduce_scatter_tensor"};
-  const int64_t max_bytes = quick ? (int64_t{1} << 20) : (int64_t{64} << 20);
   for (const std::string& kind : kinds) {
     for (int64_t ranks : {2, 4, 8}) {
-      for (int64_t bytes = 1024; bytes <= max_bytes; bytes *= 4) {
-        const int iters = iterations_for(bytes * ranks, quick ? 2e8 : 1e9);
+      for (int64_t bytes = from; bytes <= to; bytes *= 4) {
+        const int iters = iterations_for(bytes * ranks, 1e9);
         const double t = collective_seconds(kind, ranks, bytes, iters);
-        const int64_t out_bytes = kind == "reduce_scatter_tensor" ? bytes / ranks : bytes;
-        const double world_gbs = static_cast<double>(ranks * out_bytes) / t / 1e9;
-        const double memcpy_gbs = static_cast<double>(out_bytes) / memcpy_seconds(out_bytes) / 1e9;
+        const double world_gbs = static_cast<double>(ranks * bytes) / t / 1e9;
+        const double memcpy_gbs = static_cast<double>(bytes) / memcpy_seconds(bytes) / 1e9;
         std::printf("%-24s %5ld %10ld %12.1f %11.2f %11.2f %7.2f\n", kind.c_str(),
                     static_cast<long>(ranks), static_cast<long>(bytes), t * 1e6, world_gbs,
                     memcpy_gbs, memcpy_gbs / world_gbs);
@@ -163,9 +162,13 @@ void latency_table() {
 }  // namespace dtensor
 
 int main(int argc, char** argv) {
+  // No argument: everything; --latency, --small (1 KiB..64 KiB) or --large (1 MiB..64 MiB).
   const std::string mode = argc > 1 ? argv[1] : "";
   std::printf("fake_collectives_bench: %u hardware threads\n", std::thread::hardware_concurrency());
-  dtensor::latency_table();
-  if (mode != "--latency") dtensor::throughput_table(/*quick=*/mode == "--quick");
+  if (mode.empty() || mode == "--latency") dtensor::latency_table();
+  const int64_t kib = 1024;
+  if (mode.empty()) dtensor::throughput_table(kib, 64 * kib * kib);
+  if (mode == "--small") dtensor::throughput_table(kib, 64 * kib);
+  if (mode == "--large") dtensor::throughput_table(kib * kib, 64 * kib * kib);
   return 0;
 }

@@ -12,7 +12,7 @@ PACKAGES=(
   libimgui-dev libglfw3-dev libstb-dev libgl-dev   # viewer
   nlohmann-json3-dev libfmt-dev
   googletest libgmock-dev libbenchmark-dev
-  xvfb xauth libgl1-mesa-dri # headless viewer tests
+  xvfb xauth libgl1-mesa-dri fonts-dejavu-core  # headless viewer tests, font
 )
 
 missing=()

@@ -1,5 +1,5 @@
-// memcpy on CPU (ATen copies elsewhere) and ATen element-wise kernels applied
-// in rank order for reductions.
+// memcpy on CPU (ATen copies elsewhere), and reductions in rank order: tiled,
+// with plain loops for the common dtypes and ATen kernels for the others.
 #include "backends/fake/data_movement.h"
 
 #include <ATen/ops/add.h>
@@ -9,7 +9,9 @@
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/mul.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -19,24 +21,33 @@ namespace detail {
 
 // Note [Fixed reduction order]
 // A fake reduction evaluates ((x0 op x1) op x2) ... op x(n-1) over the group
-// ranks in group order, with the same ATen element-wise kernels a serial
-// reference would call on whole tensors. Element-wise kernels compute each
-// output element from the same-index inputs only, so reducing a slice gives
-// the same bits as reducing the whole tensor and slicing afterwards: results
-// are bit-identical to the serial reference and across runs, whatever the
-// thread timing. kAvg is the sum divided by n (Tensor::div_ with an integer
-// scalar), as c10d's AVG on a backend that sums first. Two caveats, both
-// inherited from ATen, whose scalar and vector loops differ there: max/min of
-// +0 and -0 may return either zero, and NaN payloads are not preserved.
-
-// Small reductions on CPU skip ATen for float, double, int and long: the
-// TensorIterator set-up of one ATen call costs more than reducing a few
-// kilobytes. The loops below evaluate the same IEEE operations per element as
-// ATen's add/mul/maximum/minimum kernels (one rounding per operation, no
-// contraction), so results keep the bits of the serial reference.
-constexpr int64_t kLoopBytes = int64_t{64} << 10;
+// ranks in group order, element by element, with one rounding per operation:
+// exactly what a serial reference computes with ATen's add/mul/maximum/
+// minimum on whole tensors, so results are bit-identical to it and across
+// runs, whatever the thread timing. kAvg is that sum divided by n (as
+// Tensor::div_ with an integer scalar), like c10d's AVG on a backend that sums
+// first. Two caveats, inherited from ATen, whose own scalar and vector loops
+// disagree there: max/min of +0 and -0 may return either zero, and NaN
+// payloads are not preserved.
+//
+// How: the range is cut into tiles of fewer than 32768 elements, aligned to
+// 256 bytes. Per tile, all n sources are combined while the partial result
+// stays in cache. Float, double, int and long use the plain loops below (the
+// same IEEE operations as ATen's kernels; an ATen call costs more in set-up
+// than a small tile costs to reduce); other dtypes call ATen per tile. Tiles
+// below ATen's GRAIN_SIZE (32768) run on the rank's own thread instead of
+// starting an OpenMP team per rank, and the alignment keeps each element in
+// the same (vector or scalar) path of ATen's loops as in a whole-tensor call.
 
 namespace {
+
+constexpr int64_t kMaxTileElements = 32767;
+#ifdef __OPTIMIZE__
+constexpr int64_t kLoopMaxBytes = std::numeric_limits<int64_t>::max();
+#else
+// Unoptimised builds (Bazel's fastbuild) loop slower than ATen's kernels.
+constexpr int64_t kLoopMaxBytes = int64_t{64} << 10;
+#endif
 
 template <typename T>
 struct Sum {
@@ -52,7 +63,7 @@ struct Max {
     if constexpr (std::is_floating_point_v<T>) {
       if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
     }
-    return a < b ? b : a;
+    return a < b ? b : a;  // std::max, as ATen's scalar loop
   }
 };
 template <typename T>
@@ -61,7 +72,7 @@ struct Min {
     if constexpr (std::is_floating_point_v<T>) {
       if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
     }
-    return b < a ? b : a;
+    return b < a ? b : a;  // std::min, as ATen's scalar loop
   }
 };
 
@@ -82,8 +93,15 @@ template <typename T>
 void reduce_loop(Slice out, c10::ArrayRef<Slice> srcs, int64_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg:
       return reduce_loop<T, Sum>(out, srcs, n);
+    case ReduceOp::kAvg:
+      reduce_loop<T, Sum>(out, srcs, n);
+      if constexpr (std::is_floating_point_v<T>) {
+        T* dst = reinterpret_cast<T*>(out.data());
+        const T divisor = static_cast<T>(srcs.size());
+        for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] / divisor;
+      }
+      return;
     case ReduceOp::kProduct:
       return reduce_loop<T, Product>(out, srcs, n);
     case ReduceOp::kMax:
@@ -93,12 +111,9 @@ void reduce_loop(Slice out, c10::ArrayRef<Slice> srcs, int64_t n, ReduceOp op) {
   }
 }
 
-// The loop path of reduce_in_order; false when it does not apply.
+// The loop path of one tile; false when the dtype has none.
 bool try_reduce_loop(Slice out, c10::ArrayRef<Slice> srcs, int64_t n, c10::ScalarType dtype,
                      ReduceOp op) {
-  if (!out.owner->is_cpu() || n * static_cast<int64_t>(c10::elementSize(dtype)) > kLoopBytes) {
-    return false;
-  }
   switch (dtype) {
     case at::kFloat:
       reduce_loop<float>(out, srcs, n, op);
@@ -117,27 +132,36 @@ bool try_reduce_loop(Slice out, c10::ArrayRef<Slice> srcs, int64_t n, c10::Scala
   }
 }
 
-char* data_bytes(const at::Tensor& t) { return static_cast<char*>(t.data_ptr()); }
-
-void apply(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, ReduceOp op) {
-  at::Tensor result = out;  // the *_out functions take a non-const reference
+void apply(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      at::add_out(result, a, b);
+      at::add_out(out, a, b);
       return;
     case ReduceOp::kProduct:
-      at::mul_out(result, a, b);
+      at::mul_out(out, a, b);
       return;
     case ReduceOp::kMax:
-      at::maximum_out(result, a, b);
+      at::maximum_out(out, a, b);
       return;
     case ReduceOp::kMin:
-      at::minimum_out(result, a, b);
+      at::minimum_out(out, a, b);
       return;
   }
   TORCH_INTERNAL_ASSERT(false, "unknown ReduceOp");
 }
+
+// The ATen path of one tile.
+void reduce_aten(Slice out, c10::ArrayRef<Slice> srcs, int64_t n, c10::ScalarType dtype,
+                 ReduceOp op) {
+  auto view = [&](const Slice& s) { return flat_view(*s.owner, s.offset, n, dtype); };
+  at::Tensor result = view(out);
+  apply(result, view(srcs[0]), view(srcs[1]), op);
+  for (size_t k = 2; k < srcs.size(); ++k) apply(result, result, view(srcs[k]), op);
+  if (op == ReduceOp::kAvg) result.div_(static_cast<int64_t>(srcs.size()));
+}
+
+char* data_bytes(const at::Tensor& t) { return static_cast<char*>(t.data_ptr()); }
 
 }  // namespace
 
@@ -172,21 +196,23 @@ at::Tensor flat_view(const at::Tensor& owner, int64_t byte_offset, int64_t numel
 void reduce_in_order(Slice out, c10::ArrayRef<Slice> srcs, int64_t numel, c10::ScalarType dtype,
                      ReduceOp op) {
   TORCH_INTERNAL_ASSERT(!srcs.empty(), "reduce_in_order needs at least one source");
-  const int64_t bytes = numel * static_cast<int64_t>(c10::elementSize(dtype));
+  const auto esize = static_cast<int64_t>(c10::elementSize(dtype));
   if (srcs.size() == 1) {
     // x / 1 == x exactly, so kAvg needs no division either.
-    return copy_bytes(*out.owner, out.offset, *srcs[0].owner, srcs[0].offset, bytes);
+    return copy_bytes(*out.owner, out.offset, *srcs[0].owner, srcs[0].offset, numel * esize);
   }
-  auto view = [&](const Slice& s) { return flat_view(*s.owner, s.offset, numel, dtype); };
-  const int64_t n = static_cast<int64_t>(srcs.size());
-  if (try_reduce_loop(out, srcs, numel, dtype, op)) {
-    if (op == ReduceOp::kAvg) view(out).div_(n);
-    return;
+  const bool loops = out.owner->is_cpu() && numel * esize <= kLoopMaxBytes;
+  const int64_t unit = std::max<int64_t>(1, 256 / esize);
+  const int64_t tile = kMaxTileElements / unit * unit;
+  c10::SmallVector<Slice, 8> part(srcs.begin(), srcs.end());
+  for (int64_t begin = 0; begin < numel; begin += tile) {
+    const int64_t count = std::min(tile, numel - begin);
+    for (size_t k = 0; k < srcs.size(); ++k) part[k].offset = srcs[k].offset + begin * esize;
+    const Slice target{out.owner, out.offset + begin * esize};
+    if (!loops || !try_reduce_loop(target, part, count, dtype, op)) {
+      reduce_aten(target, part, count, dtype, op);
+    }
   }
-  at::Tensor result = view(out);
-  apply(result, view(srcs[0]), view(srcs[1]), op);
-  for (size_t k = 2; k < srcs.size(); ++k) apply(result, result, view(srcs[k]), op);
-  if (op == ReduceOp::kAvg) result.div_(n);
 }
 
 }  // namespace detail

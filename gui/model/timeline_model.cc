@@ -8,7 +8,8 @@
 namespace dtensor::gui {
 namespace {
 
-constexpr int64_t kMaxLanes = 4096;
+constexpr size_t kMaxLanes = 4096;
+constexpr int64_t kAllLanesUpTo = 64;
 
 // seq -> (kind, bytes) of every lane that has it; flags the disagreeing seqs.
 std::set<int64_t> find_mismatches(const Trace& trace, const std::vector<TimelineLane>& lanes) {
@@ -36,13 +37,25 @@ std::set<int64_t> find_mismatches(const Trace& trace, const std::vector<Timeline
 TimelineModel build_timeline(const Trace& trace) {
   TimelineModel model;
   if (trace.events.empty()) return model;
-  int64_t lanes = std::min<int64_t>(std::max<int64_t>(trace.world_size, 1), kMaxLanes);
-  for (int64_t rank = 0; rank < lanes; ++rank) model.lanes.push_back(TimelineLane{rank, {}});
+  // Small worlds show every rank (an idle rank is news); big ones (solo-mode
+  // traces of thousands of ranks) only the ranks that issued something.
+  std::set<int64_t> ranks;
+  if (trace.world_size <= kAllLanesUpTo) {
+    for (int64_t rank = 0; rank < trace.world_size; ++rank) ranks.insert(rank);
+  }
+  for (const TraceEvent& e : trace.events) ranks.insert(e.rank);
+  std::map<int64_t, size_t> lane_of;
+  for (int64_t rank : ranks) {
+    if (model.lanes.size() == kMaxLanes) break;
+    lane_of[rank] = model.lanes.size();
+    model.lanes.push_back(TimelineLane{rank, {}});
+  }
   std::set<std::string> kinds;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
-    if (e.rank >= lanes) continue;
-    model.lanes[static_cast<size_t>(e.rank)].events.push_back(i);
+    auto lane = lane_of.find(e.rank);
+    if (lane == lane_of.end()) continue;
+    model.lanes[lane->second].events.push_back(i);
     model.max_seq = std::max(model.max_seq, e.seq);
     kinds.insert(e.kind);
   }

@@ -22,7 +22,9 @@ struct TimelineLane {
 
 // Everything the timeline panel draws.
 struct TimelineModel {
-  // One lane per rank 0 .. world_size - 1 (ranks without events get an empty lane).
+  // One lane per rank, ascending: every rank 0 .. world_size - 1 when the
+  // world has at most 64 ranks (idle ranks get an empty lane), else only the
+  // ranks with events.
   std::vector<TimelineLane> lanes;
   // Largest seq of any event; -1 when there are none.
   int64_t max_seq = -1;
@@ -33,7 +35,7 @@ struct TimelineModel {
   std::set<int64_t> mismatched_seqs;
 };
 
-// Builds the lanes of `trace`. At most 4096 lanes are built (ranks beyond are
+// Builds the lanes of `trace`. At most 4096 lanes are built (higher ranks are
 // dropped); an empty model when the trace has no events.
 TimelineModel build_timeline(const Trace& trace);
 

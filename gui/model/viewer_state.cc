@@ -47,6 +47,7 @@ bool ViewerState::load_trace(const std::string& path) {
   trace_error.clear();
   module_counts = module_rank_counts(*trace);
   timeline = build_timeline(*trace);
+  trace_palette = RankPalette(std::min<int64_t>(trace->world_size, 4096));
   return true;
 }
 

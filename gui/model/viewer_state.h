@@ -72,6 +72,8 @@ class ViewerState {
   // Derived from `trace` by load_trace.
   std::map<std::string, ModuleRankCounts> module_counts;
   TimelineModel timeline;
+  // Colours of the trace's ranks (world_size of them, at most 4096).
+  RankPalette trace_palette;
   // Pixels per sequence number in the timeline.
   float timeline_cell_width = 28.0f;
 

@@ -135,7 +135,7 @@ void draw_lanes(ViewerState& state, const Trace& trace) {
   ImVec2 start = ImGui::GetCursorScreenPos();
   g.origin = ImVec2(start.x, start.y + g.axis_h);
   ImDrawList* draw = ImGui::GetWindowDrawList();
-  RankPalette palette(static_cast<int64_t>(timeline.lanes.size()));
+  const RankPalette& palette = state.trace_palette;
   size_t hovered = SIZE_MAX;
   for (size_t i = 0; i < timeline.lanes.size(); ++i) {
     size_t h = draw_lane(draw, trace, timeline, timeline.lanes[i], g, g.origin.y + i * g.lane_h);

@@ -116,6 +116,7 @@ std::vector<Layout> layouts() {
   return {
       {"colwise_2", {2}, {Shard(0)}, {Shard(0)}, {Replicate()}},
       {"colwise_4", {4}, {Shard(0)}, {Shard(0)}, {Replicate()}},
+      {"colwise_3_uneven", {3}, {Shard(0)}, {Shard(0)}, {Replicate()}},
       {"rowwise_2", {2}, {Shard(1)}, {Replicate()}, {Shard(1)}},
       {"rowwise_4_uneven", {4}, {Shard(1)}, {Replicate()}, {Shard(1)}},
       {"data_parallel_4", {4}, {Replicate()}, {Replicate()}, {Shard(0)}},

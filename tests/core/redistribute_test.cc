@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <optional>
+#include <random>
+
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
 #include "tests/core/test_util.h"
@@ -41,25 +44,53 @@ at::Tensor test_tensor(const std::vector<int64_t>& shape, int64_t seed) {
   return at::randint(-8, 8, shape, gen, at::kDouble);
 }
 
-void check_round_trips(const MeshCase& c, const Placements& alphabet) {
+// The (from, to) pairs to test: all of them when there are at most
+// `max_pairs`; otherwise every list as a source (to all-Replicate) and as a
+// target (from all-Replicate and from all-Shard(0)), plus a seeded random
+// sample, so that 3-D meshes stay within the test time budget.
+std::vector<std::pair<Placements, Placements>> pairs_to_test(const std::vector<Placements>& lists,
+                                                             size_t max_pairs, uint64_t seed) {
+  std::vector<std::pair<Placements, Placements>> pairs;
+  if (lists.size() * lists.size() <= max_pairs) {
+    for (const auto& from : lists) {
+      for (const auto& to : lists) pairs.emplace_back(from, to);
+    }
+    return pairs;
+  }
+  const Placements replicate(lists[0].size(), Replicate());
+  const Placements shard0(lists[0].size(), Shard(0));
+  for (const auto& l : lists) {
+    pairs.emplace_back(l, replicate);
+    pairs.emplace_back(replicate, l);
+    pairs.emplace_back(shard0, l);
+  }
+  std::mt19937_64 rng(seed);
+  while (pairs.size() < max_pairs) {
+    pairs.emplace_back(lists[rng() % lists.size()], lists[rng() % lists.size()]);
+  }
+  return pairs;
+}
+
+void check_round_trips(const MeshCase& c, const Placements& alphabet, size_t max_pairs) {
   const at::Tensor global = test_tensor(c.shape, 7);
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with DTENSOR_TEST_SEED=" + std::to_string(seed) + ")");
   run_fake_world(num_ranks(c.mesh), [&](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, c.mesh);
-    const auto lists = all_placement_lists(mesh.ndim(), alphabet);
-    for (const Placements& from : lists) {
-      DTensor x = distribute_tensor(global, mesh, from);
-      for (const Placements& to : lists) {
-        SCOPED_TRACE(case_name(c) + " " + trace(from, to, c.shape) + " rank " +
-                     std::to_string(mesh.global_rank()));
-        DTensor y = x.redistribute(to);
-        ASSERT_EQ(y.placements(), to);
-        ASSERT_EQ(y.sizes(), global.sizes());
-        ASSERT_EQ(y.local_tensor().sizes().vec(), y.spec().local_shape());
-        if (!y.spec().has_partial()) {
-          ASSERT_TRUE(at::equal(y.local_tensor(), expected_local(global, y.spec())));
-        }
-        ASSERT_TRUE(at::allclose(y.full_tensor(), global, 1e-12, 1e-12));
+    const auto pairs = pairs_to_test(all_placement_lists(mesh.ndim(), alphabet), max_pairs, seed);
+    std::optional<DTensor> x;
+    for (const auto& [from, to] : pairs) {
+      SCOPED_TRACE(case_name(c) + " " + trace(from, to, c.shape) + " rank " +
+                   std::to_string(mesh.global_rank()));
+      if (!x || x->placements() != from) x = distribute_tensor(global, mesh, from);
+      DTensor y = x->redistribute(to);
+      ASSERT_EQ(y.placements(), to);
+      ASSERT_EQ(y.sizes(), global.sizes());
+      ASSERT_EQ(y.local_tensor().sizes().vec(), y.spec().local_shape());
+      if (!y.spec().has_partial()) {
+        ASSERT_TRUE(at::equal(y.local_tensor(), expected_local(global, y.spec())));
       }
+      ASSERT_TRUE(at::allclose(y.full_tensor(), global, 1e-12, 1e-12));
     }
   });
 }
@@ -68,7 +99,7 @@ class RedistributeRoundTrip : public ::testing::TestWithParam<MeshCase> {};
 
 TEST_P(RedistributeRoundTrip, EveryPlacementPairRoundTrips) {
   const MeshCase& c = GetParam();
-  check_round_trips(c, placement_alphabet(static_cast<int64_t>(c.shape.size())));
+  check_round_trips(c, placement_alphabet(static_cast<int64_t>(c.shape.size())), /*max_pairs=*/400);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -76,7 +107,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(MeshCase{{4}, {8, 4}}, MeshCase{{4}, {5, 3}}, MeshCase{{3}, {7, 2}},
                       MeshCase{{2, 2}, {8, 4}}, MeshCase{{2, 2}, {5, 3}}, MeshCase{{2, 2}, {3, 1}},
                       MeshCase{{2, 3}, {7, 5}}, MeshCase{{1, 4}, {6, 3}}, MeshCase{{2, 1, 2}, {5, 6}},
-                      MeshCase{{2, 2, 2}, {8, 8}}, MeshCase{{2, 2, 2}, {5, 3}}),
+                      MeshCase{{2, 2, 2}, {8, 8}}, MeshCase{{2, 2, 2}, {5, 3}},
+                      MeshCase{{2, 2, 2}, {4, 6, 5}}),
     [](const ::testing::TestParamInfo<MeshCase>& info) {
       std::string name = "mesh";
       for (int64_t s : info.param.mesh) name += "_" + std::to_string(s);
@@ -182,43 +214,42 @@ TEST(RedistributeTest, SizeOneMeshDimsIssueNoCollective) {
 // Backward of redistribute(from -> to): a gradient laid out as `to` comes back
 // laid out as `from` (Partial as Replicate) with the same global value.
 void check_gradients(const std::vector<int64_t>& mesh_shape, const std::vector<int64_t>& shape,
-                     const Placements& alphabet) {
+                     const Placements& alphabet, size_t max_pairs) {
   const at::Tensor global = test_tensor(shape, 11);
   const at::Tensor grad = test_tensor(shape, 12);
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with DTENSOR_TEST_SEED=" + std::to_string(seed) + ")");
   run_fake_world(num_ranks(mesh_shape), [&](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, mesh_shape);
-    const auto lists = all_placement_lists(mesh.ndim(), alphabet);
-    for (const Placements& from : lists) {
-      for (const Placements& to : lists) {
-        for (bool partial_grad : {false, true}) {
-          const Placements grad_placements = partial_grad ? to : without_partial(to);
-          if (partial_grad && grad_placements == without_partial(to)) continue;
-          SCOPED_TRACE(trace(from, to, shape) + " grad as " + to_string(grad_placements));
-          DTensor x = distribute_tensor(global, mesh, from);
-          x.set_requires_grad(true);
-          DTensor y = x.redistribute(to);
-          DTensor gy = distribute_tensor(grad, mesh, grad_placements);
-          y.backward(gy);
-          ASSERT_TRUE(x.grad().defined());
-          DTensor gx = x.grad();
-          EXPECT_EQ(gx.placements(), without_partial(from));
-          EXPECT_TRUE(at::allclose(gx.full_tensor(), grad, 1e-12, 1e-12));
-        }
+    for (const auto& [from, to] : pairs_to_test(all_placement_lists(mesh.ndim(), alphabet), max_pairs, seed)) {
+      for (bool partial_grad : {false, true}) {
+        const Placements grad_placements = partial_grad ? to : without_partial(to);
+        if (partial_grad && grad_placements == without_partial(to)) continue;
+        SCOPED_TRACE(trace(from, to, shape) + " grad as " + to_string(grad_placements));
+        DTensor x = distribute_tensor(global, mesh, from);
+        x.set_requires_grad(true);
+        DTensor y = x.redistribute(to);
+        DTensor gy = distribute_tensor(grad, mesh, grad_placements);
+        y.backward(gy);
+        ASSERT_TRUE(x.grad().defined());
+        DTensor gx = x.grad();
+        EXPECT_EQ(gx.placements(), without_partial(from));
+        EXPECT_TRUE(at::allclose(gx.full_tensor(), grad, 1e-12, 1e-12));
       }
     }
   });
 }
 
 TEST(RedistributeGradientTest, OneDimMeshUneven) {
-  check_gradients({3}, {5, 2}, placement_alphabet(2));
+  check_gradients({3}, {5, 2}, placement_alphabet(2), /*max_pairs=*/400);
 }
 
 TEST(RedistributeGradientTest, TwoDimMesh) {
-  check_gradients({2, 2}, {5, 4}, placement_alphabet(2));
+  check_gradients({2, 2}, {5, 4}, placement_alphabet(2), /*max_pairs=*/400);
 }
 
 TEST(RedistributeGradientTest, ThreeDimMesh) {
-  check_gradients({2, 2, 2}, {4, 3}, {Replicate(), Shard(0), Shard(1), Partial()});
+  check_gradients({2, 2, 2}, {4, 3}, placement_alphabet(2), /*max_pairs=*/250);
 }
 
 TEST(RedistributeGradientTest, DtypeOptionsCastForwardAndBackward) {

@@ -142,6 +142,18 @@ TEST(TimelineModelTest, MissingCallIsAMismatchAndEmptyTraceHasNoLanes) {
   EXPECT_TRUE(build_timeline(Trace{}).lanes.empty());
 }
 
+TEST(TimelineModelTest, BigWorldsShowOnlyRanksWithEvents) {
+  TraceLoadResult loaded = parse_trace_json(R"({"world_size": 4096, "events": [
+      {"rank": 7, "seq": 0, "kind": "all_reduce"}, {"rank": 4000, "seq": 0, "kind": "all_reduce"}]})",
+                                            "solo");
+  ASSERT_TRUE(loaded.trace) << loaded.error;
+  TimelineModel timeline = build_timeline(*loaded.trace);
+  ASSERT_EQ(timeline.lanes.size(), 2u);
+  EXPECT_EQ(timeline.lanes[0].rank, 7);
+  EXPECT_EQ(timeline.lanes[1].rank, 4000);
+  EXPECT_EQ(timeline.lanes[1].events.size(), 1u);
+}
+
 TEST(TimelineModelTest, DivergentFixtureMismatchesFromTheExtraCallOn) {
   TraceLoadResult loaded = load_trace_file("tests/gui/testdata/transformer_divergent_trace.json");
   ASSERT_TRUE(loaded.trace) << loaded.error;

@@ -1,0 +1,115 @@
+// TransformerTrainer and the single-device reference run.
+#include "examples/models/transformer_training.h"
+
+#include <ATen/Functions.h>
+#include <c10/util/Exception.h>
+#include <torch/nn/functional/loss.h>
+
+#include <sstream>
+
+#include "core/parallel/data_parallel.h"
+#include "examples/models/seeded_init.h"
+
+namespace dtensor::examples {
+
+// Counts this rank's collectives since the last take().
+class TransformerTrainer::Counter : public CollectiveObserver {
+ public:
+  explicit Counter(World& world) : registration_(world.observers().add(this)) {}
+  void on_collective(const CollectiveEvent& event) override { ++counts_[collective_name(event.kind)]; }
+  Counts take() {
+    Counts out;
+    out.swap(counts_);
+    return out;
+  }
+
+ private:
+  Counts counts_;
+  ObserverList::Registration registration_;
+};
+
+std::pair<at::Tensor, at::Tensor> training_batch(const TrainingConfig& config) {
+  at::Generator gen = make_generator(config.data_seed);
+  const int64_t vocab = config.model.vocab_size_;
+  at::Tensor tokens = at::randint(vocab, {config.batch, config.seq_len}, gen);
+  at::Tensor targets = at::randint(vocab, {config.batch, config.seq_len}, gen);
+  return {tokens, targets};
+}
+
+at::Tensor transformer_loss(const at::Tensor& logits, const at::Tensor& targets) {
+  return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+}
+
+std::vector<double> train_single_device(const TrainingConfig& config, int steps) {
+  Transformer model(config.model);
+  model->to(config.dtype);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(config.lr));
+  auto [tokens, targets] = training_batch(config);
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i) {
+    optimizer.zero_grad();
+    at::Tensor loss = transformer_loss(model->forward(tokens), targets);
+    loss.backward();
+    optimizer.step();
+    losses.push_back(loss.item<double>());
+  }
+  return losses;
+}
+
+std::string to_string(const Counts& counts) {
+  std::ostringstream out;
+  out << "{";
+  bool first = true;
+  for (const auto& [name, n] : counts) {
+    out << (first ? "" : ", ") << name << ": " << n;
+    first = false;
+  }
+  out << "}";
+  return out.str();
+}
+
+TransformerTrainer::TransformerTrainer(const TrainingConfig& config) : config_(config) {
+  const size_t ndim = config.mesh_shape.size();
+  TORCH_CHECK(ndim == 1 || ndim == 2, "TransformerTrainer: mesh_shape must be {tp} or {dp, tp}");
+  mesh_ = ndim == 2 ? DeviceMesh::init(c10::kCPU, config.mesh_shape, {"dp", "tp"})
+                    : DeviceMesh::init(c10::kCPU, config.mesh_shape, {"tp"});
+  tp_mesh_ = ndim == 2 ? mesh_["tp"] : mesh_;
+  if (ndim == 2) dp_mesh_ = mesh_["dp"];
+  const int64_t dp_size = ndim == 2 ? mesh_.size(0) : 1;
+  TORCH_CHECK(config.batch % dp_size == 0, "TransformerTrainer: batch ", config.batch,
+              " does not split evenly over dp = ", dp_size);
+  model_ = Transformer(config.model);
+  model_->to(config.dtype);
+  parallelize_transformer(*model_, tp_mesh_, config.sequence_parallel);
+  optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(config.lr));
+  auto [tokens, targets] = training_batch(config);
+  const int64_t dp_rank = ndim == 2 ? mesh_.get_local_rank(0) : 0;
+  tokens_ = tokens.chunk(dp_size, 0)[static_cast<size_t>(dp_rank)];
+  targets_ = targets.chunk(dp_size, 0)[static_cast<size_t>(dp_rank)];
+  counter_ = std::make_unique<Counter>(mesh_.world());
+}
+
+TransformerTrainer::~TransformerTrainer() = default;
+
+double TransformerTrainer::step() {
+  optimizer_->zero_grad();
+  counter_->take();
+  at::Tensor logits = model_->forward(tokens_);
+  counts_.forward = counter_->take();
+  at::Tensor loss = transformer_loss(logits, targets_);
+  loss.backward();
+  counts_.backward = counter_->take();
+  if (dp_mesh_.defined()) average_gradients(*model_, dp_mesh_);
+  counts_.data_parallel = counter_->take();
+  optimizer_->step();
+  counts_.optimizer = counter_->take();
+  at::Tensor global = loss.detach().to(at::kDouble).clone();
+  if (dp_mesh_.defined()) {
+    dp_mesh_.communicator(0).all_reduce(global);
+    global.div_(static_cast<double>(dp_mesh_.size()));
+  }
+  counter_->take();  // the loss report is not part of training
+  return global.item<double>();
+}
+
+}  // namespace dtensor::examples

@@ -1,0 +1,101 @@
+// Training the example Transformer under tensor (+ sequence) parallelism and
+// data parallelism on whatever world the calling rank is in (fake, Gloo,
+// NCCL), and the single-device run it must match. Used by examples/quickstart
+// and its tests.
+//   examples::TransformerTrainer trainer(config);   // on each rank
+//   double loss = trainer.step();                     // the global batch's loss
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/optim/adam.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/world.h"
+#include "core/device_mesh.h"
+#include "examples/models/transformer.h"
+
+namespace dtensor::examples {
+
+struct TrainingConfig {
+  /// {tp} or {dp, tp}; the product is the world size.
+  std::vector<int64_t> mesh_shape = {2, 2};
+  bool sequence_parallel = true;
+  c10::ScalarType dtype = at::kFloat;
+  int64_t batch = 8;    // global batch, split over dp
+  int64_t seq_len = 8;  // a multiple of tp with sequence parallelism
+  double lr = 0.01;
+  uint64_t data_seed = 11;
+  /// Dropout 0: see Note [Dropout in the examples].
+  ModelArgs model = ModelArgs().dropout_p(0.0).seed(3);
+};
+
+// Note [Dropout in the examples]
+// Parity with one device needs identical dropout masks. Dropout on plain
+// (local) tensors draws from LibTorch's global generator, which the rank
+// threads of a fake world share (so masks differ between runs and between
+// replicas), and even on Gloo one process per rank draws masks of *local*
+// shapes that no single-device run reproduces. So the training examples run
+// with dropout_p = 0, as PyTorch's own TP tests do.
+
+/// The batch every step trains on: tokens and targets [batch, seq_len] int64,
+/// the same on every rank (a private generator seeded with data_seed).
+std::pair<at::Tensor, at::Tensor> training_batch(const TrainingConfig& config);
+
+/// Mean cross entropy of logits [b, s, vocab] against targets [b, s].
+at::Tensor transformer_loss(const at::Tensor& logits, const at::Tensor& targets);
+
+/// `steps` Adam steps of the unparallelized model; the loss of each.
+std::vector<double> train_single_device(const TrainingConfig& config, int steps);
+
+/// Collective name -> count.
+using Counts = std::map<std::string, int64_t>;
+
+/// The collectives of one training step, by phase.
+struct StepCounts {
+  Counts forward, backward, data_parallel, optimizer;
+};
+
+/// "{all_reduce: 6, all_gather_into_tensor: 1}".
+std::string to_string(const Counts& counts);
+
+/// One rank's share of the parallel run. Construct it on every rank (SPMD):
+/// it lays the current world out as `mesh_shape` ("dp", "tp"), builds the
+/// model, parallelizes it on the tp mesh (parallelize_transformer) and makes
+/// an Adam optimizer over its (DTensor) parameters.
+class TransformerTrainer {
+ public:
+  explicit TransformerTrainer(const TrainingConfig& config);
+  ~TransformerTrainer();
+  TransformerTrainer(const TransformerTrainer&) = delete;
+  TransformerTrainer& operator=(const TransformerTrainer&) = delete;
+
+  /// One Adam step on this dp rank's rows of training_batch; gradients are
+  /// averaged over dp. Returns the loss of the whole global batch (the dp
+  /// ranks' losses averaged: one extra all_reduce, not in last_counts()).
+  double step();
+  /// The collectives of the last step(), by phase.
+  const StepCounts& last_counts() const { return counts_; }
+
+  TransformerImpl& model() { return *model_; }
+  /// The full mesh ({"dp", "tp"} or {"tp"}) and its tp dim.
+  const DeviceMesh& mesh() const { return mesh_; }
+  const DeviceMesh& tp_mesh() const { return tp_mesh_; }
+
+ private:
+  class Counter;
+  TrainingConfig config_;
+  DeviceMesh mesh_, tp_mesh_, dp_mesh_;
+  Transformer model_{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  at::Tensor tokens_, targets_;  // this dp rank's rows
+  std::unique_ptr<Counter> counter_;
+  StepCounts counts_;
+};
+
+}  // namespace dtensor::examples

@@ -1,0 +1,223 @@
+// dtensor quickstart: PyTorch's DTensor test Transformer trained with tensor +
+// sequence parallelism (mesh dim "tp") and data parallelism ("dp") on 4 ranks,
+// its losses next to one device's, the collectives it issued (CommDebugMode's
+// table) and a JSON trace for the viewer.
+//   bazel run //examples:quickstart                     # fake world: 4 ranks as threads
+//   torchrun --no_python --nproc_per_node 4 bazel-bin/examples/quickstart   # Gloo, 4 processes
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/fake/fake_world.h"
+#include "backends/launch/init_world.h"
+#include "debug/comm_debug_mode.h"
+#include "debug/fake_world_trace.h"
+#include "examples/models/transformer_training.h"
+
+namespace {
+
+using dtensor::examples::TrainingConfig;
+
+struct Flags {
+  TrainingConfig config;
+  int steps = 5;
+  std::string json = "comm_trace.json";
+  int noise_level = 1;
+  bool raw = false;  // machine-readable result lines (tests)
+};
+
+const char* kUsage =
+    "usage: quickstart [--steps N] [--mesh DP,TP | --mesh TP] [--no-sp] [--dtype float|double]\n"
+    "                  [--json PATH] [--noise-level 0..3] [--raw]\n"
+    "Runs on a fake world of mesh-size ranks (threads); launched by torchrun or dtensor_launch\n"
+    "(RANK/WORLD_SIZE set) it runs one rank per process on Gloo instead.\n";
+
+std::vector<int64_t> parse_mesh(const std::string& text) {
+  std::vector<int64_t> shape;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) shape.push_back(std::stoll(part));
+  return shape;
+}
+
+Flags parse_flags(int argc, char** argv) {
+  Flags flags;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--steps") {
+      flags.steps = std::stoi(value());
+    } else if (arg == "--mesh") {
+      flags.config.mesh_shape = parse_mesh(value());
+    } else if (arg == "--no-sp") {
+      flags.config.sequence_parallel = false;
+    } else if (arg == "--dtype") {
+      const std::string d = value();
+      if (d != "float" && d != "double") throw std::invalid_argument("--dtype is float or double");
+      flags.config.dtype = d == "double" ? at::kDouble : at::kFloat;
+    } else if (arg == "--json") {
+      flags.json = value();
+    } else if (arg == "--noise-level") {
+      flags.noise_level = std::stoi(value());
+    } else if (arg == "--raw") {
+      flags.raw = true;
+    } else if (arg == "--help" || arg == "-h") {
+      std::printf("%s", kUsage);
+      std::exit(0);
+    } else {
+      throw std::invalid_argument("unknown argument " + arg);
+    }
+  }
+  return flags;
+}
+
+// `bazel run` starts us in the runfiles tree; write where the user ran it.
+std::string output_path(const std::string& path) {
+  const char* dir = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (dir == nullptr || path.empty() || path[0] == '/') return path;
+  return std::string(dir) + "/" + path;
+}
+
+int64_t mesh_size(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+std::string mesh_text(const std::vector<int64_t>& shape) {
+  return shape.size() == 2 ? "(dp=" + std::to_string(shape[0]) + ", tp=" + std::to_string(shape[1]) + ")"
+                           : "(tp=" + std::to_string(shape[0]) + ")";
+}
+
+// What one rank saw: its losses and step 1's collectives.
+struct RankRun {
+  std::vector<double> losses;
+  dtensor::examples::StepCounts counts;
+};
+
+// The SPMD program every rank runs; step 1 is traced by `comm`.
+RankRun train(const Flags& flags, dtensor::debug::CommDebugMode& comm) {
+  dtensor::examples::TransformerTrainer trainer(flags.config);
+  RankRun run;
+  for (int step = 0; step < flags.steps; ++step) {
+    if (step == 0) {
+      auto guard = comm.enter(trainer.model(), "Transformer");
+      run.losses.push_back(trainer.step());
+      run.counts = trainer.last_counts();
+    } else {
+      run.losses.push_back(trainer.step());
+    }
+  }
+  return run;
+}
+
+void print_raw(int64_t rank, const RankRun& run) {
+  using dtensor::examples::to_string;
+  std::ostringstream out;
+  out.precision(17);
+  out << "QUICKSTART_RESULT rank=" << rank << " losses=";
+  for (size_t i = 0; i < run.losses.size(); ++i) out << (i ? "," : "") << run.losses[i];
+  out << " forward=" << to_string(run.counts.forward) << " backward=" << to_string(run.counts.backward)
+      << " data_parallel=" << to_string(run.counts.data_parallel) << " optimizer=" << to_string(run.counts.optimizer)
+      << "\n";
+  std::cout << out.str() << std::flush;
+}
+
+void print_report(const Flags& flags, const std::string& where, const RankRun& run,
+                  const std::vector<double>& single_device, const std::string& table) {
+  using dtensor::examples::to_string;
+  const auto& args = flags.config.model;
+  std::printf("dtensor quickstart: PyTorch's DTensor test Transformer (%lld layers, dim %lld, %lld heads, vocab %lld)\n",
+              static_cast<long long>(args.n_layers_), static_cast<long long>(args.dim_),
+              static_cast<long long>(args.n_heads_), static_cast<long long>(args.vocab_size_));
+  std::printf("on %s, mesh %s: tensor%s parallel on \"tp\"%s.\n", where.c_str(),
+              mesh_text(flags.config.mesh_shape).c_str(), flags.config.sequence_parallel ? " + sequence" : "",
+              flags.config.mesh_shape.size() == 2 ? ", data parallel on \"dp\"" : "");
+  std::printf("%s, batch %lld x seq %lld, Adam lr %g, dropout 0.\n\n", c10::toString(flags.config.dtype),
+              static_cast<long long>(flags.config.batch), static_cast<long long>(flags.config.seq_len),
+              flags.config.lr);
+  std::printf("step  loss (%lld ranks)  loss (1 device)    |diff|\n",
+              static_cast<long long>(mesh_size(flags.config.mesh_shape)));
+  for (size_t i = 0; i < run.losses.size(); ++i) {
+    std::printf("%4zu  %15.8f  %15.8f  %8.1e\n", i + 1, run.losses[i], single_device[i],
+                std::abs(run.losses[i] - single_device[i]));
+  }
+  std::printf("\nCollectives of step 1 on rank 0:\n  forward %s\n  backward %s\n  data parallel %s\n  optimizer %s\n",
+              to_string(run.counts.forward).c_str(), to_string(run.counts.backward).c_str(),
+              to_string(run.counts.data_parallel).c_str(), to_string(run.counts.optimizer).c_str());
+  std::printf("\nCommDebugMode table of step 1 (noise level %d):\n%s\n", flags.noise_level, table.c_str());
+}
+
+int run_fake(const Flags& flags) {
+  const std::vector<double> single_device = dtensor::examples::train_single_device(flags.config, flags.steps);
+  dtensor::debug::FakeWorldTrace world_trace;
+  RankRun rank0;
+  std::mutex mutex;
+  dtensor::run_fake_world(mesh_size(flags.config.mesh_shape), [&](dtensor::World& world) {
+    dtensor::debug::CommDebugMode comm(&world_trace);
+    RankRun run = train(flags, comm);
+    if (flags.raw) print_raw(world.rank(), run);
+    if (world.rank() == 0) {
+      std::lock_guard<std::mutex> lock(mutex);
+      rank0 = run;
+    }
+  });
+  if (flags.raw) return 0;
+  print_report(flags, "a fake world of " + std::to_string(mesh_size(flags.config.mesh_shape)) + " ranks (threads)",
+               rank0, single_device, world_trace.generate_comm_debug_tracing_table(flags.noise_level));
+  if (!flags.json.empty()) {
+    const std::string path = output_path(flags.json);
+    world_trace.generate_json_dump(path, flags.noise_level);
+    std::printf("Wrote every rank's trace of step 1 to %s\n(open it with: bazel run //gui:dtensor_viewer -- %s)\n",
+                path.c_str(), path.c_str());
+  }
+  return 0;
+}
+
+int run_gloo(const Flags& flags) {
+  auto world = dtensor::init_world_from_env(dtensor::BackendKind::kGloo);
+  dtensor::ScopedCurrentWorld scope(*world);
+  TORCH_CHECK(world->size() == mesh_size(flags.config.mesh_shape), "quickstart: the mesh ",
+              mesh_text(flags.config.mesh_shape), " needs ", mesh_size(flags.config.mesh_shape),
+              " ranks, the job has ", world->size(), "; pass --mesh");
+  dtensor::debug::CommDebugMode comm;
+  RankRun run = train(flags, comm);
+  if (flags.raw) {
+    print_raw(world->rank(), run);
+    return 0;
+  }
+  if (world->rank() != 0) return 0;
+  const std::vector<double> single_device = dtensor::examples::train_single_device(flags.config, flags.steps);
+  print_report(flags, "Gloo, " + std::to_string(world->size()) + " processes", run, single_device,
+               comm.generate_comm_debug_tracing_table(flags.noise_level));
+  if (!flags.json.empty()) {
+    const std::string path = output_path(flags.json);
+    comm.generate_json_dump(path, flags.noise_level);
+    std::printf("Wrote rank 0's trace of step 1 to %s\n", path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Flags flags = parse_flags(argc, argv);
+    return std::getenv("WORLD_SIZE") != nullptr ? run_gloo(flags) : run_fake(flags);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "quickstart: %s\n\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "quickstart: %s\n", e.what_without_backtrace());
+    return 1;
+  }
+}
