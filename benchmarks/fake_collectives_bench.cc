@@ -103,13 +103,18 @@ void throughput_table(int64_t from, int64_t to) {
 
 void latency_table() {
   std::printf("\n== Small-message latency, 4 ranks (median of 9 batches of 2000) ==\n\n");
-  std::printf("%-32s %10s\n", "collective", "us/op");
+  std::printf("%-34s %10s\n", "collective", "us/op");
   struct Case {
     const char* name;
     // Builds one rank's tensors once and returns the call to repeat.
     std::function<std::function<void(Communicator&)>()> prepare;
+    bool alone = false;  // on a group of one: the cost outside any rendezvous
   };
   const std::vector<Case> cases = {
+      {"all_reduce f32[1], group of one", [] {
+         at::Tensor t = at::ones({1});
+         return [t](Communicator& c) mutable { c.all_reduce(t); };
+       }, /*alone=*/true},
       {"barrier", [] { return [](Communicator& c) { c.barrier(); }; }},
       {"all_reduce f32[1] (4 B)", [] {
          at::Tensor t = at::ones({1});
@@ -142,6 +147,7 @@ void latency_table() {
     std::vector<double> batches;
     run_fake_world(4, [&](World& world) {
       auto comm = world.world_group();
+      if (c.alone) comm = world.new_group({world.rank()});
       auto issue = c.prepare();
       for (int i = 0; i < 200; ++i) issue(*comm);
       for (int b = 0; b < 9; ++b) {
@@ -153,7 +159,7 @@ void latency_table() {
       }
     });
     std::sort(batches.begin(), batches.end());
-    std::printf("%-32s %10.2f\n", c.name, batches[batches.size() / 2] * 1e6);
+    std::printf("%-34s %10.2f\n", c.name, batches[batches.size() / 2] * 1e6);
     std::fflush(stdout);
   }
 }

@@ -27,7 +27,8 @@ Json metadata(const char* name, int64_t tid, Json args) {
 
 std::string chrome_trace_json(const CommTrace& trace, const ChromeTraceOptions& options) {
   Json events = Json::array();
-  events.push_back(metadata("process_name", -1, {{"name", trace.rank < 0 ? "dtensor fake world" : "dtensor"}}));
+  events.push_back(
+      metadata("process_name", -1, {{"name", trace.rank < 0 ? "dtensor fake world" : "dtensor"}}));
   // Each rank's records in issue order.
   std::map<int64_t, std::vector<const CollectiveRecord*>> by_rank;
   for (const CollectiveRecord& r : trace.collectives) by_rank[r.rank].push_back(&r);

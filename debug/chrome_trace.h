@@ -33,6 +33,7 @@ struct ChromeTraceOptions {
 std::string chrome_trace_json(const CommTrace& trace, const ChromeTraceOptions& options = {});
 
 /// Writes chrome_trace_json to `path`; throws c10::Error when it cannot.
-void write_chrome_trace(const std::string& path, const CommTrace& trace, const ChromeTraceOptions& options = {});
+void write_chrome_trace(const std::string& path, const CommTrace& trace,
+                        const ChromeTraceOptions& options = {});
 
 }  // namespace dtensor::debug

@@ -68,7 +68,8 @@ CommDebugMode::CommDebugMode(FakeWorldTrace* world_trace, CommDebugModeOptions o
 CommDebugMode::~CommDebugMode() { exit(); }
 
 World& CommDebugMode::begin(const char* caller) {
-  TORCH_CHECK(session_ == nullptr, caller, ": already entered; let the previous guard end first "
+  TORCH_CHECK(session_ == nullptr, caller,
+              ": already entered; let the previous guard end first "
               "(nested modes must be distinct CommDebugMode objects)");
   World& world = require_current_world(caller);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -115,6 +116,12 @@ void CommDebugMode::on_collective(const CollectiveEvent& event) {
 
 void CommDebugMode::learn_mesh_locked(const DeviceMesh& mesh) {
   if (std::find(meshes_.begin(), meshes_.end(), mesh) == meshes_.end()) meshes_.push_back(mesh);
+}
+
+void CommDebugMode::add_mesh(const DeviceMesh& mesh) {
+  TORCH_CHECK(mesh.defined(), "CommDebugMode::add_mesh: the mesh is empty");
+  std::lock_guard<std::mutex> lock(mutex_);
+  learn_mesh_locked(mesh);
 }
 
 void CommDebugMode::on_dtensor_op(const OpCall& call) {
@@ -195,7 +202,8 @@ CommTrace CommDebugMode::trace() const {
       for (int d = 0; d < meshes[m].ndim(); ++d) {
         if (meshes[m].communicator(d).group_ranks() != e.group_ranks) continue;
         if (m == 0) r.mesh_dim = d;
-        if (meshes[m].mesh_shape().has_dim_names()) r.mesh_dim_name = meshes[m].dim_names()[static_cast<size_t>(d)];
+        if (meshes[m].mesh_shape().has_dim_names())
+          r.mesh_dim_name = meshes[m].dim_names()[static_cast<size_t>(d)];
         break;
       }
     }
@@ -226,7 +234,9 @@ int64_t CommDebugMode::get_total_counts() const {
 
 ModuleCounts CommDebugMode::get_comm_module_counts() const { return comm_module_counts(trace()); }
 
-std::map<std::string, Placements> CommDebugMode::get_sharding_info() const { return tracker_.sharding_info(); }
+std::map<std::string, Placements> CommDebugMode::get_sharding_info() const {
+  return tracker_.sharding_info();
+}
 
 std::map<std::string, std::map<std::string, at::Tensor>> CommDebugMode::get_parameter_info() const {
   return tracker_.parameter_info();

@@ -16,7 +16,8 @@ int64_t ring_bytes_per_rank(const CollectiveRecord& r) {
 
 double estimate_collective_us(const CollectiveRecord& r, const CommCostModel& model) {
   if (r.group.size() == 1) return 0.0;
-  return model.latency_us + static_cast<double>(ring_bytes_per_rank(r)) / (model.bandwidth_gbytes_per_s * 1e3);
+  return model.latency_us +
+         static_cast<double>(ring_bytes_per_rank(r)) / (model.bandwidth_gbytes_per_s * 1e3);
 }
 
 }  // namespace dtensor::debug

@@ -10,11 +10,10 @@
 #include "debug/tracing_table.h"
 
 namespace dtensor::debug {
-namespace {
 
 // Phases and kinds of both tables, so that a count missing on one side shows as 0.
-std::vector<std::string> diff_lines(const ModuleCounts& expected, const ModuleCounts& actual,
-                                    const std::string& expected_label) {
+std::vector<std::string> diff_module_counts(const ModuleCounts& expected, const ModuleCounts& actual,
+                                            const std::string& expected_label) {
   std::set<std::string> fqns;
   for (const auto& e : expected) fqns.insert(e.first);
   for (const auto& a : actual) fqns.insert(a.first);
@@ -37,8 +36,8 @@ std::vector<std::string> diff_lines(const ModuleCounts& expected, const ModuleCo
         const int64_t ev = e.count(kind) ? e.at(kind) : 0;
         const int64_t av = a.count(kind) ? a.at(kind) : 0;
         if (ev != av) {
-          out.push_back(fqn + " " + phase + " " + kind + ": " + std::to_string(av) + " (" + expected_label + ": " +
-                        std::to_string(ev) + ")");
+          out.push_back(fqn + " " + phase + " " + kind + ": " + std::to_string(av) + " (" + expected_label +
+                        ": " + std::to_string(ev) + ")");
         }
       }
     }
@@ -46,12 +45,6 @@ std::vector<std::string> diff_lines(const ModuleCounts& expected, const ModuleCo
   return out;
 }
 
-}  // namespace
-
-std::vector<std::string> diff_module_counts(const ModuleCounts& expected, const ModuleCounts& actual,
-                                            const std::string& expected_label) {
-  return diff_lines(expected, actual, expected_label);
-}
 
 void FakeWorldTrace::add(const CommTrace& rank_trace) {
   TORCH_CHECK(rank_trace.rank >= 0, "FakeWorldTrace::add: expected one rank's trace, got a merged one (rank ",
@@ -73,7 +66,8 @@ std::vector<int64_t> FakeWorldTrace::ranks() const {
 }
 
 int64_t FakeWorldTrace::reference_rank_locked() const {
-  TORCH_CHECK(!ranks_.empty(), "FakeWorldTrace: no rank published a trace; construct each rank's CommDebugMode "
+  TORCH_CHECK(!ranks_.empty(),
+              "FakeWorldTrace: no rank published a trace; construct each rank's CommDebugMode "
               "with this FakeWorldTrace (CommDebugMode comm(&world_trace)) or call add(comm.trace())");
   return ranks_.begin()->first;
 }
@@ -111,10 +105,12 @@ CommTrace FakeWorldTrace::trace() const {
     merged.operations.insert(merged.operations.end(), t.operations.begin(), t.operations.end());
     merged.per_rank_counts[rank] = comm_counts(t);
     if (rank == reference) continue;
-    std::vector<std::string> diffs = diff_lines(ref_counts, comm_module_counts(t), "rank " + std::to_string(reference));
+    std::vector<std::string> diffs =
+        diff_module_counts(ref_counts, comm_module_counts(t), "rank " + std::to_string(reference));
     if (diffs.empty()) continue;
     merged.differing_ranks.push_back(rank);
-    for (const std::string& d : diffs) merged.rank_differences.push_back("rank " + std::to_string(rank) + ": " + d);
+    for (const std::string& d : diffs)
+      merged.rank_differences.push_back("rank " + std::to_string(rank) + ": " + d);
   }
   return merged;
 }

@@ -168,7 +168,8 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
     if (s < session_begin) return "";
     auto it = std::upper_bound(ranges.begin(), ranges.end(), s,
                                [](uint64_t v, const Range& r) { return v < r.begin; });
-    for (int64_t i = static_cast<int64_t>(it - ranges.begin()) - 1; i >= 0; i = ranges[static_cast<size_t>(i)].parent) {
+    for (int64_t i = static_cast<int64_t>(it - ranges.begin()) - 1; i >= 0;
+         i = ranges[static_cast<size_t>(i)].parent) {
       const Range& r = ranges[static_cast<size_t>(i)];
       if (s >= r.begin && s < r.end) return r.fqn;
     }
@@ -200,9 +201,11 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
     std::lock_guard<std::mutex> lock(mutex);
     if (!active || !in_backward()) return;
     sync_task();
-    while (!backward_stack.empty() && !is_ancestor_or_self(backward_stack.back(), fqn)) backward_stack.pop_back();
+    while (!backward_stack.empty() && !is_ancestor_or_self(backward_stack.back(), fqn))
+      backward_stack.pop_back();
     for (const std::string& p : path_to(fqn)) {
-      if (std::find(backward_stack.begin(), backward_stack.end(), p) == backward_stack.end()) backward_stack.push_back(p);
+      if (std::find(backward_stack.begin(), backward_stack.end(), p) == backward_stack.end())
+        backward_stack.push_back(p);
     }
   }
 

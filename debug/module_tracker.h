@@ -118,7 +118,6 @@ class ModuleTracker {
   /// `module.name()` without a trailing "Impl": "torch::nn::Linear".
   static std::string module_type(const torch::nn::Module& module);
 
-
  private:
   class Observer;
   std::shared_ptr<State> state_;

@@ -168,7 +168,8 @@ struct Validator {
     if (!j.contains("children")) return fail(path + ".children", "missing");
     const Json& children = j["children"];
     if (!expect(path + ".children", children.is_array(), "an array")) return;
-    for (size_t i = 0; i < children.size(); ++i) node(children[i], path + ".children[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < children.size(); ++i)
+      node(children[i], path + ".children[" + std::to_string(i) + "]");
   }
 
   void event(const Json& j, const std::string& path) {
@@ -199,12 +200,14 @@ struct Validator {
     if (j.contains("dtensor_schema_version")) {
       const Json& v = j["dtensor_schema_version"];
       if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > kCommTraceSchemaVersion) {
-        fail("$.dtensor_schema_version", "expected an integer in [1, " + std::to_string(kCommTraceSchemaVersion) +
+        fail("$.dtensor_schema_version", "expected an integer in [1, " +
+                                             std::to_string(kCommTraceSchemaVersion) +
                                              "] (written by a newer dtensor?)");
       }
     }
     for (const char* key : {"world_size", "rank"}) {
-      if (j.contains(key) && !j[key].is_number_integer()) fail(std::string("$.") + key, "expected an integer");
+      if (j.contains(key) && !j[key].is_number_integer())
+        fail(std::string("$.") + key, "expected an integer");
     }
     if (j.contains("events")) {
       const Json& events = j["events"];
@@ -214,7 +217,8 @@ struct Validator {
     }
     if (j.contains("mesh")) {
       const Json& m = j["mesh"];
-      if (expect("$.mesh", m.is_object(), "an object") && m.contains("shape")) int_list(m["shape"], "$.mesh.shape");
+      if (expect("$.mesh", m.is_object(), "an object") && m.contains("shape"))
+        int_list(m["shape"], "$.mesh.shape");
     }
     if (j.contains("differing_ranks")) int_list(j["differing_ranks"], "$.differing_ranks");
     if (j.contains("per_rank_counts")) {
@@ -267,7 +271,8 @@ struct TreeReader {
       m.fqn = fqn;
       m.module_type = j["module_type"].get<std::string>();
       m.parent = parent;
-      for (const Json& p : j["parameters"]) m.parameters.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+      for (const Json& p : j["parameters"])
+        m.parameters.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
       trace.modules.push_back(std::move(m));
     }
     for (const char* key : {"operations_forward", "operations_backward"}) {
@@ -279,7 +284,8 @@ struct TreeReader {
         op.module = fqn;
         op.phase = std::string(key) == "operations_forward" ? Phase::kForward : Phase::kBackward;
         if (o.contains("input_shape")) op.input_shapes = shapes(o["input_shape"]);
-        if (o.contains("input_sharding")) op.input_sharding = o["input_sharding"].get<std::vector<std::string>>();
+        if (o.contains("input_sharding"))
+          op.input_sharding = o["input_sharding"].get<std::vector<std::string>>();
         if (o.contains("device_mesh")) op.device_mesh = o["device_mesh"].get<std::string>();
         op.dtensor = !op.input_sharding.empty();
         trace.operations.push_back(std::move(op));
@@ -296,8 +302,10 @@ struct TreeReader {
       KindCounts own = counts_of(j, fw ? "collectives_forward" : "collectives_backward");
       KindCounts own_bytes = counts_of(j, fw ? "bytes_forward" : "bytes_backward");
       for (const Json& child : j["children"]) {
-        for (const auto& [k, n] : counts_of(child, fw ? "collectives_forward" : "collectives_backward")) own[k] -= n;
-        for (const auto& [k, n] : counts_of(child, fw ? "bytes_forward" : "bytes_backward")) own_bytes[k] -= n;
+        for (const auto& [k, n] : counts_of(child, fw ? "collectives_forward" : "collectives_backward"))
+          own[k] -= n;
+        for (const auto& [k, n] : counts_of(child, fw ? "bytes_forward" : "bytes_backward"))
+          own_bytes[k] -= n;
       }
       for (const auto& [kind, n] : own) {
         for (int64_t i = 0; i < n; ++i) {
@@ -406,7 +414,8 @@ CommTrace comm_trace_from_json(const std::string& text) {
     }
   }
   if (j.contains("differing_ranks")) trace.differing_ranks = ints(j["differing_ranks"]);
-  if (j.contains("rank_differences")) trace.rank_differences = j["rank_differences"].get<std::vector<std::string>>();
+  if (j.contains("rank_differences"))
+    trace.rank_differences = j["rank_differences"].get<std::vector<std::string>>();
   return trace;
 }
 

@@ -90,9 +90,8 @@ ModuleCounts comm_module_bytes(const CommTrace& trace) {
 }
 
 bool is_trivial_op(const std::string& name) {
-  static const std::set<std::string> kTrivial = {"aten::detach",   "aten::t",
-                                                 "aten::view",     "aten::_to_copy",
-                                                 "aten::as_strided", "aten::transpose.int"};
+  static const std::set<std::string> kTrivial = {"aten::detach",   "aten::t",          "aten::view",
+                                                 "aten::_to_copy", "aten::as_strided", "aten::transpose.int"};
   return kTrivial.count(name) > 0;
 }
 

@@ -29,27 +29,27 @@ std::optional<Phase> parse_phase(std::string_view name);
 /// One collective issued by one rank.
 struct CollectiveRecord {
   int64_t rank = 0;
-  int64_t seq = 0;            // order among this rank's collectives in the trace, from 0
-  std::string kind;           // "all_reduce", ... (CollectiveEvent's name)
+  int64_t seq = 0;                  // order among this rank's collectives in the trace, from 0
+  std::string kind;                 // "all_reduce", ... (CollectiveEvent's name)
   std::string module = kGlobalFqn;  // innermost module FQN
   Phase phase = Phase::kForward;
-  int64_t bytes = 0;          // bytes this rank contributed (input)
-  int64_t output_bytes = 0;   // bytes this rank received into its output
-  std::vector<int64_t> group; // global ranks, in group order
-  int64_t mesh_dim = -1;      // dim of CommTrace::mesh whose group this is, or -1
-  std::string mesh_dim_name;  // that dim's name ("tp"), "" when unnamed or unknown
+  int64_t bytes = 0;           // bytes this rank contributed (input)
+  int64_t output_bytes = 0;    // bytes this rank received into its output
+  std::vector<int64_t> group;  // global ranks, in group order
+  int64_t mesh_dim = -1;       // dim of CommTrace::mesh whose group this is, or -1
+  std::string mesh_dim_name;   // that dim's name ("tp"), "" when unnamed or unknown
   std::vector<std::vector<int64_t>> input_shapes;
   std::vector<std::vector<int64_t>> output_shapes;
-  std::string dtype;          // "Float"
-  std::string reduce_op;      // "sum" for reductions, else ""
-  double ts_us = 0;           // issue time, microseconds after CommTrace::epoch_us
+  std::string dtype;      // "Float"
+  std::string reduce_op;  // "sum" for reductions, else ""
+  double ts_us = 0;       // issue time, microseconds after CommTrace::epoch_us
 };
 
 /// One operator call seen on a rank: a DTensor op (with input placements), or
 /// a local op on plain tensors (`dtensor == false`, empty input_sharding).
 struct OpRecord {
   int64_t rank = 0;
-  std::string name;           // "aten::mm", "aten::add.Tensor"
+  std::string name;  // "aten::mm", "aten::add.Tensor"
   std::string module = kGlobalFqn;
   Phase phase = Phase::kForward;
   bool dtensor = true;
@@ -62,7 +62,7 @@ struct OpRecord {
 /// was first entered (kGlobalFqn for top-level modules).
 struct ModuleRecord {
   std::string fqn;
-  std::string module_type;    // "torch::nn::Linear"
+  std::string module_type;  // "torch::nn::Linear"
   std::string parent = kGlobalFqn;
   /// DTensor parameters (non-recursive): name -> placements text "[S(0)]".
   std::vector<std::pair<std::string, std::string>> parameters;
@@ -72,7 +72,7 @@ struct ModuleRecord {
 struct MeshRecord {
   std::vector<int64_t> shape;
   std::vector<std::string> dim_names;
-  std::string device;         // "cpu", "meta", "cuda:0"
+  std::string device;  // "cpu", "meta", "cuda:0"
 };
 
 /// A trace: one rank's (rank >= 0) or a merged fake-world view (rank == -1,
@@ -80,7 +80,7 @@ struct MeshRecord {
 struct CommTrace {
   int64_t rank = 0;
   int64_t world_size = 1;
-  double epoch_us = 0;        // steady-clock time the trace started (for merging)
+  double epoch_us = 0;  // steady-clock time the trace started (for merging)
   std::optional<MeshRecord> mesh;
   std::vector<ModuleRecord> modules;  // first-entry order: parents before children
   std::vector<CollectiveRecord> collectives;

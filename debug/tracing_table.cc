@@ -44,8 +44,8 @@ struct TableWriter {
     }
   }
 
-  void phase_block(const std::string& fqn, Phase phase, const std::string& indent, const std::string& item_indent,
-                   const std::string& detail_indent) {
+  void phase_block(const std::string& fqn, Phase phase, const std::string& indent,
+                   const std::string& item_indent, const std::string& detail_indent) {
     KindCounts collectives;
     KindCounts byte_counts;
     if (auto it = counts.find(fqn); it != counts.end()) collectives = it->second.at(phase_name(phase));
@@ -57,15 +57,16 @@ struct TableWriter {
     if (collectives.empty() && ops.empty()) return;
     line(indent, phase == Phase::kForward ? "FORWARD PASS" : "BACKWARD PASS");
     for (const auto& [kind, n] : collectives) {
-      line(item_indent, "*" + kind + ": " + std::to_string(n) + " (" + std::to_string(byte_counts[kind]) + " B)",
-           kYellow);
+      line(item_indent,
+           "*" + kind + ": " + std::to_string(n) + " (" + std::to_string(byte_counts[kind]) + " B)", kYellow);
     }
     for (const OpRecord* op : ops) {
       line(item_indent, "**" + op->name, kYellow);
       if (op->input_shapes.empty() && op->input_sharding.empty()) continue;
       line(detail_indent, "shape: " + list_text(op->input_shapes, shape_text), kRed);
       if (!op->dtensor) continue;
-      line(detail_indent, "sharding: " + list_text(op->input_sharding, [](const std::string& s) { return s; }), kRed);
+      line(detail_indent,
+           "sharding: " + list_text(op->input_sharding, [](const std::string& s) { return s; }), kRed);
       line(detail_indent, "device mesh: " + op->device_mesh, kRed);
     }
   }
@@ -97,7 +98,8 @@ std::string comm_debug_tracing_table(const CommTrace& trace, int noise_level, bo
   const int64_t reference = ranks.empty() ? 0 : ranks.front();
   const CommTrace view = merged ? rank_view(trace, reference) : trace;
   TableWriter writer(view, noise_level, color);
-  if (merged) writer.out << "(fake world: " << ranks.size() << " ranks traced, showing rank " << reference << ")\n";
+  if (merged)
+    writer.out << "(fake world: " << ranks.size() << " ranks traced, showing rank " << reference << ")\n";
   writer.module(kGlobalFqn, 0);
   if (merged && !trace.differing_ranks.empty()) {
     writer.out << "ranks differing from rank " << reference << ":";
@@ -115,7 +117,7 @@ std::string strip_ansi(const std::string& text) {
     if (text[i] == '\033' && i + 1 < text.size() && text[i + 1] == '[') {
       size_t j = i + 2;
       while (j < text.size() && !(text[j] >= '@' && text[j] <= '~')) ++j;  // parameters, intermediates
-      i = j;  // skip the final byte too
+      i = j;                                                               // skip the final byte too
       continue;
     }
     out += text[i];

@@ -11,11 +11,13 @@
 namespace dtensor::debug {
 
 std::string sharding_table(const at::Tensor& dtensor, std::string_view header) {
-  TORCH_CHECK(dtensor.defined() && is_dtensor(dtensor),
-              "visualize_sharding: expected a DTensor (distribute_tensor / DTensor::from_local), got a plain tensor");
+  TORCH_CHECK(
+      dtensor.defined() && is_dtensor(dtensor),
+      "visualize_sharding: expected a DTensor (distribute_tensor / DTensor::from_local), got a plain tensor");
   const DTensor d(dtensor);
   try {
-    return dtensor::visualize_sharding(d.spec().meta.shape, d.device_mesh().mesh_shape(), d.placements(), header);
+    return dtensor::visualize_sharding(d.spec().meta.shape, d.device_mesh().mesh_shape(), d.placements(),
+                                       header);
   } catch (const LayoutError& e) {
     TORCH_CHECK(false, "visualize_sharding on rank ", d.device_mesh().global_rank(), ": ", e.what());
   }
@@ -24,8 +26,9 @@ std::string sharding_table(const at::Tensor& dtensor, std::string_view header) {
 
 bool visualize_sharding(const at::Tensor& dtensor, std::string_view header, std::ostream& out,
                         std::optional<int64_t> print_rank) {
-  TORCH_CHECK(dtensor.defined() && is_dtensor(dtensor),
-              "visualize_sharding: expected a DTensor (distribute_tensor / DTensor::from_local), got a plain tensor");
+  TORCH_CHECK(
+      dtensor.defined() && is_dtensor(dtensor),
+      "visualize_sharding: expected a DTensor (distribute_tensor / DTensor::from_local), got a plain tensor");
   const DeviceMesh& mesh = DTensor(dtensor).device_mesh();
   const int64_t printer = print_rank.value_or(mesh.mesh_ranks().front());
   if (mesh.global_rank() != printer) return false;

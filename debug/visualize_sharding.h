@@ -3,14 +3,14 @@
 //   debug::visualize_sharding(w, "net1.weight");   // rank 0 of w's mesh prints
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
 #include <cstdint>
 #include <iostream>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
-
-#include <ATen/core/Tensor.h>
 
 namespace dtensor::debug {
 
@@ -24,7 +24,7 @@ std::string sharding_table(const at::Tensor& dtensor, std::string_view header = 
 /// (mesh coordinate all zeros). Returns whether this rank printed. Every rank
 /// may call it; no collective is issued. Example:
 ///   debug::visualize_sharding(w, "w");   // prints on rank 0 only
-bool visualize_sharding(const at::Tensor& dtensor, std::string_view header = "", std::ostream& out = std::cout,
-                        std::optional<int64_t> print_rank = std::nullopt);
+bool visualize_sharding(const at::Tensor& dtensor, std::string_view header = "",
+                        std::ostream& out = std::cout, std::optional<int64_t> print_rank = std::nullopt);
 
 }  // namespace dtensor::debug

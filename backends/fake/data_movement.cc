@@ -9,6 +9,7 @@
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/mul.h>
 #include <c10/util/Exception.h>
+#include <c10/util/BFloat16.h>
 #include <c10/util/SmallVector.h>
 
 #include <algorithm>
@@ -32,9 +33,10 @@ namespace detail {
 //
 // How: the range is cut into tiles of fewer than 32768 elements, aligned to
 // 256 bytes. Per tile, all n sources are combined while the partial result
-// stays in cache. Float, double, int and long use the plain loops below (the
-// same IEEE operations as ATen's kernels; an ATen call costs more in set-up
-// than a small tile costs to reduce); other dtypes call ATen per tile. Tiles
+// stays in cache. Float, double, int, long and bfloat16 use the plain loops
+// below (the same operations as ATen's kernels: IEEE, and for bfloat16 float
+// arithmetic rounded to bfloat16 after each operation; an ATen call costs more
+// in set-up than a small tile costs to reduce); other dtypes call ATen per tile. Tiles
 // below ATen's GRAIN_SIZE (32768) run on the rank's own thread instead of
 // starting an OpenMP team per rank, and the alignment keeps each element in
 // the same (vector or scalar) path of ATen's loops as in a whole-tensor call.
@@ -49,6 +51,10 @@ constexpr int64_t kLoopMaxBytes = std::numeric_limits<int64_t>::max();
 constexpr int64_t kLoopMaxBytes = int64_t{64} << 10;
 #endif
 
+// Floating types whose NaNs max/min must propagate, as ATen's kernels do.
+template <typename T>
+constexpr bool kFloatLike = std::is_floating_point_v<T> || std::is_same_v<T, c10::BFloat16>;
+
 template <typename T>
 struct Sum {
   T operator()(T a, T b) const { return a + b; }
@@ -60,7 +66,7 @@ struct Product {
 template <typename T>
 struct Max {
   T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (kFloatLike<T>) {
       if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
     }
     return a < b ? b : a;  // std::max, as ATen's scalar loop
@@ -69,7 +75,7 @@ struct Max {
 template <typename T>
 struct Min {
   T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (kFloatLike<T>) {
       if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
     }
     return b < a ? b : a;  // std::min, as ATen's scalar loop
@@ -96,7 +102,7 @@ void reduce_loop(Slice out, c10::ArrayRef<Slice> srcs, int64_t n, ReduceOp op) {
       return reduce_loop<T, Sum>(out, srcs, n);
     case ReduceOp::kAvg:
       reduce_loop<T, Sum>(out, srcs, n);
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (kFloatLike<T>) {
         T* dst = reinterpret_cast<T*>(out.data());
         const T divisor = static_cast<T>(srcs.size());
         for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] / divisor;
@@ -126,6 +132,9 @@ bool try_reduce_loop(Slice out, c10::ArrayRef<Slice> srcs, int64_t n, c10::Scala
       return true;
     case at::kLong:
       reduce_loop<int64_t>(out, srcs, n, op);
+      return true;
+    case at::kBFloat16:
+      reduce_loop<c10::BFloat16>(out, srcs, n, op);
       return true;
     default:
       return false;

@@ -66,6 +66,9 @@ FakeCommunicator::FakeCommunicator(std::vector<int64_t> group_ranks, int64_t glo
 
 Fingerprint FakeCommunicator::fingerprint(CollectiveKind kind, const at::Tensor& t,
                                           std::vector<int64_t> shape) const {
+  TORCH_CHECK(!t.defined() || !t.is_meta(), rendezvous_->describe(kind, rank()),
+              ": fake collectives move real data, but got a meta tensor of shape ", t.sizes(),
+              "; use solo_world for meta tensors");
   Fingerprint fp;
   fp.kind = kind;
   fp.seq = sequence_number() - 1;  // the base class already counted this collective

@@ -43,6 +43,9 @@ struct FakeWorldOptions {
 /// Collectives (see FakeCommunicator): synchronous, also with async_op; the
 /// members of a group must issue the same collectives in the same order, else
 /// the mismatch or the missing rank is reported with what each rank issued.
+/// Tensors must have data (not meta) and belong to one rank each: a tensor
+/// shared by several rank threads is a data race, as it could not exist in a
+/// multi-process job.
 /// Reductions run in fixed group-rank order: results are bit-identical to a
 /// serial reference and from run to run. kAvg = sum, then divide by the group size.
 ///

@@ -50,11 +50,15 @@ void cpu_relax() {
 #endif
 }
 
-int spin_iterations_for(int64_t world_size) {
+// Busy polls before yielding: only when every rank can have its own core.
+int pause_iterations_for(int64_t world_size) {
   const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  // Oversubscribed: a few yields hand the core to a rank that has work.
-  return world_size <= cores ? 4000 : 16;
+  return world_size <= cores ? 2000 : 0;
 }
+
+// Yields before blocking: a yield hands the core to a rank that has work,
+// cheaper than a futex sleep and wake-up when the wait is short.
+constexpr int kYieldIterations = 64;
 
 }  // namespace
 
@@ -80,7 +84,7 @@ std::string Fingerprint::to_string() const {
 FakeRendezvous::FakeRendezvous(std::vector<int64_t> ranks, std::shared_ptr<FakeWorldStatus> status)
     : ranks_(std::move(ranks)),
       status_(std::move(status)),
-      spin_iterations_(spin_iterations_for(status_->world_size())),
+      pause_iterations_(pause_iterations_for(status_->world_size())),
       phase_(std::make_unique<Counter[]>(ranks_.size())),
       last_arrived_(ranks_.size()) {
   posts_[0].resize(ranks_.size());
@@ -136,14 +140,13 @@ bool FakeRendezvous::all_reached(uint64_t target) const {
 }
 
 bool FakeRendezvous::spin_until_reached(uint64_t target) const {
-  const bool yield = spin_iterations_ < 100;
-  for (int i = 0; i < spin_iterations_; ++i) {
+  for (int i = 0; i < pause_iterations_; ++i) {
     if (all_reached(target)) return true;
-    if (yield) {
-      std::this_thread::yield();
-    } else {
-      cpu_relax();
-    }
+    cpu_relax();
+  }
+  for (int i = 0; i < kYieldIterations; ++i) {
+    if (all_reached(target)) return true;
+    std::this_thread::yield();
   }
   return all_reached(target);
 }

@@ -102,7 +102,7 @@ class FakeRendezvous final : public Wakeable {
 
   const std::vector<int64_t> ranks_;
   const std::shared_ptr<FakeWorldStatus> status_;
-  const int spin_iterations_;
+  const int pause_iterations_;
   std::unique_ptr<Counter[]> phase_;
   std::vector<Post> posts_[2];
   mutable std::mutex mutex_;

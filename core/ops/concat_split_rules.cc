@@ -228,7 +228,7 @@ void register_concat_split_rules(ShardingRegistry& registry) {
                per_mesh_dim(split_rule(/*dim_arg_index=*/2, /*removes_dim=*/false)));
   registry.add({"aten::unbind.int", "aten::unbind_copy.int"},
                per_mesh_dim(split_rule(/*dim_arg_index=*/1, /*removes_dim=*/true)));
-  registry.add({"aten::cat", "aten::cat.out", "aten::concat", "aten::concatenate"},
+  registry.add({"aten::cat", "aten::cat.out"},
                per_mesh_dim(join_rule(/*stacks=*/false)));
   registry.add({"aten::stack", "aten::stack.out"}, per_mesh_dim(join_rule(/*stacks=*/true)));
   registry.add({"aten::repeat"}, per_mesh_dim(repeat_rule()));

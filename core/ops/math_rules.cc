@@ -113,8 +113,6 @@ void register_math_rules(ShardingRegistry& registry) {
   registry.add({"aten::var.correction", "aten::std.correction", "aten::var_mean.correction",
                 "aten::std_mean.correction"},
                per_mesh_dim(whole_dims_rule(DimsSpec{1, true, 3})));
-  registry.add({"aten::var.dim", "aten::std.dim", "aten::var_mean.dim", "aten::std_mean.dim"},
-               per_mesh_dim(whole_dims_rule(DimsSpec{1, true, 3})));
   registry.add({"aten::cumsum", "aten::cumsum_"}, per_mesh_dim(cumsum_rule()));
   registry.add({"aten::cumprod", "aten::logcumsumexp", "aten::cummax", "aten::cummin"},
                per_mesh_dim(whole_dims_rule(DimsSpec{1, false, kKeepsDims})));

@@ -98,6 +98,15 @@ std::vector<std::string> with_inplace(const std::vector<std::string>& names) {
 
 void register_pointwise_rules(ShardingRegistry& registry) {
   registry.add(with_inplace({"aten::add", "aten::sub"}), per_mesh_dim(pointwise(Linearity::kAdditive)));
+  // Not linear (See Note [Partial through pointwise ops]): adding a scalar to
+  // every rank's partial value adds it n times; rounding divisions and
+  // masked_fill with a value are not linear either. Exact overloads win over
+  // the base names above.
+  registry.add({"aten::add.Scalar", "aten::add_.Scalar", "aten::add.Scalar_out", "aten::sub.Scalar",
+                "aten::sub_.Scalar", "aten::sub.Scalar_out", "aten::rsub", "aten::div.Tensor_mode",
+                "aten::div_.Tensor_mode", "aten::div.out_mode", "aten::div.Scalar_mode",
+                "aten::div_.Scalar_mode", "aten::div.Scalar_mode_out"},
+               per_mesh_dim(pointwise(Linearity::kNone)));
   registry.add(with_inplace({"aten::mul"}), per_mesh_dim(pointwise(Linearity::kMultiplicative)));
   registry.add(with_inplace({"aten::div", "aten::true_divide"}),
                per_mesh_dim(pointwise(Linearity::kFirstArgLinear)));
@@ -105,9 +114,9 @@ void register_pointwise_rules(ShardingRegistry& registry) {
   // Linear in their first (gradient) argument, given the others replicated.
   registry.add({"aten::threshold_backward", "aten::gelu_backward", "aten::silu_backward",
                 "aten::sigmoid_backward", "aten::tanh_backward", "aten::hardtanh_backward",
-                "aten::leaky_relu_backward", "aten::elu_backward", "aten::softplus_backward",
-                "aten::masked_fill", "aten::masked_fill_"},
+                "aten::leaky_relu_backward", "aten::elu_backward", "aten::softplus_backward"},
                per_mesh_dim(pointwise(Linearity::kFirstArgLinear)));
+  registry.add({"aten::masked_fill", "aten::masked_fill_"}, per_mesh_dim(pointwise(Linearity::kNone)));
   registry.add(
       with_inplace({"aten::abs", "aten::relu", "aten::sigmoid", "aten::tanh", "aten::exp",
                     "aten::log", "aten::sqrt", "aten::rsqrt", "aten::sin", "aten::cos",

@@ -4,7 +4,9 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <set>
 
+#include "core/layout/shard_layout.h"
 #include "core/ops/builtin_rules.h"
 #include "core/ops/rule_utils.h"
 
@@ -35,6 +37,31 @@ bool evenly_sharded(const OpCall& call, int64_t dim) {
   return spec.meta.shape[static_cast<size_t>(dim)] % parts == 0;
 }
 
+// True when some rank's shard of tensor dim `dim` is empty (torch.chunk
+// leaves empty trailing pieces: 3 rows on 4 ranks are 1, 1, 1, 0). max/min of
+// an empty shard fail, so those reductions gather instead. Tracks the
+// distinct piece sizes level by level through the nested mesh dims.
+bool has_empty_shard(const OpCall& call, int64_t dim) {
+  const DTensorSpec& spec = call.inputs[0];
+  std::set<int64_t> sizes{spec.meta.shape[static_cast<size_t>(dim)]};
+  for (int m : spec.mesh_dims_sharding(dim)) {
+    const int64_t n = spec.mesh.size(m);
+    std::set<int64_t> next;
+    for (int64_t size : sizes) {
+      for (int64_t j = 0; j < n; ++j) next.insert(chunk_span(size, n, j).size);
+    }
+    sizes = next;
+  }
+  return sizes.count(0) > 0;
+}
+
+// Whether reducing a shard of `dim` into Partial(op) is exact.
+bool partial_allowed(const OpCall& call, ReduceOp op, int64_t dim) {
+  if (op == ReduceOp::kAvg) return evenly_sharded(call, dim);
+  if (op == ReduceOp::kMax || op == ReduceOp::kMin) return !has_empty_shard(call, dim);
+  return true;
+}
+
 DimRule reduction(ReductionKind kind) {
   return [kind](const OpCall& call, int mesh_dim) {
     const int64_t ndim = static_cast<int64_t>(call.inputs[0].meta.shape.size());
@@ -51,8 +78,7 @@ DimRule reduction(ReductionKind kind) {
         int64_t removed = keepdim ? 0 : std::count_if(dims.begin(), dims.end(), [d](int64_t r) { return r < d; });
         s.outputs.assign(call.outputs.size(), Shard(d - removed));
         candidates.push_back(s);
-      } else if (kind.partial_op &&
-                 (*kind.partial_op != ReduceOp::kAvg || evenly_sharded(call, d))) {
+      } else if (kind.partial_op && partial_allowed(call, *kind.partial_op, d)) {
         s.outputs.assign(call.outputs.size(), Partial(*kind.partial_op));
         candidates.push_back(s);
       }

@@ -39,8 +39,10 @@ void backward_end(const at::RecordFunction& fn, at::ObserverContext* /*ctx*/) {
 
 std::unique_ptr<at::ObserverContext> op_start(const at::RecordFunction& fn) {
   std::string name = fn.name();
-  if (auto op = fn.operator_name(); op && !op->overload_name.empty()) name = op->name + "." + op->overload_name;
-  for (RecordFunctionListener* l : std::vector<RecordFunctionListener*>(listeners().ops)) l->on_op(name, fn.inputs());
+  if (auto op = fn.operator_name(); op && !op->overload_name.empty())
+    name = op->name + "." + op->overload_name;
+  for (RecordFunctionListener* l : std::vector<RecordFunctionListener*>(listeners().ops))
+    l->on_op(name, fn.inputs());
   return nullptr;
 }
 
@@ -50,7 +52,8 @@ void add_to(std::vector<RecordFunctionListener*>& list, at::CallbackHandle& hand
   list.push_back(l);
 }
 
-void remove_from(std::vector<RecordFunctionListener*>& list, at::CallbackHandle& handle, RecordFunctionListener* l) {
+void remove_from(std::vector<RecordFunctionListener*>& list, at::CallbackHandle& handle,
+                 RecordFunctionListener* l) {
   auto it = std::find(list.begin(), list.end(), l);
   if (it == list.end()) return;
   list.erase(it);
@@ -66,7 +69,8 @@ ScopedRecordFunctionListener::ScopedRecordFunctionListener(RecordFunctionListene
     : listener_(listener), ops_(ops) {
   ThreadListeners& tl = listeners();
   add_to(tl.backward, tl.backward_handle, listener,
-         at::RecordFunctionCallback(&backward_start, &backward_end).scopes({at::RecordScope::BACKWARD_FUNCTION}));
+         at::RecordFunctionCallback(&backward_start, &backward_end)
+             .scopes({at::RecordScope::BACKWARD_FUNCTION}));
   if (ops_) {
     add_to(tl.ops, tl.ops_handle, listener,
            at::RecordFunctionCallback(&op_start).needsInputs(true).scopes({at::RecordScope::FUNCTION}));

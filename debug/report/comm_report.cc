@@ -55,7 +55,7 @@ struct DimStats {
 };
 
 std::map<std::string, std::map<std::string, DimStats>> stats_by_kind_and_dim(const CommTrace& view,
-                                                                              const CommCostModel& model) {
+                                                                             const CommCostModel& model) {
   std::map<std::string, std::map<std::string, DimStats>> out;
   for (const CollectiveRecord& r : view.collectives) {
     DimStats& s = out[r.kind][dim_label(r)];
@@ -68,7 +68,8 @@ std::map<std::string, std::map<std::string, DimStats>> stats_by_kind_and_dim(con
 }
 
 // Recursive diff of two JSON values; `path` is the JSON path so far.
-void diff_json(const Json& expected, const Json& actual, const std::string& path, std::vector<std::string>& out) {
+void diff_json(const Json& expected, const Json& actual, const std::string& path,
+               std::vector<std::string>& out) {
   if (expected.is_object() && actual.is_object()) {
     for (const auto& [key, value] : expected.items()) {
       const std::string p = path + "[\"" + key + "\"]";
@@ -79,7 +80,8 @@ void diff_json(const Json& expected, const Json& actual, const std::string& path
       }
     }
     for (const auto& [key, value] : actual.items()) {
-      if (!expected.contains(key)) out.push_back(path + "[\"" + key + "\"]: expected (missing), got " + value.dump());
+      if (!expected.contains(key))
+        out.push_back(path + "[\"" + key + "\"]: expected (missing), got " + value.dump());
     }
     return;
   }
@@ -88,8 +90,9 @@ void diff_json(const Json& expected, const Json& actual, const std::string& path
 
 Json parse_report(const std::string& text, const char* which) {
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  TORCH_CHECK(!j.is_discarded() && j.is_object() && j.contains("dtensor_report_version"), "compare_report_json: the ",
-              which, " text is not a comm report JSON (no \"dtensor_report_version\")");
+  TORCH_CHECK(!j.is_discarded() && j.is_object() && j.contains("dtensor_report_version"),
+              "compare_report_json: the ", which,
+              " text is not a comm report JSON (no \"dtensor_report_version\")");
   return j;
 }
 
@@ -97,7 +100,8 @@ Json parse_report(const std::string& text, const char* which) {
 
 // ---- context ---------------------------------------------------------------
 
-ReportContext::ReportContext(const ReportOptions& options, CommDebugMode& mode) : options_(options), mode_(mode) {}
+ReportContext::ReportContext(const ReportOptions& options, CommDebugMode& mode)
+    : options_(options), mode_(mode) {}
 
 c10::DeviceType ReportContext::device_type() const {
   if (options_.backend == BackendKind::kSolo && options_.meta) return c10::kMeta;
@@ -188,16 +192,19 @@ CommReport run_comm_report(const ReportOptions& options) {
     });
     report.trace = world_trace.trace();
   } else if (options.backend == BackendKind::kSolo) {
-    TORCH_CHECK(options.rank >= 0 && options.rank < options.world_size, "run_comm_report: solo rank ", options.rank,
-                " is outside the world of ", options.world_size);
+    TORCH_CHECK(options.rank >= 0 && options.rank < options.world_size, "run_comm_report: solo rank ",
+                options.rank, " is outside the world of ", options.world_size);
     SoloOptions solo;
     solo.device = options.meta ? c10::Device(c10::kMeta) : c10::Device(c10::kCPU);
-    run_solo_world(options.world_size, options.rank, [&](World& world) {
-      CommDebugMode mode;
-      run_rank(world, mode);
-      mode.exit();
-      report.trace = mode.trace();
-    }, solo);
+    run_solo_world(
+        options.world_size, options.rank,
+        [&](World& world) {
+          CommDebugMode mode;
+          run_rank(world, mode);
+          mode.exit();
+          report.trace = mode.trace();
+        },
+        solo);
   } else {
     TORCH_CHECK(false, "run_comm_report: backend ", backend_kind_name(options.backend),
                 " is not supported; use the fake world or solo mode");
@@ -217,7 +224,8 @@ std::string report_json(const CommReport& report) {
   j["rank"] = view.rank;
   j["args"] = report.options.args;
   if (view.mesh) {
-    j["mesh"] = {{"shape", view.mesh->shape}, {"dim_names", view.mesh->dim_names}, {"device", view.mesh->device}};
+    j["mesh"] = {
+        {"shape", view.mesh->shape}, {"dim_names", view.mesh->dim_names}, {"device", view.mesh->device}};
   }
   j["total_collectives"] = total_counts(view);
   j["counts"] = comm_counts(view);
@@ -277,8 +285,9 @@ std::string report_markdown(const CommReport& report) {
   for (const auto& kind : stats) {
     for (const auto& dim : kind.second) total_us += dim.second.estimated_us;
   }
-  md << "- collectives: " << total_counts(view) << ", estimated " << format_us(total_us) << " us (alpha-beta: "
-     << o.cost_model.latency_us << " us latency, " << o.cost_model.bandwidth_gbytes_per_s << " GB/s)\n\n";
+  md << "- collectives: " << total_counts(view) << ", estimated " << format_us(total_us)
+     << " us (alpha-beta: " << o.cost_model.latency_us << " us latency, "
+     << o.cost_model.bandwidth_gbytes_per_s << " GB/s)\n\n";
 
   md << "## Collectives per module\n\n";
   md << "| Module | Phase | Collective | Count | Bytes |\n| --- | --- | --- | ---: | ---: |\n";
@@ -297,8 +306,8 @@ std::string report_markdown(const CommReport& report) {
      << "| --- | --- | ---: | ---: | ---: | ---: |\n";
   for (const auto& [kind, dims] : stats) {
     for (const auto& [dim, s] : dims) {
-      md << "| " << kind << " | " << dim << " | " << s.count << " | " << s.bytes << " | " << s.ring_bytes << " | "
-         << format_us(s.estimated_us) << " |\n";
+      md << "| " << kind << " | " << dim << " | " << s.count << " | " << s.bytes << " | " << s.ring_bytes
+         << " | " << format_us(s.estimated_us) << " |\n";
     }
   }
   if (!report.trace.differing_ranks.empty()) {
@@ -312,7 +321,8 @@ GoldenComparison compare_report_json(const std::string& expected_json, const std
   const Json expected = parse_report(expected_json, "expected (golden)");
   const Json actual = parse_report(actual_json, "actual");
   std::vector<std::string> lines;
-  for (const char* key : {"program", "backend", "world_size", "total_collectives", "counts", "module_counts", "bytes"}) {
+  for (const char* key :
+       {"program", "backend", "world_size", "total_collectives", "counts", "module_counts", "bytes"}) {
     const Json e = expected.contains(key) ? expected[key] : Json();
     const Json a = actual.contains(key) ? actual[key] : Json();
     diff_json(e, a, key, lines);

@@ -176,7 +176,8 @@ int main(int argc, char** argv) {
   }
   dtensor::debug::register_builtin_report_programs();
   if (args.list) {
-    for (const auto& p : dtensor::debug::report_programs()) std::cout << p.name << "\t" << p.description << "\n";
+    for (const auto& p : dtensor::debug::report_programs())
+      std::cout << p.name << "\t" << p.description << "\n";
     return 0;
   }
   try {

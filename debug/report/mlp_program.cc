@@ -18,7 +18,8 @@ struct ParameterAccess : torch::nn::Module {
   }
 };
 
-at::Tensor distributed_parameter(const at::Tensor& value, const DeviceMesh& mesh, const Placements& placements) {
+at::Tensor distributed_parameter(const at::Tensor& value, const DeviceMesh& mesh,
+                                 const Placements& placements) {
   at::Tensor local = value.detach().to(mesh.device());
   return distribute_tensor(local, mesh, placements).detach().requires_grad_(true);
 }
@@ -63,7 +64,8 @@ void run_mlp_report_program(World& world, ReportContext& ctx) {
   const int64_t hidden = ctx.int_arg("hidden", 16);
   const int64_t batch = ctx.int_arg("batch", 8);
   const int64_t steps = ctx.int_arg("steps", 1);
-  TORCH_CHECK(ctx.device_type() != c10::kMeta, "report program 'mlp': LibTorch 1.13 has no meta kernel for relu; "
+  TORCH_CHECK(ctx.device_type() != c10::kMeta,
+              "report program 'mlp': LibTorch 1.13 has no meta kernel for relu; "
               "run it on CPU tensors (solo mode without meta)");
   auto mesh = DeviceMesh::init(ctx.device_type(), {world.size()});
   MLPModule model(hidden);

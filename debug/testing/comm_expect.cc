@@ -38,7 +38,8 @@ KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fq
   const char* update = std::getenv("DTENSOR_UPDATE_GOLDEN");
   if (update != nullptr && std::string(update) == "1") {
     const char* dir = std::getenv("DTENSOR_GOLDEN_DIR");
-    const std::string path = dir != nullptr && *dir != '\0' ? std::string(dir) + "/" + golden_path : golden_path;
+    const std::string path =
+        dir != nullptr && *dir != '\0' ? std::string(dir) + "/" + golden_path : golden_path;
     write_text_file(path, actual);
     return ::testing::AssertionSuccess() << "updated " << path;
   }
@@ -50,9 +51,9 @@ KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fq
   }
   const GoldenComparison cmp = compare_report_json(read_text_file(golden_path), actual);
   if (cmp.matches) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "comm report " << report_expr << " differs from golden " << golden_path
-                                       << ":\n"
-                                       << cmp.diff << "(set DTENSOR_UPDATE_GOLDEN=1 to accept)";
+  return ::testing::AssertionFailure()
+         << "comm report " << report_expr << " differs from golden " << golden_path << ":\n"
+         << cmp.diff << "(set DTENSOR_UPDATE_GOLDEN=1 to accept)";
 }
 
 }  // namespace dtensor::debug::testing

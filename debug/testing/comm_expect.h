@@ -35,17 +35,17 @@ KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fq
 
 /// EXPECT_COMM_COUNTS(x, {{"all_reduce", 1}}): x.get_comm_counts() equals the
 /// counts (x: CommDebugMode, FakeWorldTrace, CommReport).
-#define EXPECT_COMM_COUNTS(source, ...)                                                                    \
+#define EXPECT_COMM_COUNTS(source, ...)                                                       \
   EXPECT_PRED_FORMAT2(::dtensor::debug::testing::CommCountsEqual, (source).get_comm_counts(), \
                       ::dtensor::debug::KindCounts(__VA_ARGS__))
 
 /// EXPECT_COMM_MODULE_COUNTS(x, fqn, phase, {{"all_reduce", 1}}): that module's
 /// counts in x.get_comm_module_counts() for "forward" or "backward".
-#define EXPECT_COMM_MODULE_COUNTS(source, fqn, phase, ...)                                              \
-  EXPECT_PRED_FORMAT2(::dtensor::debug::testing::CommCountsEqual,                                       \
-                      ::dtensor::debug::testing::module_phase_counts((source).get_comm_module_counts(), \
-                                                                     (fqn), (phase)),                   \
-                      ::dtensor::debug::KindCounts(__VA_ARGS__))
+#define EXPECT_COMM_MODULE_COUNTS(source, fqn, phase, ...)                                               \
+  EXPECT_PRED_FORMAT2(                                                                                   \
+      ::dtensor::debug::testing::CommCountsEqual,                                                        \
+      ::dtensor::debug::testing::module_phase_counts((source).get_comm_module_counts(), (fqn), (phase)), \
+      ::dtensor::debug::KindCounts(__VA_ARGS__))
 
 /// The report matches the golden file (see MatchesGoldenReport).
 #define EXPECT_GOLDEN_COMM_REPORT(report, golden_path) \

@@ -285,6 +285,9 @@ TEST(FakeWorldFailureTest, InvalidArgumentsFailOnTheCallingRankAndLeaveTheGroupU
     EXPECT_THAT(what([&] { comm->all_reduce(ints, {ReduceOp::kAvg}); }),
                 HasSubstr("avg needs a floating-point tensor"));
     EXPECT_EQ(comm->sequence_number(), 0u);  // rejected calls are not collectives
+    at::Tensor meta = at::empty({2}, at::TensorOptions().device(c10::kMeta));
+    EXPECT_THAT(what([&] { comm->all_reduce(meta); }), HasSubstr("use solo_world for meta tensors"));
+    EXPECT_EQ(comm->sequence_number(), 1u);  // this one was issued (and refused by the backend)
     at::Tensor out = at::empty({6, 2});
     comm->all_gather_into_tensor(out, input);
     EXPECT_TRUE(at::equal(out, at::ones({6, 2})));

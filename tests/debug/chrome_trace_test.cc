@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "debug/comm_estimate.h"
@@ -44,7 +43,8 @@ TEST(ChromeTraceTest, OneTrackPerRankOneSlicePerCollective) {
   std::vector<Json> xs = slices(root);
   ASSERT_EQ(xs.size(), 4u);
   for (const Json& x : xs) {
-    for (const char* key : {"name", "cat", "ph", "ts", "dur", "pid", "tid", "args"}) EXPECT_TRUE(x.contains(key)) << key;
+    for (const char* key : {"name", "cat", "ph", "ts", "dur", "pid", "tid", "args"})
+      EXPECT_TRUE(x.contains(key)) << key;
     EXPECT_GE(x["dur"].get<double>(), 0.0);
   }
   EXPECT_EQ(xs[0]["name"], "all_reduce");
@@ -88,9 +88,12 @@ TEST(ChromeTraceTest, RingBytesFollowTheCostModel) {
   r.group = {0, 1, 2, 3};
   r.bytes = 32;
   r.output_bytes = 128;
-  const std::vector<std::pair<std::string, int64_t>> cases = {
-      {"all_reduce", 48}, {"all_gather_into_tensor", 96}, {"reduce_scatter_tensor", 24},
-      {"all_to_all_single", 24}, {"broadcast", 32}, {"barrier", 0}};
+  const std::vector<std::pair<std::string, int64_t>> cases = {{"all_reduce", 48},
+                                                              {"all_gather_into_tensor", 96},
+                                                              {"reduce_scatter_tensor", 24},
+                                                              {"all_to_all_single", 24},
+                                                              {"broadcast", 32},
+                                                              {"barrier", 0}};
   for (const auto& [kind, bytes] : cases) {
     r.kind = kind;
     EXPECT_EQ(ring_bytes_per_rank(r), bytes) << kind;

@@ -53,9 +53,7 @@ TEST(CommDebugModeTest, EnteringAgainResetsCounts) {
       x.full_tensor();
     }
     EXPECT_EQ(comm.get_comm_counts(), (Counts{{"all_gather_into_tensor", 2}}));
-    {
-      auto guard = comm.enter();
-    }
+    { auto guard = comm.enter(); }
     EXPECT_EQ(comm.get_total_counts(), 0);
   });
 }
@@ -163,7 +161,8 @@ TEST(CommDebugModeTest, OperationRecordsPerModuleAndPhase) {
     const OpRecord* addmm = find("MLPModule.net1", Phase::kForward, "aten::addmm");
     ASSERT_NE(addmm, nullptr);
     EXPECT_EQ(addmm->rank, world.rank());
-    EXPECT_EQ(addmm->input_sharding, (std::vector<std::string>{"[S(0)]", "[R]", "[S(1)]"}));  // bias, x, w.t()
+    EXPECT_EQ(addmm->input_sharding,
+              (std::vector<std::string>{"[S(0)]", "[R]", "[S(1)]"}));  // bias, x, w.t()
     EXPECT_EQ(addmm->input_shapes, (std::vector<std::vector<int64_t>>{{16}, {8, 10}, {10, 16}}));
     EXPECT_EQ(addmm->device_mesh, mesh.to_string());
     EXPECT_NE(find("MLPModule.net1", Phase::kForward, "aten::t"), nullptr);
@@ -229,7 +228,8 @@ TEST(CommDebugModeTest, JsonDumpRoundTripsAgainstSchema) {
       auto guard = comm.enter(*model);
       nn::call(model, x).sum().backward();
     }
-    const std::string path = ::testing::TempDir() + "/comm_mode_log_" + std::to_string(world.rank()) + ".json";
+    const std::string path =
+        ::testing::TempDir() + "/comm_mode_log_" + std::to_string(world.rank()) + ".json";
     comm.generate_json_dump(path, /*noise_level=*/3);
     const std::string text = read_text_file(path);
     EXPECT_EQ(validate_comm_trace_json(text), std::vector<std::string>{});
@@ -272,6 +272,7 @@ TEST(CommDebugModeTest, MeshDimsOfATwoDimensionalMesh) {
     CommDebugMode comm;
     {
       auto guard = comm.enter();
+      comm.add_mesh(mesh);                         // no DTensor op or module here would teach it
       x.redistribute({Replicate(), Replicate()});  // all_gather along tp
       DTensor y = distribute_tensor(torch::ones({4, 4}), mesh, {Shard(0), Replicate()});
       y.redistribute({Replicate(), Replicate()});  // all_gather along dp
@@ -279,7 +280,8 @@ TEST(CommDebugModeTest, MeshDimsOfATwoDimensionalMesh) {
     CommTrace t = comm.trace();
     std::vector<std::string> dims;
     for (const CollectiveRecord& r : t.collectives) {
-      if (r.kind == "all_gather_into_tensor") dims.push_back(r.mesh_dim_name + "=" + std::to_string(r.mesh_dim));
+      if (r.kind == "all_gather_into_tensor")
+        dims.push_back(r.mesh_dim_name + "=" + std::to_string(r.mesh_dim));
     }
     EXPECT_EQ(dims, (std::vector<std::string>{"tp=1", "dp=0"}));
     ASSERT_TRUE(t.mesh.has_value());

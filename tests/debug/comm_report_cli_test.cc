@@ -4,10 +4,9 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -79,8 +78,8 @@ TEST(CommReportCliTest, UpdateRewritesTheGolden) {
 
 TEST(CommReportCliTest, WritesEveryOutput) {
   const std::string dir = ::testing::TempDir();
-  Result r = run("--program mlp --world-size 2 --markdown " + dir + "/r.md --json " + dir + "/r.json --trace-json " +
-                 dir + "/t.json --chrome-trace " + dir + "/c.json");
+  Result r = run("--program mlp --world-size 2 --markdown " + dir + "/r.md --json " + dir +
+                 "/r.json --trace-json " + dir + "/t.json --chrome-trace " + dir + "/c.json");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
   EXPECT_NE(slurp(dir + "/r.md").find("# Comm report: mlp"), std::string::npos);

@@ -84,7 +84,8 @@ TEST_F(CommReportTest, ReportJsonIsDeterministicAndComplete) {
 TEST_F(CommReportTest, MarkdownHasTables) {
   const std::string md = report_markdown(run_comm_report(mlp_options(4)));
   EXPECT_EQ(md.rfind("# Comm report: mlp\n", 0), 0u);
-  EXPECT_NE(md.find("- backend: fake, world size 4, counts of rank 0 (every rank agrees)"), std::string::npos) << md;
+  EXPECT_NE(md.find("- backend: fake, world size 4, counts of rank 0 (every rank agrees)"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("| MLPModule.net2 | forward | all_reduce | 1 | 320 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| all_reduce | 0 | 1 | 320 | 480 | 5.010 |"), std::string::npos) << md;
 }
@@ -107,8 +108,8 @@ TEST_F(CommReportTest, GoldenDiffIsReadable) {
 TEST_F(CommReportTest, UserProgramsRegisterByName) {
   register_report_program("two_gathers", "all_gather twice", [](World& world, ReportContext& ctx) {
     auto mesh = DeviceMesh::init(ctx.device_type(), {world.size()});
-    DTensor x = distribute_tensor(at::ones({world.size() * 2}, at::TensorOptions().device(mesh.device())), mesh,
-                                  {Shard(0)});
+    DTensor x = distribute_tensor(at::ones({world.size() * 2}, at::TensorOptions().device(mesh.device())),
+                                  mesh, {Shard(0)});
     auto guard = ctx.trace();
     for (int64_t i = 0; i < ctx.int_arg("times", 1); ++i) x.full_tensor();
   });
@@ -134,7 +135,8 @@ TEST_F(CommReportTest, MetaTensorsInSoloMode) {
     auto mesh = DeviceMesh::init(ctx.device_type(), {world.size()});
     torch::nn::Linear lin(16, 64);
     distribute_linear(*lin, mesh, {Shard(0)}, {Shard(0)});
-    DTensor x = distribute_tensor(at::empty({8, 16}, at::TensorOptions().device(c10::kMeta)), mesh, {Replicate()});
+    DTensor x =
+        distribute_tensor(at::empty({8, 16}, at::TensorOptions().device(c10::kMeta)), mesh, {Replicate()});
     auto guard = ctx.trace(*lin, "Lin");
     DTensor y = nn::call(lin, x);
     y.redistribute({Replicate()});
@@ -165,7 +167,8 @@ TEST_F(CommReportTest, MistakesAreExplained) {
     run_comm_report(o);
     FAIL() << "expected an error";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown program 'nope'; registered: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown program 'nope'; registered: "), std::string::npos)
+        << e.what();
   }
   register_report_program("forgets_to_trace", "", [](World&, ReportContext&) {});
   o.program = "forgets_to_trace";

@@ -64,7 +64,8 @@ TEST(FakeWorldTraceTest, MergedJsonAndTable) {
   EXPECT_EQ(root["collectives_forward"], Json::parse(R"([["all_reduce", 1]])"));
   const std::string table_path = ::testing::TempDir() + "/fake_world_trace.txt";
   world_trace.log_comm_debug_tracing_table_to_file(table_path, 0);
-  EXPECT_EQ(read_text_file(table_path).rfind("(fake world: 2 ranks traced, showing rank 0)\nGlobal\n", 0), 0u);
+  EXPECT_EQ(read_text_file(table_path).rfind("(fake world: 2 ranks traced, showing rank 0)\nGlobal\n", 0),
+            0u);
 }
 
 // Ranks 2 and 3 issue one more all_reduce (on their own group): not SPMD.

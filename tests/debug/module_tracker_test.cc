@@ -36,8 +36,9 @@ TEST(ModuleTrackerTest, NamesFromTheRunningParentWithoutARoot) {
     auto guard = tracker.enter();
     nn::call(model, torch::rand({2, 10}));
   }
-  EXPECT_EQ(fqns(tracker), (std::vector<std::string>{"MLPModule<Global", "MLPModule.net1<MLPModule",
-                                                     "MLPModule.relu<MLPModule", "MLPModule.net2<MLPModule"}));
+  EXPECT_EQ(fqns(tracker),
+            (std::vector<std::string>{"MLPModule<Global", "MLPModule.net1<MLPModule",
+                                      "MLPModule.relu<MLPModule", "MLPModule.net2<MLPModule"}));
   EXPECT_EQ(tracker.modules()[1].module_type, "torch::nn::Linear");
 }
 
@@ -95,7 +96,8 @@ TEST(ModuleTrackerTest, BackwardWorkBetweenChildrenBelongsToTheParent) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     Parent model;
     distribute_linear(*model->a, mesh, {Replicate()}, {Replicate()});
-    DTensor x = DTensor(distribute_tensor(torch::rand({4, 4}), mesh, {Replicate()}).detach().requires_grad_(true));
+    DTensor x =
+        DTensor(distribute_tensor(torch::rand({4, 4}), mesh, {Replicate()}).detach().requires_grad_(true));
     CommDebugMode comm;
     {
       auto guard = comm.enter(*model);

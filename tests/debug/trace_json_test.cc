@@ -2,9 +2,8 @@
 // PyTorch's comm_mode_log.json.
 #include "debug/trace_json.h"
 
-#include <gtest/gtest.h>
-
 #include <c10/util/Exception.h>
+#include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
@@ -117,7 +116,8 @@ TEST(TraceJsonTest, MergedTraceCarriesPerRankData) {
   EXPECT_EQ(root["rank"], -1);
   EXPECT_EQ(root["reference_rank"], 0);
   EXPECT_EQ(root["events"].size(), 4u);
-  EXPECT_EQ(root["collectives_forward"], Json::parse(R"([["all_reduce", 1]])")) << "the tree is one rank's view";
+  EXPECT_EQ(root["collectives_forward"], Json::parse(R"([["all_reduce", 1]])"))
+      << "the tree is one rank's view";
   EXPECT_EQ(root["per_rank_counts"]["1"]["all_reduce"], 1);
   CommTrace back = comm_trace_from_json(text);
   EXPECT_EQ(back.per_rank_counts.size(), 2u);
@@ -139,7 +139,8 @@ TEST(TraceJsonTest, ValidationNamesThePath) {
     comm_trace_from_json(root.dump());
     FAIL() << "expected an error";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("$.operations_forward: missing (and 2 more)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("$.operations_forward: missing (and 2 more)"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -44,7 +44,8 @@ TEST(TraceModelTest, BytesAggregateLikeCounts) {
 
 TEST(TraceModelTest, ModulePathsAndChildren) {
   CommTrace t = mlp_like_trace();
-  EXPECT_EQ(module_path(t, "MLPModule.net2"), (std::vector<std::string>{"Global", "MLPModule", "MLPModule.net2"}));
+  EXPECT_EQ(module_path(t, "MLPModule.net2"),
+            (std::vector<std::string>{"Global", "MLPModule", "MLPModule.net2"}));
   EXPECT_EQ(module_path(t, "Unknown"), (std::vector<std::string>{"Global", "Unknown"}));
   EXPECT_EQ(module_depth(t, "Global"), 0);
   EXPECT_EQ(module_depth(t, "MLPModule.relu"), 2);

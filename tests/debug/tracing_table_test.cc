@@ -79,7 +79,9 @@ TEST(TracingTableTest, LevelTwoAddsLocalOpsLevelThreeTrivialOps) {
   const std::string l1 = comm_debug_tracing_table(mlp_like_trace(), 1, false);
   const std::string l2 = comm_debug_tracing_table(mlp_like_trace(), 2, false);
   const std::string l3 = comm_debug_tracing_table(mlp_like_trace(), 3, false);
-  const std::string local_mm = "            *all_reduce: 1 (320 B)\n            **aten::mm\n              shape: [[8, 10], [16, 10]]\n";
+  const std::string local_mm =
+      "            *all_reduce: 1 (320 B)\n            **aten::mm\n              shape: [[8, 10], [16, "
+      "10]]\n";
   EXPECT_EQ(l1.find(local_mm), std::string::npos);
   EXPECT_NE(l2.find(local_mm), std::string::npos) << l2;
   EXPECT_EQ(l2.find("**aten::t\n"), std::string::npos);
@@ -109,8 +111,9 @@ TEST(TracingTableTest, MergedTraceNamesReferenceRankAndDifferences) {
   merged.rank_differences = {"rank 3: Global forward all_reduce: 2 (rank 0: 1)"};
   const std::string table = comm_debug_tracing_table(merged, 0, false);
   EXPECT_EQ(table.rfind("(fake world: 2 ranks traced, showing rank 0)\nGlobal\n", 0), 0u) << table;
-  EXPECT_NE(table.find("ranks differing from rank 0: 3\n  rank 3: Global forward all_reduce: 2 (rank 0: 1)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      table.find("ranks differing from rank 0: 3\n  rank 3: Global forward all_reduce: 2 (rank 0: 1)\n"),
+      std::string::npos)
       << table;
 }
 

@@ -39,7 +39,8 @@ TEST(VisualizeShardingTest, ChosenRankPrintsOnTwoDimensionalMesh) {
     DTensor w = distribute_tensor(torch::ones({4, 4}), mesh, {Shard(0), Shard(1)});
     std::ostringstream out;
     EXPECT_EQ(visualize_sharding(w, "", out, /*print_rank=*/3), world.rank() == 3);
-    EXPECT_EQ(sharding_table(w), dtensor::visualize_sharding({4, 4}, mesh.mesh_shape(), {Shard(0), Shard(1)}));
+    EXPECT_EQ(sharding_table(w),
+              dtensor::visualize_sharding({4, 4}, mesh.mesh_shape(), {Shard(0), Shard(1)}));
   });
 }
 

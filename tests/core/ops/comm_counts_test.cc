@@ -87,6 +87,27 @@ TEST(CommCountsTest, TopkOverTheShardedDimIsOneAllGather) {
   EXPECT_EQ(other.outputs, (std::vector<Placements>{S0, S0}));
 }
 
+TEST(CommCountsTest, AttentionShardedOnBatchOrHeadsIsFree) {
+  for (const Placements& p : {S0, S1}) {
+    OpCase sdpa("sdpa", {Input::floats({4, 4, 8, 4}), Input::floats({4, 4, 8, 4}), Input::floats({4, 4, 8, 4})},
+                [](const Tensors& x) {
+                  return Tensors{std::get<0>(at::_scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, false, true))};
+                });
+    CommCounts c = comm_counts(sdpa, {4}, {p, p, p});
+    EXPECT_EQ(c.forward, kNone) << to_string(p);
+    EXPECT_EQ(c.backward, kNone) << to_string(p);
+    EXPECT_EQ(c.outputs, (std::vector<Placements>{p}));
+  }
+}
+
+TEST(CommCountsTest, RowWiseEmbeddingReducesOnceWhenConsumed) {
+  OpCase emb("embedding_then_tanh", {Input::floats({16, 8}), Input::indices({4, 8}, 16)},
+             [](const Tensors& x) { return Tensors{torch::embedding(x[0], x[1]).tanh()}; });
+  CommCounts c = comm_counts(emb, {4}, {S0, R});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
+}
+
 TEST(CommCountsTest, NormOverAShardIsOneAllReduce) {
   OpCase norm("norm", {Input::floats({8, 12})}, [](const Tensors& x) { return Tensors{x[0].norm(2, {1})}; });
   CommCounts c = comm_counts(norm, {4}, {S1});

@@ -1,0 +1,152 @@
+// Errors of the DTensor dispatcher and API: each names the op, placements
+// and mesh, and says how to proceed; register_sharding and local_map are the
+// ways out for unsupported operators.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "backends/fake/fake_world.h"
+#include "core/dispatch/dispatch_mode.h"
+#include "core/dispatch/sharding_registry.h"
+#include "core/dtensor.h"
+
+namespace dtensor {
+namespace {
+
+// Runs `fn`, expects a c10::Error, and returns its message.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  ADD_FAILURE() << "expected a c10::Error";
+  return "";
+}
+
+void expect_contains(const std::string& message, const std::vector<std::string>& parts) {
+  for (const auto& part : parts) {
+    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  }
+}
+
+TEST(DispatchErrorsTest, UnsupportedOpNamesItAndSuggestsWaysOut) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor x = distribute_tensor(at::randn({4, 3}), mesh, {Shard(0)});
+    std::string msg = error_of([&] { at::cummax(x, 1); });
+    expect_contains(msg, {"aten::cummax", "S(0)", "register_sharding", "local_map"});
+  });
+}
+
+TEST(DispatchErrorsTest, RegisterShardingMakesAnOpWork) {
+  // cumsum along dim d is local where d is not sharded.
+  register_sharding({"aten::cumsum"}, per_mesh_dim([](const OpCall& call, int mesh_dim) {
+    const int64_t ndim = static_cast<int64_t>(call.inputs[0].meta.shape.size());
+    int64_t dim = call.arg(1).toInt();
+    if (dim < 0) dim += ndim;
+    const Placement& p = call.inputs[0].placements[static_cast<size_t>(mesh_dim)];
+    std::vector<DimStrategy> candidates{{{Replicate()}, {Replicate()}}};
+    if (p.is_shard() && p.shard_dim() != dim) candidates.push_back({{p}, {p}});
+    return candidates;
+  }));
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    at::Tensor g = at::randn({4, 3}, at::kDouble);
+    DTensor rows = at::cumsum(distribute_tensor(g, mesh, {Shard(0)}), 1);
+    EXPECT_EQ(rows.placements(), Placements{Shard(0)});
+    EXPECT_TRUE(at::allclose(rows.full_tensor(), at::cumsum(g, 1)));
+    DTensor cols = at::cumsum(distribute_tensor(g, mesh, {Shard(0)}), 0);
+    EXPECT_EQ(cols.placements(), Placements{Replicate()});
+    EXPECT_TRUE(at::allclose(cols.full_tensor(), at::cumsum(g, 0)));
+  });
+}
+
+TEST(DispatchErrorsTest, LocalMapRunsAnUnsupportedOpOnShards) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    at::Tensor g = at::randn({4, 3}, at::kDouble);
+    DTensor x = distribute_tensor(g, mesh, {Replicate()});
+    x.set_requires_grad(true);
+    auto out = local_map(
+        [](const std::vector<at::Tensor>& t) { return std::vector<at::Tensor>{std::get<0>(at::cummax(t[0], 1))}; },
+        {x}, {Placements{Shard(0)}}, std::vector<std::optional<Placements>>{Placements{Shard(0)}});
+    DTensor y(out[0]);
+    EXPECT_EQ(y.placements(), Placements{Shard(0)});
+    EXPECT_TRUE(at::allclose(y.full_tensor(), std::get<0>(at::cummax(g, 1))));
+    y.sum().backward();
+    ASSERT_TRUE(x.grad().defined());
+    at::Tensor ref = g.clone().requires_grad_(true);
+    std::get<0>(at::cummax(ref, 1)).sum().backward();
+    EXPECT_TRUE(at::allclose(DTensor(x.grad()).full_tensor(), ref.grad()));
+  });
+}
+
+TEST(DispatchErrorsTest, MixedPlainAndDTensorArgumentsAreRefused) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor x = distribute_tensor(at::ones({4, 2}), mesh, {Shard(0)});
+    at::Tensor plain = at::ones({4, 2});
+    std::string msg = error_of([&] { at::add(x, plain); });
+    expect_contains(msg, {"aten::add", "plain tensor", "[4, 2]", "distribute_tensor", "ImplicitReplicationGuard"});
+    ImplicitReplicationGuard guard;
+    DTensor y = x + plain;
+    EXPECT_TRUE(at::equal(y.full_tensor(), at::full({4, 2}, 2.0)));
+  });
+}
+
+TEST(DispatchErrorsTest, DTensorsOnDifferentMeshesAreRefused) {
+  run_fake_world(4, [](World&) {
+    auto line = DeviceMesh::init(c10::kCPU, {4});
+    auto grid = DeviceMesh::init(c10::kCPU, {2, 2});
+    DTensor a = distribute_tensor(at::ones({4, 2}), line, {Shard(0)});
+    DTensor b = distribute_tensor(at::ones({4, 2}), grid, {Shard(0), Replicate()});
+    std::string msg = error_of([&] { at::mul(a, b); });
+    expect_contains(msg, {"aten::mul", "different meshes", "(4)", "(2, 2)"});
+  });
+}
+
+TEST(DispatchErrorsTest, WrongNumberOfPlacementsIsRefused) {
+  run_fake_world(4, [](World&) {
+    auto grid = DeviceMesh::init(c10::kCPU, {2, 2});
+    std::string msg = error_of([&] { distribute_tensor(at::ones({4, 2}), grid, {Shard(0)}); });
+    expect_contains(msg, {"distribute_tensor", "[S(0)]"});
+    msg = error_of([&] { DTensor::from_local(at::ones({2, 2}), grid, {Shard(0), Replicate(), Replicate()}); });
+    expect_contains(msg, {"from_local"});
+    DTensor x = distribute_tensor(at::ones({4, 2}), grid, {Shard(0), Replicate()});
+    msg = error_of([&] { x.redistribute({Replicate()}); });
+    expect_contains(msg, {"redistribute", "[R]"});
+  });
+}
+
+TEST(DispatchErrorsTest, ShardDimOutOfRangeIsRefused) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    std::string msg = error_of([&] { distribute_tensor(at::ones({4, 2}), mesh, {Shard(2)}); });
+    expect_contains(msg, {"distribute_tensor", "S(2)"});
+    msg = error_of([&] { distribute_tensor(at::ones({4, 2}), mesh, {Shard(-3)}); });
+    expect_contains(msg, {"S(-3)"});
+    DTensor x = distribute_tensor(at::ones({4, 2}), mesh, {Shard(-1)});
+    EXPECT_EQ(x.placements(), Placements{Shard(1)});
+    msg = error_of([&] { x.redistribute({Shard(5)}); });
+    expect_contains(msg, {"S(5)"});
+  });
+}
+
+TEST(DispatchErrorsTest, PlainTensorIsNotADTensor) {
+  std::string msg = error_of([] { DTensor d(at::ones({2})); });
+  expect_contains(msg, {"not a DTensor", "distribute_tensor"});
+}
+
+TEST(DispatchErrorsTest, InPlaceOpThatWouldChangeItsOutputPlacementIsRefused) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor p = distribute_tensor(at::ones({4, 2}), mesh, {Partial()});
+    // P + 1 is not a partial sum: the result would have to be Replicate.
+    std::string msg = error_of([&] { p.add_(1.0); });
+    expect_contains(msg, {"aten::add_", "P(sum)", "in place"});
+  });
+}
+
+}  // namespace
+}  // namespace dtensor
