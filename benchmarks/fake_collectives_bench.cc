@@ -76,13 +76,15 @@ double collective_seconds(const std::string& kind, int64_t ranks, int64_t bytes,
 
 // Sizes 1 KiB .. 64 MiB by 4 (`from` .. `to` in that range).
 void throughput_table(int64_t from, int64_t to) {
-  std::printf("\n== Throughput; bytes = each rank's larger buffer (all_reduce: the tensor, "
-              "all_gather: output, reduce_scatter: input) ==\n");
-  std::printf("world GB/s = ranks x bytes / time; memcpy GB/s = one thread copying `bytes`;\n"
-              "ratio = memcpy GB/s / world GB/s = time / (ranks x one memcpy of `bytes`):\n"
-              "1 = as fast as one thread memcpying every rank's buffer once\n\n");
-  std::printf("%-24s %5s %10s %12s %11s %11s %7s\n", "collective", "ranks", "bytes",
-              "time/op us", "world GB/s", "memcpy GB/s", "ratio");
+  std::printf(
+      "\n== Throughput; bytes = each rank's larger buffer (all_reduce: the tensor, "
+      "all_gather: output, reduce_scatter: input) ==\n");
+  std::printf(
+      "world GB/s = ranks x bytes / time; memcpy GB/s = one thread copying `bytes`;\n"
+      "ratio = memcpy GB/s / world GB/s = time / (ranks x one memcpy of `bytes`):\n"
+      "1 = as fast as one thread memcpying every rank's buffer once\n\n");
+  std::printf("%-24s %5s %10s %12s %11s %11s %7s\n", "collective", "ranks", "bytes", "time/op us",
+              "world GB/s", "memcpy GB/s", "ratio");
   const std::vector<std::string> kinds = {"all_reduce", "all_gather_into_tensor",
                                           "reduce_scatter_tensor"};
   for (const std::string& kind : kinds) {
@@ -101,48 +103,62 @@ void throughput_table(int64_t from, int64_t to) {
   }
 }
 
-void latency_table() {
-  std::printf("\n== Small-message latency, 4 ranks (median of 9 batches of 2000) ==\n\n");
-  std::printf("%-34s %10s\n", "collective", "us/op");
-  struct Case {
-    const char* name;
-    // Builds one rank's tensors once and returns the call to repeat.
-    std::function<std::function<void(Communicator&)>()> prepare;
-    bool alone = false;  // on a group of one: the cost outside any rendezvous
-  };
-  const std::vector<Case> cases = {
-      {"all_reduce f32[1], group of one", [] {
+// One small-message case of the latency table.
+struct Case {
+  const char* name;
+  // Builds one rank's tensors once and returns the call to repeat.
+  std::function<std::function<void(Communicator&)>()> prepare;
+  bool alone = false;  // on a group of one: the cost outside any rendezvous
+};
+
+std::vector<Case> latency_cases() {
+  return {
+      {"all_reduce f32[1], group of one",
+       [] {
          at::Tensor t = at::ones({1});
          return [t](Communicator& c) mutable { c.all_reduce(t); };
-       }, /*alone=*/true},
+       },
+       /*alone=*/true},
       {"barrier", [] { return [](Communicator& c) { c.barrier(); }; }},
-      {"all_reduce f32[1] (4 B)", [] {
+      {"all_reduce f32[1] (4 B)",
+       [] {
          at::Tensor t = at::ones({1});
          return [t](Communicator& c) mutable { c.all_reduce(t); };
        }},
-      {"all_reduce f32[256] (1 KiB)", [] {
+      {"all_reduce f32[256] (1 KiB)",
+       [] {
          at::Tensor t = at::ones({256});
          return [t](Communicator& c) mutable { c.all_reduce(t); };
        }},
-      {"all_reduce bf16[256] (512 B)", [] {
+      {"all_reduce bf16[256] (512 B)",
+       [] {
          at::Tensor t = at::ones({256}, at::kBFloat16);
          return [t](Communicator& c) mutable { c.all_reduce(t); };
        }},
-      {"all_gather f32[64] -> [256]", [] {
+      {"all_gather f32[64] -> [256]",
+       [] {
          at::Tensor in = at::ones({64});
          at::Tensor out = at::empty({256});
          return [in, out](Communicator& c) mutable { c.all_gather_into_tensor(out, in); };
        }},
-      {"reduce_scatter f32[256] -> [64]", [] {
+      {"reduce_scatter f32[256] -> [64]",
+       [] {
          at::Tensor in = at::ones({256});
          at::Tensor out = at::empty({64});
          return [in, out](Communicator& c) mutable { c.reduce_scatter_tensor(out, in); };
        }},
-      {"broadcast f32[256]", [] {
+      {"broadcast f32[256]",
+       [] {
          at::Tensor t = at::ones({256});
          return [t](Communicator& c) mutable { c.broadcast(t); };
        }},
   };
+}
+
+void latency_table() {
+  std::printf("\n== Small-message latency, 4 ranks (median of 9 batches of 2000) ==\n\n");
+  std::printf("%-34s %10s\n", "collective", "us/op");
+  const std::vector<Case> cases = latency_cases();
   for (const Case& c : cases) {
     std::vector<double> batches;
     run_fake_world(4, [&](World& world) {

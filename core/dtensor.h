@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/device_mesh.h"
+#include "core/dtensor_impl.h"  // is_dtensor
 #include "core/dtensor_spec.h"
 
 namespace dtensor {

@@ -16,6 +16,24 @@
 
 namespace dtensor::debug {
 
+namespace {
+
+// The first mesh (the primary one first) with `r`'s group as one of its dims
+// names it; mesh_dim refers to the primary mesh only.
+void resolve_mesh_dim(CollectiveRecord& r, const std::vector<DeviceMesh>& meshes) {
+  for (size_t m = 0; m < meshes.size(); ++m) {
+    for (int d = 0; d < meshes[m].ndim(); ++d) {
+      if (meshes[m].communicator(d).group_ranks() != r.group) continue;
+      if (m == 0) r.mesh_dim = d;
+      if (meshes[m].mesh_shape().has_dim_names())
+        r.mesh_dim_name = meshes[m].dim_names()[static_cast<size_t>(d)];
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 // Everything registered while a session runs; destroyed (in reverse order of
 // construction) when it ends.
 class CommDebugMode::Session : public internal::RecordFunctionListener {
@@ -149,7 +167,8 @@ void CommDebugMode::record_local_op(const std::string& name, c10::ArrayRef<const
     if (!v.isTensor()) continue;
     const at::Tensor& t = v.toTensor();
     if (!t.defined()) continue;
-    if (is_dtensor(t)) return;  // a DTensor op: on_dtensor_op records it with its placements
+    if (is_dtensor(t)) return;    // a DTensor op: on_dtensor_op records it with its placements
+    if (t.is_nested()) continue;  // no sizes()
     op.input_shapes.push_back(t.sizes().vec());
   }
   op.module = tracker_.current_module();
@@ -182,34 +201,29 @@ CommTrace CommDebugMode::trace() const {
     t.mesh = MeshRecord{primary.shape(), primary.dim_names(), device.str()};
   }
   for (size_t i = 0; i < raw_.size(); ++i) {
-    const Raw& raw = raw_[i];
-    const CollectiveEvent& e = raw.event;
-    CollectiveRecord r;
-    r.rank = e.global_rank;
-    r.seq = static_cast<int64_t>(i);
-    r.kind = collective_name(e.kind);
-    r.module = raw.module;
-    r.phase = raw.phase;
-    r.bytes = e.input_bytes;
-    r.output_bytes = e.output_bytes;
-    r.group = e.group_ranks;
-    r.input_shapes = e.input_shapes;
-    r.output_shapes = e.output_shapes;
-    r.dtype = c10::toString(e.dtype);
-    if (e.reduce_op) r.reduce_op = reduce_op_name(*e.reduce_op);
-    r.ts_us = raw.ts_us;
-    for (size_t m = 0; m < meshes.size() && r.mesh_dim < 0 && r.mesh_dim_name.empty(); ++m) {
-      for (int d = 0; d < meshes[m].ndim(); ++d) {
-        if (meshes[m].communicator(d).group_ranks() != e.group_ranks) continue;
-        if (m == 0) r.mesh_dim = d;
-        if (meshes[m].mesh_shape().has_dim_names())
-          r.mesh_dim_name = meshes[m].dim_names()[static_cast<size_t>(d)];
-        break;
-      }
-    }
-    t.collectives.push_back(std::move(r));
+    t.collectives.push_back(to_record(raw_[i], static_cast<int64_t>(i)));
+    resolve_mesh_dim(t.collectives.back(), meshes);
   }
   return t;
+}
+
+CollectiveRecord CommDebugMode::to_record(const Raw& raw, int64_t seq) {
+  const CollectiveEvent& e = raw.event;
+  CollectiveRecord r;
+  r.rank = e.global_rank;
+  r.seq = seq;
+  r.kind = collective_name(e.kind);
+  r.module = raw.module;
+  r.phase = raw.phase;
+  r.bytes = e.input_bytes;
+  r.output_bytes = e.output_bytes;
+  r.group = e.group_ranks;
+  r.input_shapes = e.input_shapes;
+  r.output_shapes = e.output_shapes;
+  r.dtype = c10::toString(e.dtype);
+  if (e.reduce_op) r.reduce_op = reduce_op_name(*e.reduce_op);
+  r.ts_us = raw.ts_us;
+  return r;
 }
 
 std::vector<CollectiveEvent> CommDebugMode::events() const {

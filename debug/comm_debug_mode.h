@@ -141,6 +141,7 @@ class CommDebugMode : public CollectiveObserver, public OpObserver {
     double ts_us;
   };
   World& begin(const char* caller);
+  static CollectiveRecord to_record(const Raw& raw, int64_t seq);
   double now_us() const;
   void learn_mesh_locked(const DeviceMesh& mesh);
   void record_local_op(const std::string& name, c10::ArrayRef<const c10::IValue> inputs);

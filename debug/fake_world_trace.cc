@@ -45,7 +45,6 @@ std::vector<std::string> diff_module_counts(const ModuleCounts& expected, const 
   return out;
 }
 
-
 void FakeWorldTrace::add(const CommTrace& rank_trace) {
   TORCH_CHECK(rank_trace.rank >= 0, "FakeWorldTrace::add: expected one rank's trace, got a merged one (rank ",
               rank_trace.rank, ")");

@@ -171,7 +171,14 @@ int run_fake(const Flags& flags) {
       rank0 = run;
     }
   });
-  if (flags.raw) return 0;
+  if (flags.raw) {
+    std::ostringstream out;
+    out.precision(17);
+    out << "QUICKSTART_SINGLE_DEVICE losses=";
+    for (size_t i = 0; i < single_device.size(); ++i) out << (i ? "," : "") << single_device[i];
+    std::cout << out.str() << "\n";
+    return 0;
+  }
   print_report(flags, "a fake world of " + std::to_string(mesh_size(flags.config.mesh_shape)) + " ranks (threads)",
                rank0, single_device, world_trace.generate_comm_debug_tracing_table(flags.noise_level));
   if (!flags.json.empty()) {

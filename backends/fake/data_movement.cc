@@ -8,8 +8,8 @@
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/mul.h>
-#include <c10/util/Exception.h>
 #include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 
 #include <algorithm>

@@ -135,14 +135,13 @@ void FakeCommunicator::all_reduce_staged(RendezvousRound& round, at::Tensor& ten
 // then every rank copies all reduced chunks into its tensor (phase 2). Peers
 // read this rank's tensor only in phase 1 and its buffer (double-buffered by
 // parity) only in phase 2, so no third phase is needed.
-void FakeCommunicator::all_reduce_chunked(RendezvousRound& round, at::Tensor& tensor,
-                                          ReduceOp op) {
+void FakeCommunicator::all_reduce_chunked(RendezvousRound& round, at::Tensor& tensor, ReduceOp op) {
   const int64_t esize = tensor.element_size();
   round.mine().input = tensor;  // read in phase 1 only: not zero_copy, see above
   round.arrive();
   const auto [begin, end] = chunk_of(tensor.numel(), esize, size(), rank());
-  const at::Tensor& reduced = buffer(round.mine().fingerprint.seq, (end - begin) * esize,
-                                     tensor.device());
+  const at::Tensor& reduced =
+      buffer(round.mine().fingerprint.seq, (end - begin) * esize, tensor.device());
   c10::SmallVector<Slice, 8> srcs;
   for (int64_t r = 0; r < size(); ++r) srcs.push_back({&round.peer(r).input, begin * esize});
   reduce_in_order({&reduced, 0}, srcs, end - begin, tensor.scalar_type(), op);
@@ -171,7 +170,8 @@ WorkPtr FakeCommunicator::run_all_gather_into_tensor(at::Tensor& output, const a
     const bool in_place = input.data_ptr() == own_block;
     post_input(round, input, block <= kStageBytes || (overlaps(input, output) && !in_place));
     round.arrive();
-    for (int64_t r = 0; r < size(); ++r) copy_bytes(output, r * block, round.peer(r).input, 0, block);
+    for (int64_t r = 0; r < size(); ++r)
+      copy_bytes(output, r * block, round.peer(r).input, 0, block);
     if (round.any_zero_copy()) {
       round.sync();
       round.release_inputs();
@@ -184,7 +184,8 @@ WorkPtr FakeCommunicator::run_reduce_scatter_tensor(at::Tensor& output, const at
                                                     const ReduceScatterOptions& options) {
   return complete(options.async_op, [&] {
     const int64_t block = nbytes(output);
-    Fingerprint fp = fingerprint(CollectiveKind::kReduceScatterTensor, output, output.sizes().vec());
+    Fingerprint fp =
+        fingerprint(CollectiveKind::kReduceScatterTensor, output, output.sizes().vec());
     fp.reduce_op = options.reduce_op;
     if (size() == 1) {
       rendezvous_->check_usable(fp.kind, rank());
@@ -199,9 +200,8 @@ WorkPtr FakeCommunicator::run_reduce_scatter_tensor(at::Tensor& output, const at
     c10::SmallVector<Slice, 8> srcs;
     for (int64_t r = 0; r < size(); ++r) srcs.push_back({&round.peer(r).input, rank() * block});
     // In place, the output is this rank's own source block: reduce aside first.
-    const at::Tensor& target = aliased && !stage
-                                   ? buffer(round.mine().fingerprint.seq, block, output.device())
-                                   : output;
+    const at::Tensor& target =
+        aliased && !stage ? buffer(round.mine().fingerprint.seq, block, output.device()) : output;
     reduce_in_order({&target, 0}, srcs, output.numel(), output.scalar_type(), options.reduce_op);
     copy_bytes(output, 0, target, 0, block);  // no-op when target is output
     if (round.any_zero_copy()) {
@@ -224,8 +224,9 @@ void FakeCommunicator::check_split_agreement(RendezvousRound& round) const {
           << " rows to global rank " << group_ranks()[to] << ", which expects " << expected
           << " rows from it. input_split_sizes / output_split_sizes per rank:";
       for (int64_t r = 0; r < size(); ++r) {
-        out << "\n  global rank " << group_ranks()[r] << ": " << list_string(round.peer(r).send_splits)
-            << " / " << list_string(round.peer(r).recv_splits);
+        out << "\n  global rank " << group_ranks()[r] << ": "
+            << list_string(round.peer(r).send_splits) << " / "
+            << list_string(round.peer(r).recv_splits);
       }
       out << "\nRank j's input_split_sizes[k] must equal rank k's output_split_sizes[j].";
       std::string message = out.str();
@@ -240,8 +241,8 @@ WorkPtr FakeCommunicator::run_all_to_all_single(at::Tensor& output, const at::Te
                                                 const std::vector<int64_t>& input_split_sizes,
                                                 const AllToAllOptions& options) {
   return complete(options.async_op, [&] {
-    const int64_t row_bytes = c10::multiply_integers(input.sizes().slice(1)) *
-                              static_cast<int64_t>(input.element_size());
+    const int64_t row_bytes =
+        c10::multiply_integers(input.sizes().slice(1)) * static_cast<int64_t>(input.element_size());
     Fingerprint fp =
         fingerprint(CollectiveKind::kAllToAllSingle, input, input.sizes().slice(1).vec());
     if (size() == 1) {
@@ -278,7 +279,8 @@ WorkPtr FakeCommunicator::run_broadcast(at::Tensor& tensor, const BroadcastOptio
     RendezvousRound round(*rendezvous_, rank(), std::move(fp), timeout_of(options.timeout));
     if (rank() == options.root) post_input(round, tensor, nbytes(tensor) <= kStageBytes);
     round.arrive();
-    if (rank() != options.root) copy_bytes(tensor, 0, round.peer(options.root).input, 0, nbytes(tensor));
+    if (rank() != options.root)
+      copy_bytes(tensor, 0, round.peer(options.root).input, 0, nbytes(tensor));
     if (round.any_zero_copy()) {
       round.sync();
       round.release_inputs();
@@ -300,7 +302,8 @@ WorkPtr FakeCommunicator::run_scatter(at::Tensor& output, const std::vector<at::
     RendezvousRound round(*rendezvous_, rank(), std::move(fp), timeout_of(options.timeout));
     if (rank() == options.root) {
       bool stage = block * size() <= kStageBytes;
-      for (int64_t r = 0; r < size(); ++r) stage = stage || (r != rank() && overlaps(inputs[r], output));
+      for (int64_t r = 0; r < size(); ++r)
+        stage = stage || (r != rank() && overlaps(inputs[r], output));
       Post& mine = round.mine();
       if (stage) {
         mine.input = buffer(mine.fingerprint.seq, block * size(), output.device());

@@ -64,8 +64,8 @@ constexpr int kYieldIterations = 64;
 
 bool Fingerprint::operator==(const Fingerprint& other) const {
   return kind == other.kind && seq == other.seq && dtype == other.dtype &&
-         device_type == other.device_type && shape == other.shape &&
-         reduce_op == other.reduce_op && root == other.root;
+         device_type == other.device_type && shape == other.shape && reduce_op == other.reduce_op &&
+         root == other.root;
 }
 
 std::string Fingerprint::to_string() const {
@@ -192,9 +192,10 @@ void FakeRendezvous::throw_if_failed(std::unique_lock<std::mutex>& lock, int64_t
   }
   for (int64_t r = 0; r < size(); ++r) {
     if (counter(r) >= target || !status_->exited(ranks_[r])) continue;
-    std::string message = describe(fingerprint.kind, group_rank) + ": global rank " + std::to_string(ranks_[r]) +
-                          " returned from its function without issuing " +
-                          fingerprint.to_string() + " on this group (" + missing_rank_status(r) +
+    std::string message = describe(fingerprint.kind, group_rank) + ": global rank " +
+                          std::to_string(ranks_[r]) +
+                          " returned from its function without issuing " + fingerprint.to_string() +
+                          " on this group (" + missing_rank_status(r) +
                           "). Every member must issue the same collectives in the same order.";
     mark_broken_locked(message);
     lock.unlock();
@@ -210,8 +211,8 @@ std::string FakeRendezvous::missing_rank_status(int64_t group_rank) const {
 }
 
 void FakeRendezvous::fail_timeout(std::unique_lock<std::mutex>& lock, int64_t group_rank,
-                                  uint64_t target, const Fingerprint& fingerprint,
-                                  bool first_phase, std::chrono::milliseconds timeout) {
+                                  uint64_t target, const Fingerprint& fingerprint, bool first_phase,
+                                  std::chrono::milliseconds timeout) {
   std::vector<int64_t> missing;
   std::vector<int64_t> present;
   std::ostringstream details;
@@ -245,8 +246,8 @@ void FakeRendezvous::check_fingerprints(int64_t group_rank, uint64_t seq) {
   for (int64_t r = 0; r < size() && same; ++r) same = post(r, seq).fingerprint == mine;
   if (same) return;
   std::ostringstream out;
-  out << describe(mine.kind, group_rank) << ": the members issued different collectives at seq="
-      << seq << " of this group:";
+  out << describe(mine.kind, group_rank)
+      << ": the members issued different collectives at seq=" << seq << " of this group:";
   for (int64_t r = 0; r < size(); ++r) {
     const Fingerprint& theirs = post(r, seq).fingerprint;
     out << "\n  global rank " << ranks_[r] << ": " << theirs.to_string()

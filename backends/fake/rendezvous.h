@@ -47,12 +47,12 @@ struct Fingerprint {
 /// between arrive() and the round's last phase.
 struct Post {
   Fingerprint fingerprint;
-  at::Tensor input;                 // the rank's input, or its staged copy
-  std::vector<at::Tensor> inputs;   // scatter: the root's inputs
-  at::Tensor reduced;               // all_reduce: this rank's reduced chunk
-  std::vector<int64_t> send_splits; // all_to_all_single: rows sent to each rank
-  std::vector<int64_t> recv_splits; // all_to_all_single: rows expected from each
-  bool zero_copy = false;           // input is the caller's tensor; see Note [Phases]
+  at::Tensor input;                  // the rank's input, or its staged copy
+  std::vector<at::Tensor> inputs;    // scatter: the root's inputs
+  at::Tensor reduced;                // all_reduce: this rank's reduced chunk
+  std::vector<int64_t> send_splits;  // all_to_all_single: rows sent to each rank
+  std::vector<int64_t> recv_splits;  // all_to_all_single: rows expected from each
+  bool zero_copy = false;            // input is the caller's tensor; see Note [Phases]
 };
 
 /// Shared state of one group; every member's FakeCommunicator holds it.
@@ -94,8 +94,8 @@ class FakeRendezvous final : public Wakeable {
   void throw_if_failed(std::unique_lock<std::mutex>& lock, int64_t group_rank, uint64_t target,
                        const Fingerprint& fingerprint);
   [[noreturn]] void fail_timeout(std::unique_lock<std::mutex>& lock, int64_t group_rank,
-                                 uint64_t target, const Fingerprint& fingerprint,
-                                 bool first_phase, std::chrono::milliseconds timeout);
+                                 uint64_t target, const Fingerprint& fingerprint, bool first_phase,
+                                 std::chrono::milliseconds timeout);
   std::string missing_rank_status(int64_t group_rank) const;  // needs mutex_
   void mark_broken_locked(const std::string& reason);
   void check_fingerprints(int64_t group_rank, uint64_t seq);

@@ -28,7 +28,8 @@ void copy_bytes(const at::Tensor& dst, int64_t dst_offset, const at::Tensor& src
     return;
   }
   const int64_t esize = dst.element_size();
-  dst.view(-1).narrow(0, dst_offset / esize, bytes / esize)
+  dst.view(-1)
+      .narrow(0, dst_offset / esize, bytes / esize)
       .copy_(src.view(-1).narrow(0, src_offset / esize, bytes / esize));
 }
 
@@ -57,7 +58,8 @@ class SoloCommunicator final : public Communicator {
                                      const AllGatherOptions&) override {
     check_allowed("all_gather_into_tensor");
     if (!has_data(output)) return completed_work();
-    for (int64_t r = 0; r < size(); ++r) copy_bytes(output, r * nbytes(input), input, 0, nbytes(input));
+    for (int64_t r = 0; r < size(); ++r)
+      copy_bytes(output, r * nbytes(input), input, 0, nbytes(input));
     return completed_work();
   }
 
@@ -111,9 +113,11 @@ class SoloCommunicator final : public Communicator {
 
  private:
   void check_allowed(const char* op) const {
-    TORCH_CHECK(!error_on_collective_, describe(op), ": this solo world was created with "
+    TORCH_CHECK(!error_on_collective_, describe(op),
+                ": this solo world was created with "
                 "SoloOptions::error_on_collective, so no collective may be issued; find the "
-                "caller of ", op, " or leave error_on_collective off");
+                "caller of ",
+                op, " or leave error_on_collective off");
   }
 
   bool error_on_collective_;

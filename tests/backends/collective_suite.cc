@@ -9,9 +9,9 @@
 #include <map>
 #include <mutex>
 #include <numeric>
-#include <tuple>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 namespace dtensor {
 namespace testing {
@@ -41,9 +41,9 @@ at::Tensor values_from(const at::Tensor& u, bool integral, bool for_product, boo
     const at::Tensor fine = at::floor(at::mul(at::frac(at::mul(u, 2.0)), 1000.0));
     return at::mul(sign, at::add(at::div(fine, 2000.0), 0.75));  // |x| in [0.75, 1.25)
   }
-  if (integral) return at::sub(level(13), 6.0);                     // -6 .. 6
-  if (!bit_exact) return at::div(at::sub(level(13), 6.0), 2.0);     // halves: sums stay exact
-  return at::div(at::sub(level(20001), 10000.0), 997.0);            // rounds in every sum
+  if (integral) return at::sub(level(13), 6.0);                  // -6 .. 6
+  if (!bit_exact) return at::div(at::sub(level(13), 6.0), 2.0);  // halves: sums stay exact
+  return at::div(at::sub(level(20001), 10000.0), 997.0);         // rounds in every sum
 }
 
 std::string shape_string(at::IntArrayRef shape) {
@@ -147,7 +147,8 @@ void check_all_to_all_case(Communicator& comm, const CollectiveSuiteOptions& opt
 // (bounded, cleared when full) saves most of the generation in a fake world.
 class InputCache {
  public:
-  using Key = std::tuple<int64_t, std::vector<int64_t>, c10::ScalarType, uint64_t, bool, uint64_t, bool>;
+  using Key =
+      std::tuple<int64_t, std::vector<int64_t>, c10::ScalarType, uint64_t, bool, uint64_t, bool>;
 
   at::Tensor get_or_make(Key key, const std::function<at::Tensor()>& make) {
     {
@@ -177,8 +178,8 @@ at::Tensor make_input(int64_t global_rank, at::IntArrayRef shape, c10::ScalarTyp
                       uint64_t salt, bool for_product, const CollectiveSuiteOptions& options) {
   // A Weyl sequence frac(offset + k * alpha): cheap, vectorised, and the same
   // in every process; the offset is a hash of (seed, rank, salt).
-  const uint64_t hash = splitmix64(options.seed ^ splitmix64(static_cast<uint64_t>(global_rank) ^
-                                                             splitmix64(salt + 0x51ED)));
+  const uint64_t hash = splitmix64(
+      options.seed ^ splitmix64(static_cast<uint64_t>(global_rank) ^ splitmix64(salt + 0x51ED)));
   const double offset = static_cast<double>(hash >> 11) * 0x1.0p-53;
   const at::Tensor k = at::arange(c10::multiply_integers(shape), at::kDouble);
   const at::Tensor u = at::frac(at::add(at::mul(k, 0.7548776662466927), offset));
@@ -255,9 +256,9 @@ void check_all_reduce(Communicator& comm, const CollectiveSuiteOptions& options)
         const auto& inputs = op == ReduceOp::kProduct ? near_one : plain;
         at::Tensor t = inputs[static_cast<size_t>(comm.rank())].clone().to(options.device);
         comm.all_reduce(t, {op});
-        expect_matches(t, serial_reduce(inputs, op), options,
-                       label(comm, std::string("all_reduce(") + reduce_op_name(op) + ")", dtype,
-                             shape));
+        expect_matches(
+            t, serial_reduce(inputs, op), options,
+            label(comm, std::string("all_reduce(") + reduce_op_name(op) + ")", dtype, shape));
       }
     }
   }
@@ -344,14 +345,15 @@ void check_scatter(Communicator& comm, const CollectiveSuiteOptions& options) {
         std::vector<at::Tensor> inputs;
         if (comm.rank() == root) {
           for (int64_t j = 0; j < comm.size(); ++j) {
-            inputs.push_back(suite_input(root_global, shape, dtype, 100 + j, false, options)
-                                 .to(options.device));
+            inputs.push_back(
+                suite_input(root_global, shape, dtype, 100 + j, false, options).to(options.device));
           }
         }
         at::Tensor output = at::zeros(shape, at::TensorOptions(dtype).device(options.device));
         comm.scatter(output, inputs, {root});
-        expect_matches(output, suite_input(root_global, shape, dtype, 100 + comm.rank(), false, options),
-                       options, label(comm, "scatter(root=" + std::to_string(root) + ")", dtype, shape));
+        expect_matches(
+            output, suite_input(root_global, shape, dtype, 100 + comm.rank(), false, options),
+            options, label(comm, "scatter(root=" + std::to_string(root) + ")", dtype, shape));
       }
     }
   }
@@ -372,7 +374,8 @@ void check_async(Communicator& comm, const CollectiveSuiteOptions& options) {
   at::Tensor reduced = inputs[me].clone().to(options.device);
   at::Tensor gathered_out = at::empty({6 * n, 2}, reduced.options());
   at::Tensor scattered = at::empty({6, 2}, reduced.options());
-  at::Tensor rs_input = at::cat(std::vector<at::Tensor>(static_cast<size_t>(n), inputs[me])).to(options.device);
+  at::Tensor rs_input =
+      at::cat(std::vector<at::Tensor>(static_cast<size_t>(n), inputs[me])).to(options.device);
   std::vector<WorkPtr> works;
   works.push_back(comm.all_reduce(reduced, {ReduceOp::kSum, {}, /*async_op=*/true}));
   works.push_back(comm.all_gather_into_tensor(gathered_out, inputs[me].to(options.device),
@@ -400,7 +403,8 @@ void check_in_place(Communicator& comm, const CollectiveSuiteOptions& options) {
   for (const auto& shape : shapes) {
     const int64_t rows = shape[0];
     const auto inputs = member_inputs(comm, shape, dtype, 9, false, options);
-    at::Tensor output = at::zeros({n * rows, shape[1]}, at::TensorOptions(dtype).device(options.device));
+    at::Tensor output =
+        at::zeros({n * rows, shape[1]}, at::TensorOptions(dtype).device(options.device));
     at::Tensor own_block = output.narrow(0, me * rows, rows);
     own_block.copy_(inputs[static_cast<size_t>(me)]);
     comm.all_gather_into_tensor(output, own_block);

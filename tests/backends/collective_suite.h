@@ -1,7 +1,8 @@
 // A reusable suite of collective checks for any backend: every rank builds
 // every member's deterministic input, computes the serial reference locally
 // and compares it with what the collective produced (gtest EXPECT/ASSERT).
-//   dtensor::run_fake_world(4, [](dtensor::World& w) { dtensor::testing::check_all_collectives(w); });
+//   dtensor::run_fake_world(4, [](dtensor::World& w) { dtensor::testing::check_all_collectives(w);
+//   });
 //   // Gloo/NCCL, in each process: check_all_collectives(*world, {/*bit_exact=*/false});
 #pragma once
 

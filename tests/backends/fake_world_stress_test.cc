@@ -42,11 +42,13 @@ std::vector<std::vector<std::vector<int64_t>>> partitions() {
 // one in fifty large enough for the zero-copy paths.
 std::vector<Step> make_program(uint64_t seed, size_t partition_count) {
   std::mt19937_64 rng(seed);
-  const CollectiveKind kinds[] = {
-      CollectiveKind::kAllReduce,      CollectiveKind::kAllGatherIntoTensor,
-      CollectiveKind::kReduceScatterTensor, CollectiveKind::kAllToAllSingle,
-      CollectiveKind::kBroadcast,      CollectiveKind::kScatter,
-      CollectiveKind::kBarrier};
+  const CollectiveKind kinds[] = {CollectiveKind::kAllReduce,
+                                  CollectiveKind::kAllGatherIntoTensor,
+                                  CollectiveKind::kReduceScatterTensor,
+                                  CollectiveKind::kAllToAllSingle,
+                                  CollectiveKind::kBroadcast,
+                                  CollectiveKind::kScatter,
+                                  CollectiveKind::kBarrier};
   const c10::ScalarType dtypes[] = {c10::kFloat, c10::kDouble, c10::kInt, c10::kBFloat16};
   const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin,
                           ReduceOp::kProduct};
@@ -77,7 +79,10 @@ uint64_t fold(uint64_t hash, const at::Tensor& t) {
 class StepRunner {
  public:
   StepRunner(World& world, const std::vector<int64_t>& group, const Step& step, int64_t index)
-      : comm_(world.new_group(group)), group_(group), step_(step), salt_(static_cast<uint64_t>(index)) {}
+      : comm_(world.new_group(group)),
+        group_(group),
+        step_(step),
+        salt_(static_cast<uint64_t>(index)) {}
 
   // Runs the collective; returns {result, expected}.
   std::pair<at::Tensor, at::Tensor> run();
@@ -125,7 +130,8 @@ std::pair<at::Tensor, at::Tensor> StepRunner::run() {
     case CollectiveKind::kReduceScatterTensor: {
       auto all = inputs({n * step_.rows, step_.cols});
       at::Tensor out = at::empty(shape, all[0].options());
-      finish(comm_->reduce_scatter_tensor(out, all[static_cast<size_t>(me)], {step_.op, {}, step_.async}));
+      finish(comm_->reduce_scatter_tensor(out, all[static_cast<size_t>(me)],
+                                          {step_.op, {}, step_.async}));
       return {out, testing::serial_reduce(all, step_.op).narrow(0, me * step_.rows, step_.rows)};
     }
     case CollectiveKind::kAllToAllSingle:
@@ -149,7 +155,9 @@ std::pair<at::Tensor, at::Tensor> StepRunner::run() {
 std::pair<at::Tensor, at::Tensor> StepRunner::all_to_all() {
   const int64_t n = comm_->size();
   const int64_t me = comm_->rank();
-  auto rows = [&](int64_t i, int64_t j) { return (i + j + static_cast<int64_t>(salt_)) % 3 * step_.rows / 2; };
+  auto rows = [&](int64_t i, int64_t j) {
+    return (i + j + static_cast<int64_t>(salt_)) % 3 * step_.rows / 2;
+  };
   std::vector<at::Tensor> blocks;
   AllToAllOptions options;
   options.async_op = step_.async;
@@ -193,26 +201,29 @@ std::vector<uint64_t> run_program(const std::vector<Step>& program, int* mismatc
   const auto groups = partitions();
   std::vector<uint64_t> hashes(kRanks);
   std::mutex mutex;
-  run_fake_world(kRanks, [&](World& world) {
-    uint64_t hash = 0xCBF29CE484222325ULL;
-    int wrong = 0;
-    for (size_t i = 0; i < program.size(); ++i) {
-      const Step& step = program[i];
-      for (const auto& group : groups[step.partition]) {
-        if (std::find(group.begin(), group.end(), world.rank()) == group.end()) continue;
-        auto [result, expected] = StepRunner(world, group, step, static_cast<int64_t>(i)).run();
-        hash = fold(hash, result);
-        if (!at::equal(result, expected) && wrong++ == 0) {
-          ADD_FAILURE() << "rank " << world.rank() << " step " << i << ": "
-                        << collective_name(step.kind) << " " << c10::toString(step.dtype)
-                        << " differs from the serial reference";
+  run_fake_world(
+      kRanks,
+      [&](World& world) {
+        uint64_t hash = 0xCBF29CE484222325ULL;
+        int wrong = 0;
+        for (size_t i = 0; i < program.size(); ++i) {
+          const Step& step = program[i];
+          for (const auto& group : groups[step.partition]) {
+            if (std::find(group.begin(), group.end(), world.rank()) == group.end()) continue;
+            auto [result, expected] = StepRunner(world, group, step, static_cast<int64_t>(i)).run();
+            hash = fold(hash, result);
+            if (!at::equal(result, expected) && wrong++ == 0) {
+              ADD_FAILURE() << "rank " << world.rank() << " step " << i << ": "
+                            << collective_name(step.kind) << " " << c10::toString(step.dtype)
+                            << " differs from the serial reference";
+            }
+          }
         }
-      }
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    hashes[static_cast<size_t>(world.rank())] = hash;
-    *mismatches += wrong;
-  }, {/*timeout=*/std::chrono::milliseconds(30000)});
+        std::lock_guard<std::mutex> lock(mutex);
+        hashes[static_cast<size_t>(world.rank())] = hash;
+        *mismatches += wrong;
+      },
+      {/*timeout=*/std::chrono::milliseconds(30000)});
   return hashes;
 }
 

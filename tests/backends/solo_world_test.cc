@@ -1,13 +1,13 @@
 // Solo mode: worlds of up to 65,536 ranks seen from one rank, correctly shaped
 // outputs with the documented placeholder contents, meta tensors untouched,
 // and error_on_collective.
+#include "backends/solo/solo_world.h"
+
 #include <ATen/Functions.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
-
-#include "backends/solo/solo_world.h"
 
 namespace dtensor {
 namespace {
@@ -92,13 +92,14 @@ TEST(SoloWorldTest, ReduceScatterTakesThisRanksBlock) {
 
 TEST(SoloWorldTest, AllToAllKeepsBlocksOfMatchingSizeAndZerosTheRest) {
   auto comm = solo_world(3, 1)->world_group();
-  at::Tensor input = rows(6, 2, 1);  // sends 1, 2, 3 rows to ranks 0, 1, 2
+  at::Tensor input = rows(6, 2, 1);             // sends 1, 2, 3 rows to ranks 0, 1, 2
   at::Tensor output = at::full({6, 2}, -1.0f);  // receives 2, 2, 2 rows
   AllToAllOptions options;
   options.input_split_sizes = {1, 2, 3};
   options.output_split_sizes = {2, 2, 2};
   comm->all_to_all_single(output, input, options);
-  const at::Tensor expected = at::cat({at::zeros({2, 2}), input.narrow(0, 1, 2), at::zeros({2, 2})});
+  const at::Tensor expected =
+      at::cat({at::zeros({2, 2}), input.narrow(0, 1, 2), at::zeros({2, 2})});
   EXPECT_TRUE(at::equal(output, expected));
 }
 

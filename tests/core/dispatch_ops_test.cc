@@ -93,7 +93,7 @@ std::vector<OpCase> op_cases() {
   c.push_back({"sum", {{6, 5}}, [](const T& x) { return x[0].sum(); }});
   c.push_back({"sum_dim0", {{6, 5}}, [](const T& x) { return x[0].sum(0); }});
   c.push_back({"sum_dim1_keepdim", {{6, 5}}, [](const T& x) { return x[0].sum(1, /*keepdim=*/true); }});
-  c.push_back({"sum_dims", {{6, 5, 3}}, [](const T& x) { return x[0].sum({0, 2}); }});
+  c.push_back({"sum_dims", {{6, 5, 3}}, [](const T& x) { return x[0].sum(std::vector<int64_t>{0, 2}); }});
   c.push_back({"mean", {{6, 5}}, [](const T& x) { return x[0].mean(); }});
   c.push_back({"mean_uneven", {{5, 3}}, [](const T& x) { return x[0].mean(); }});
   c.push_back({"mean_dim1", {{6, 4}}, [](const T& x) { return x[0].mean(1); }});

@@ -10,7 +10,7 @@
 namespace dtensor::testing {
 namespace {
 
-Tensors sum_of(const std::vector<at::Tensor>& parts) {
+Tensors pieces(const std::vector<at::Tensor>& parts) {
   Tensors out;
   for (const auto& p : parts) out.push_back(p);
   return out;
@@ -18,16 +18,16 @@ Tensors sum_of(const std::vector<at::Tensor>& parts) {
 
 TEST(ViewOpsTest, SplitKeepsShardsOfOtherDims) {
   check_all_placements({"split", {Input::floats({8, 12})},
-                        [](const Tensors& x) { return sum_of(torch::split(x[0], 3, 1)); }});
+                        [](const Tensors& x) { return pieces(torch::split(x[0], 3, 1)); }});
   check_all_placements(OpCase{"split_uneven", {Input::floats({7, 5})},
-                              [](const Tensors& x) { return sum_of(torch::split(x[0], 2, 0)); }});
+                              [](const Tensors& x) { return pieces(torch::split(x[0], 2, 0)); }});
 }
 
 TEST(ViewOpsTest, SplitWithSizesAndChunk) {
   check_all_placements({"split_with_sizes", {Input::floats({8, 12})},
-                        [](const Tensors& x) { return sum_of(torch::split_with_sizes(x[0], {4, 8}, 1)); }});
+                        [](const Tensors& x) { return pieces(torch::split_with_sizes(x[0], {4, 8}, 1)); }});
   check_all_placements({"chunk", {Input::floats({8, 12})},
-                        [](const Tensors& x) { return sum_of(torch::chunk(x[0], 2, 0)); }});
+                        [](const Tensors& x) { return pieces(torch::chunk(x[0], 2, 0)); }});
 }
 
 TEST(ViewOpsTest, NarrowIsASlice) {
@@ -37,9 +37,9 @@ TEST(ViewOpsTest, NarrowIsASlice) {
 
 TEST(ViewOpsTest, UnbindDropsTheDim) {
   check_all_placements({"unbind", {Input::floats({4, 8, 4})},
-                        [](const Tensors& x) { return sum_of(torch::unbind(x[0], 0)); }});
+                        [](const Tensors& x) { return pieces(torch::unbind(x[0], 0)); }});
   check_all_placements({"unbind_last", {Input::floats({8, 4})},
-                        [](const Tensors& x) { return sum_of(torch::unbind(x[0], 1)); }});
+                        [](const Tensors& x) { return pieces(torch::unbind(x[0], 1)); }});
 }
 
 TEST(ViewOpsTest, CatAndStack) {

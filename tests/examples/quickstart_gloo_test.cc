@@ -1,0 +1,109 @@
+// examples/quickstart unchanged on two engines: a fake world (4 rank threads)
+// and Gloo (4 processes on loopback, launched like torchrun). Both print each
+// rank's losses and step 1's collectives (--raw); they must agree rank by
+// rank, and the losses must match one device.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tools/launch/launcher.h"
+
+namespace {
+
+// The runfiles path of //examples:quickstart.
+std::string quickstart_path() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return std::string(srcdir ? srcdir : ".") + "/" + (workspace ? workspace : "dtensor") + "/examples/quickstart";
+}
+
+const std::vector<std::string> kArgs = {"--raw", "--dtype", "double", "--steps", "3", "--mesh", "2,2"};
+
+// rank -> its QUICKSTART_RESULT line without "rank=N ".
+std::map<int, std::string> parse_results(const std::string& output) {
+  std::map<int, std::string> out;
+  static const std::regex line(R"(QUICKSTART_RESULT rank=(\d+) (.*))");
+  std::istringstream in(output);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, line)) out[std::stoi(m[1])] = m[2];
+  }
+  return out;
+}
+
+std::vector<double> losses_of(const std::string& result) {
+  std::smatch m;
+  static const std::regex losses(R"(losses=([^ ]*))");
+  std::vector<double> out;
+  if (!std::regex_search(result, m, losses)) return out;
+  std::stringstream in(m[1].str());
+  for (std::string v; std::getline(in, v, ',');) out.push_back(std::stod(v));
+  return out;
+}
+
+std::string run_fake_world() {
+  std::string cmd = quickstart_path();
+  for (const auto& a : kArgs) cmd += " " + a;
+  std::string output;
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return "";
+  char buffer[4096];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  EXPECT_EQ(pclose(pipe), 0) << output;
+  return output;
+}
+
+dtensor::launch::LaunchResult run_gloo() {
+  dtensor::launch::LaunchSpec spec;
+  spec.nproc = 4;
+  spec.argv = {quickstart_path()};
+  spec.argv.insert(spec.argv.end(), kArgs.begin(), kArgs.end());
+  spec.timeout = std::chrono::seconds(180);
+  spec.unset_env = {"XML_OUTPUT_FILE",          "GTEST_OUTPUT",      "TEST_PREMATURE_EXIT_FILE",
+                    "GTEST_SHARD_INDEX",        "GTEST_TOTAL_SHARDS", "TEST_SHARD_STATUS_FILE",
+                    "GTEST_SHARD_STATUS_FILE",  "TEST_WARNINGS_OUTPUT_FILE"};
+  dtensor::launch::LaunchResult result;
+  for (int attempt = 0; attempt < 3; ++attempt) {  // a free port may be taken before the ranks bind it
+    result = dtensor::launch::launch_local(spec);
+    if (result.ok() || result.report().find("ddress already in use") == std::string::npos) break;
+  }
+  return result;
+}
+
+TEST(QuickstartTest, GlooRunMatchesFakeWorldRankByRank) {
+  const std::string fake_output = run_fake_world();
+  const std::map<int, std::string> fake = parse_results(fake_output);
+  ASSERT_EQ(fake.size(), 4u) << fake_output;
+  // The fake world against one device (float64).
+  const std::vector<double> single = losses_of(fake_output.substr(fake_output.find("QUICKSTART_SINGLE_DEVICE")));
+  ASSERT_EQ(single.size(), 3u) << fake_output;
+  for (size_t i = 0; i < single.size(); ++i) EXPECT_NEAR(losses_of(fake.at(0))[i], single[i], 1e-10);
+  const dtensor::launch::LaunchResult gloo_run = run_gloo();
+  ASSERT_TRUE(gloo_run.ok()) << gloo_run.report();
+  std::map<int, std::string> gloo;
+  for (const auto& rank : gloo_run.ranks) {
+    for (const auto& [r, text] : parse_results(rank.output)) gloo[r] = text;
+  }
+  ASSERT_EQ(gloo.size(), 4u) << gloo_run.report();
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    // The counts part is text: it must be identical.
+    const std::string fake_counts = fake.at(r).substr(fake.at(r).find(" forward="));
+    const std::string gloo_counts = gloo.at(r).substr(gloo.at(r).find(" forward="));
+    EXPECT_EQ(gloo_counts, fake_counts);
+    // Groups have 2 ranks (mesh 2x2), so every reduction is a + b on both
+    // engines: the losses agree to the last bit (up to printing, 17 digits).
+    const std::vector<double> a = losses_of(fake.at(r)), b = losses_of(gloo.at(r));
+    ASSERT_EQ(a.size(), 3u);
+    ASSERT_EQ(b.size(), 3u);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_DOUBLE_EQ(a[i], b[i]) << "step " << i + 1;
+  }
+}
+
+}  // namespace
