@@ -206,36 +206,4 @@ std::string DTensor::to_string() const {
 
 std::ostream& operator<<(std::ostream& out, const DTensor& t) { return out << t.to_string(); }
 
-std::vector<at::Tensor> local_map(
-    const std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>& fn,
-    const std::vector<at::Tensor>& inputs, const std::vector<Placements>& out_placements,
-    const std::optional<std::vector<std::optional<Placements>>>& in_placements) {
-  TORCH_CHECK(!in_placements || in_placements->size() == inputs.size(), "local_map: ",
-              inputs.size(), " inputs but ", in_placements->size(), " in_placements");
-  const DeviceMesh* mesh = nullptr;
-  std::vector<at::Tensor> locals;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!is_dtensor(inputs[i])) {
-      locals.push_back(inputs[i]);
-      continue;
-    }
-    DTensor d(inputs[i]);
-    if (mesh == nullptr) mesh = &d.device_mesh();
-    TORCH_CHECK(d.device_mesh() == *mesh, "local_map: DTensor inputs live on different meshes (",
-                d.device_mesh().to_string(), " and ", mesh->to_string(), ")");
-    if (in_placements && (*in_placements)[i] && *(*in_placements)[i] != d.placements()) {
-      d = d.redistribute(*(*in_placements)[i]);
-    }
-    locals.push_back(d.to_local());
-  }
-  TORCH_CHECK(mesh != nullptr, "local_map: no input is a DTensor, so there is no mesh to place the outputs on");
-  std::vector<at::Tensor> outputs = fn(locals);
-  TORCH_CHECK(outputs.size() == out_placements.size(), "local_map: fn returned ", outputs.size(),
-              " tensors but out_placements has ", out_placements.size(), " entries");
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i] = DTensor::from_local(outputs[i], *mesh, out_placements[i]);
-  }
-  return outputs;
-}
-
 }  // namespace dtensor

@@ -7,7 +7,6 @@
 
 #include <ATen/core/Tensor.h>
 
-#include <functional>
 #include <optional>
 #include <vector>
 
@@ -76,18 +75,5 @@ std::ostream& operator<<(std::ostream& out, const DTensor& t);
 /// nullopt. Differentiable with respect to `tensor`.
 DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, Placements placements,
                           const DistributeOptions& options = {});
-
-/// Experimental (PyTorch's local_map): runs `fn` on this rank's shards. Every
-/// DTensor input is first redistributed to its `in_placements` entry (when
-/// given and set) and passed to `fn` as its local tensor; plain inputs pass
-/// through. Output i of `fn` becomes a DTensor with `out_placements[i]` on the
-/// inputs' mesh (DTensor::from_local: even shards). Differentiable. Use it for
-/// operators without a sharding rule whose per-shard meaning you know:
-///   auto out = local_map([](const std::vector<at::Tensor>& x) { return std::vector<at::Tensor>{x[0].cumsum(1)}; },
-///                        {dt}, {{Shard(0)}}, std::vector<std::optional<Placements>>{Placements{Shard(0)}});
-std::vector<at::Tensor> local_map(
-    const std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>& fn,
-    const std::vector<at::Tensor>& inputs, const std::vector<Placements>& out_placements,
-    const std::optional<std::vector<std::optional<Placements>>>& in_placements = std::nullopt);
 
 }  // namespace dtensor

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <limits>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/dtensor.h"

@@ -29,7 +29,7 @@ struct Flags {
   TrainingConfig config;
   int steps = 5;
   std::string json = "comm_trace.json";
-  int noise_level = 1;
+  int noise_level = 0;
   bool raw = false;  // machine-readable result lines (tests)
 };
 
@@ -104,14 +104,18 @@ struct RankRun {
   dtensor::examples::StepCounts counts;
 };
 
-// The SPMD program every rank runs; step 1 is traced by `comm`.
+// The SPMD program every rank runs; step 1's forward + backward is traced by `comm`.
 RankRun train(const Flags& flags, dtensor::debug::CommDebugMode& comm) {
   dtensor::examples::TransformerTrainer trainer(flags.config);
   RankRun run;
   for (int step = 0; step < flags.steps; ++step) {
     if (step == 0) {
-      auto guard = comm.enter(trainer.model(), "Transformer");
-      run.losses.push_back(trainer.step());
+      at::Tensor loss;
+      {
+        auto guard = comm.enter(trainer.model(), "Transformer");  // the model's forward + backward
+        loss = trainer.forward_backward();
+      }
+      run.losses.push_back(trainer.finish_step(loss));
       run.counts = trainer.last_counts();
     } else {
       run.losses.push_back(trainer.step());
@@ -154,7 +158,8 @@ void print_report(const Flags& flags, const std::string& where, const RankRun& r
   std::printf("\nCollectives of step 1 on rank 0:\n  forward %s\n  backward %s\n  data parallel %s\n  optimizer %s\n",
               to_string(run.counts.forward).c_str(), to_string(run.counts.backward).c_str(),
               to_string(run.counts.data_parallel).c_str(), to_string(run.counts.optimizer).c_str());
-  std::printf("\nCommDebugMode table of step 1 (noise level %d):\n%s\n", flags.noise_level, table.c_str());
+  std::printf("\nCommDebugMode table of step 1's forward + backward (noise level %d; --noise-level 1..3 for more):\n%s\n",
+              flags.noise_level, table.c_str());
 }
 
 int run_fake(const Flags& flags) {
@@ -183,7 +188,7 @@ int run_fake(const Flags& flags) {
                rank0, single_device, world_trace.generate_comm_debug_tracing_table(flags.noise_level));
   if (!flags.json.empty()) {
     const std::string path = output_path(flags.json);
-    world_trace.generate_json_dump(path, flags.noise_level);
+    world_trace.generate_json_dump(path, /*noise_level=*/3);  // everything: the viewer filters
     std::printf("Wrote every rank's trace of step 1 to %s\n(open it with: bazel run //gui:dtensor_viewer -- %s)\n",
                 path.c_str(), path.c_str());
   }
@@ -208,7 +213,7 @@ int run_gloo(const Flags& flags) {
                comm.generate_comm_debug_tracing_table(flags.noise_level));
   if (!flags.json.empty()) {
     const std::string path = output_path(flags.json);
-    comm.generate_json_dump(path, flags.noise_level);
+    comm.generate_json_dump(path, /*noise_level=*/3);
     std::printf("Wrote rank 0's trace of step 1 to %s\n", path.c_str());
   }
   return 0;

@@ -227,7 +227,7 @@ void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   (void)stack;
   TORCH_CHECK(false, full_op_name(op), " reached the DTensor dispatcher, which was set up before "
               "this operator was registered; call dtensor::init() again after loading it, or "
-              "use local_map / to_local()");
+              "use dtensor::experimental::local_map / to_local()");
 }
 
 }  // namespace

@@ -128,8 +128,8 @@ const PropagationResult& propagate(OpCall& call, const std::vector<int64_t>& arg
   ++cache.stats.misses;
   auto rule = ShardingRegistry::global().find(call.name);
   TORCH_CHECK(rule.has_value(), call.describe(), ": this operator has no DTensor sharding rule. "
-              "Register one with dtensor::register_sharding(\"", call.name,
-              "\", fn), run your code on local shards with dtensor::local_map, "
+              "Register one with dtensor::experimental::register_sharding(\"", call.name,
+              "\", fn), run your code on local shards with dtensor::experimental::local_map, "
               "or redistribute to Replicate and use to_local()");
   PropagationResult result;
   try {

@@ -7,7 +7,6 @@
 #include <limits>
 #include <sstream>
 
-#include "core/dispatch/op_dispatcher.h"
 #include "core/layout/shard_layout.h"
 
 namespace dtensor {
@@ -162,11 +161,6 @@ std::vector<std::string> ShardingRegistry::names() const {
 uint64_t ShardingRegistry::generation() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return generation_;
-}
-
-void register_sharding(const std::vector<std::string>& op_names, ShardingRule rule) {
-  init();
-  ShardingRegistry::global().add(op_names, std::move(rule));
 }
 
 }  // namespace dtensor

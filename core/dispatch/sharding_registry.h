@@ -59,13 +59,4 @@ class ShardingRegistry {
   uint64_t generation_ = 0;
 };
 
-/// Adds or overrides the sharding rule of operators in the global registry
-/// (after the built-ins: it calls dtensor::init() first, so a built-in never
-/// replaces a user rule). "aten::cumsum" covers every overload,
-/// "aten::add.Tensor" one. Cached sharding decisions are dropped. Example:
-///   register_sharding({"aten::cumsum"}, per_mesh_dim([](const OpCall& call, int mesh_dim) {
-///     return std::vector<DimStrategy>{{{Replicate()}, {Replicate()}}};
-///   }));
-void register_sharding(const std::vector<std::string>& op_names, ShardingRule rule);
-
 }  // namespace dtensor

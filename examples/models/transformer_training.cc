@@ -91,7 +91,7 @@ TransformerTrainer::TransformerTrainer(const TrainingConfig& config) : config_(c
 
 TransformerTrainer::~TransformerTrainer() = default;
 
-double TransformerTrainer::step() {
+at::Tensor TransformerTrainer::forward_backward() {
   optimizer_->zero_grad();
   counter_->take();
   at::Tensor logits = model_->forward(tokens_);
@@ -99,6 +99,11 @@ double TransformerTrainer::step() {
   at::Tensor loss = transformer_loss(logits, targets_);
   loss.backward();
   counts_.backward = counter_->take();
+  return loss;
+}
+
+double TransformerTrainer::finish_step(const at::Tensor& loss) {
+  counter_->take();
   if (dp_mesh_.defined()) average_gradients(*model_, dp_mesh_);
   counts_.data_parallel = counter_->take();
   optimizer_->step();

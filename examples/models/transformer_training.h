@@ -78,7 +78,14 @@ class TransformerTrainer {
   /// One Adam step on this dp rank's rows of training_batch; gradients are
   /// averaged over dp. Returns the loss of the whole global batch (the dp
   /// ranks' losses averaged: one extra all_reduce, not in last_counts()).
-  double step();
+  /// The same as finish_step(forward_backward()).
+  double step() { return finish_step(forward_backward()); }
+  /// The first half of step(): zero_grad, forward, loss, backward. Returns
+  /// this dp rank's loss. (Split so that a CommDebugMode can trace just the
+  /// model, as PyTorch's examples do.)
+  at::Tensor forward_backward();
+  /// The second half: gradient averaging over dp, Adam step, global loss.
+  double finish_step(const at::Tensor& loss);
   /// The collectives of the last step(), by phase.
   const StepCounts& last_counts() const { return counts_; }
 

@@ -6,7 +6,8 @@
 
 #include "backends/fake/fake_world.h"
 #include "core/dispatch/dispatch_mode.h"
-#include "core/dispatch/sharding_registry.h"
+#include "core/experimental/local_map.h"
+#include "core/experimental/register_sharding.h"
 #include "core/dtensor.h"
 
 namespace dtensor {
@@ -34,50 +35,49 @@ TEST(DispatchErrorsTest, UnsupportedOpNamesItAndSuggestsWaysOut) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     DTensor x = distribute_tensor(at::randn({4, 3}), mesh, {Shard(0)});
-    std::string msg = error_of([&] { at::cummax(x, 1); });
-    expect_contains(msg, {"aten::cummax", "S(0)", "register_sharding", "local_map"});
+    std::string msg = error_of([&] { at::erfinv(x); });
+    expect_contains(msg, {"aten::erfinv", "S(0)", "[4, 3]", "register_sharding", "local_map"});
   });
 }
 
 TEST(DispatchErrorsTest, RegisterShardingMakesAnOpWork) {
-  // cumsum along dim d is local where d is not sharded.
-  register_sharding({"aten::cumsum"}, per_mesh_dim([](const OpCall& call, int mesh_dim) {
-    const int64_t ndim = static_cast<int64_t>(call.inputs[0].meta.shape.size());
-    int64_t dim = call.arg(1).toInt();
-    if (dim < 0) dim += ndim;
-    const Placement& p = call.inputs[0].placements[static_cast<size_t>(mesh_dim)];
-    std::vector<DimStrategy> candidates{{{Replicate()}, {Replicate()}}};
-    if (p.is_shard() && p.shard_dim() != dim) candidates.push_back({{p}, {p}});
-    return candidates;
-  }));
+  // special_erfcx is pointwise: any Shard passes through, Partial must be reduced.
+  experimental::register_sharding("aten::special_erfcx", [](const OpCall& call) {
+    std::vector<experimental::AcceptableSharding> out{{{Replicate()}, {Replicate()}}};
+    for (int64_t d = 0; d < static_cast<int64_t>(call.inputs[0].meta.shape.size()); ++d) {
+      out.push_back({{Shard(d)}, {Shard(d)}});
+    }
+    return out;
+  });
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     at::Tensor g = at::randn({4, 3}, at::kDouble);
-    DTensor rows = at::cumsum(distribute_tensor(g, mesh, {Shard(0)}), 1);
-    EXPECT_EQ(rows.placements(), Placements{Shard(0)});
-    EXPECT_TRUE(at::allclose(rows.full_tensor(), at::cumsum(g, 1)));
-    DTensor cols = at::cumsum(distribute_tensor(g, mesh, {Shard(0)}), 0);
-    EXPECT_EQ(cols.placements(), Placements{Replicate()});
-    EXPECT_TRUE(at::allclose(cols.full_tensor(), at::cumsum(g, 0)));
+    DTensor s = at::special_erfcx(distribute_tensor(g, mesh, {Shard(1)}));
+    EXPECT_EQ(s.placements(), Placements{Shard(1)});
+    EXPECT_TRUE(at::allclose(s.full_tensor(), at::special_erfcx(g)));
+    DTensor p = at::special_erfcx(distribute_tensor(g, mesh, {Partial()}));
+    EXPECT_EQ(p.placements(), Placements{Replicate()});
+    EXPECT_TRUE(at::allclose(p.full_tensor(), at::special_erfcx(g)));
   });
 }
 
 TEST(DispatchErrorsTest, LocalMapRunsAnUnsupportedOpOnShards) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
-    at::Tensor g = at::randn({4, 3}, at::kDouble);
+    at::Tensor g = at::rand({4, 3}, at::kDouble) - 0.5;
     DTensor x = distribute_tensor(g, mesh, {Replicate()});
     x.set_requires_grad(true);
-    auto out = local_map(
-        [](const std::vector<at::Tensor>& t) { return std::vector<at::Tensor>{std::get<0>(at::cummax(t[0], 1))}; },
-        {x}, {Placements{Shard(0)}}, std::vector<std::optional<Placements>>{Placements{Shard(0)}});
-    DTensor y(out[0]);
+    auto erfinv = experimental::local_map(
+        [](const experimental::Tensors& t) { return experimental::Tensors{at::erfinv(t[0])}; },
+        {Placements{Shard(0)}}, experimental::PlacementsList{Placements{Shard(0)}},
+        /*in_grad_placements=*/std::nullopt, /*mesh=*/std::nullopt, /*redistribute_inputs=*/true);
+    DTensor y(erfinv({x})[0]);
     EXPECT_EQ(y.placements(), Placements{Shard(0)});
-    EXPECT_TRUE(at::allclose(y.full_tensor(), std::get<0>(at::cummax(g, 1))));
+    EXPECT_TRUE(at::allclose(y.full_tensor(), at::erfinv(g)));
     y.sum().backward();
     ASSERT_TRUE(x.grad().defined());
     at::Tensor ref = g.clone().requires_grad_(true);
-    std::get<0>(at::cummax(ref, 1)).sum().backward();
+    at::erfinv(ref).sum().backward();
     EXPECT_TRUE(at::allclose(DTensor(x.grad()).full_tensor(), ref.grad()));
   });
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <random>
 #include <sstream>
 
@@ -334,8 +335,10 @@ void check_all_placements(const OpCase& c, int max_combos, int samples_2d) {
        std::vector<std::pair<std::vector<int64_t>, int>>{{{4}, max_combos}, {{2, 2}, samples_2d}}) {
     std::vector<std::vector<Placements>> per_input;
     for (const Input& in : c.inputs) per_input.push_back(input_placements(in, static_cast<int>(mesh_shape.size())));
-    auto combos = without_uneven_shards(c, mesh_shape, combinations(per_input));
-    for (const auto& combo : sample(std::move(combos), static_cast<size_t>(limit), seed)) {
+    auto combos = sample(without_uneven_shards(c, mesh_shape, combinations(per_input)), static_cast<size_t>(limit), seed);
+    std::cout << "[ harness  ] " << c.name << ": " << combos.size() << " input placements on mesh "
+              << c10::IntArrayRef(mesh_shape) << ", seed " << seed << "\n";
+    for (const auto& combo : combos) {
       check_placements(c, mesh_shape, combo, seed);
       if (::testing::Test::HasFatalFailure()) return;
     }
