@@ -131,8 +131,8 @@ void print_raw(int64_t rank, const RankRun& run) {
   out << "QUICKSTART_RESULT rank=" << rank << " losses=";
   for (size_t i = 0; i < run.losses.size(); ++i) out << (i ? "," : "") << run.losses[i];
   out << " forward=" << to_string(run.counts.forward) << " backward=" << to_string(run.counts.backward)
-      << " data_parallel=" << to_string(run.counts.data_parallel) << " optimizer=" << to_string(run.counts.optimizer)
-      << "\n";
+      << " data_parallel=" << to_string(run.counts.data_parallel)
+      << " optimizer=" << to_string(run.counts.optimizer) << "\n";
   std::cout << out.str() << std::flush;
 }
 
@@ -140,9 +140,11 @@ void print_report(const Flags& flags, const std::string& where, const RankRun& r
                   const std::vector<double>& single_device, const std::string& table) {
   using dtensor::examples::to_string;
   const auto& args = flags.config.model;
-  std::printf("dtensor quickstart: PyTorch's DTensor test Transformer (%lld layers, dim %lld, %lld heads, vocab %lld)\n",
-              static_cast<long long>(args.n_layers_), static_cast<long long>(args.dim_),
-              static_cast<long long>(args.n_heads_), static_cast<long long>(args.vocab_size_));
+  std::printf(
+      "dtensor quickstart: PyTorch's DTensor test Transformer (%lld layers, dim %lld, %lld heads, vocab "
+      "%lld)\n",
+      static_cast<long long>(args.n_layers_), static_cast<long long>(args.dim_),
+      static_cast<long long>(args.n_heads_), static_cast<long long>(args.vocab_size_));
   std::printf("on %s, mesh %s: tensor%s parallel on \"tp\"%s.\n", where.c_str(),
               mesh_text(flags.config.mesh_shape).c_str(), flags.config.sequence_parallel ? " + sequence" : "",
               flags.config.mesh_shape.size() == 2 ? ", data parallel on \"dp\"" : "");
@@ -155,11 +157,14 @@ void print_report(const Flags& flags, const std::string& where, const RankRun& r
     std::printf("%4zu  %15.8f  %15.8f  %8.1e\n", i + 1, run.losses[i], single_device[i],
                 std::abs(run.losses[i] - single_device[i]));
   }
-  std::printf("\nCollectives of step 1 on rank 0:\n  forward %s\n  backward %s\n  data parallel %s\n  optimizer %s\n",
-              to_string(run.counts.forward).c_str(), to_string(run.counts.backward).c_str(),
-              to_string(run.counts.data_parallel).c_str(), to_string(run.counts.optimizer).c_str());
-  std::printf("\nCommDebugMode table of step 1's forward + backward (noise level %d; --noise-level 1..3 for more):\n%s\n",
-              flags.noise_level, table.c_str());
+  std::printf(
+      "\nCollectives of step 1 on rank 0:\n  forward %s\n  backward %s\n  data parallel %s\n  optimizer %s\n",
+      to_string(run.counts.forward).c_str(), to_string(run.counts.backward).c_str(),
+      to_string(run.counts.data_parallel).c_str(), to_string(run.counts.optimizer).c_str());
+  std::printf(
+      "\nCommDebugMode table of step 1's forward + backward (noise level %d; --noise-level 1..3 for "
+      "more):\n%s\n",
+      flags.noise_level, table.c_str());
 }
 
 int run_fake(const Flags& flags) {
@@ -184,13 +189,15 @@ int run_fake(const Flags& flags) {
     std::cout << out.str() << "\n";
     return 0;
   }
-  print_report(flags, "a fake world of " + std::to_string(mesh_size(flags.config.mesh_shape)) + " ranks (threads)",
+  print_report(flags,
+               "a fake world of " + std::to_string(mesh_size(flags.config.mesh_shape)) + " ranks (threads)",
                rank0, single_device, world_trace.generate_comm_debug_tracing_table(flags.noise_level));
   if (!flags.json.empty()) {
     const std::string path = output_path(flags.json);
     world_trace.generate_json_dump(path, /*noise_level=*/3);  // everything: the viewer filters
-    std::printf("Wrote every rank's trace of step 1 to %s\n(open it with: bazel run //gui:dtensor_viewer -- %s)\n",
-                path.c_str(), path.c_str());
+    std::printf(
+        "Wrote every rank's trace of step 1 to %s\n(open it with: bazel run //gui:dtensor_viewer -- %s)\n",
+        path.c_str(), path.c_str());
   }
   return 0;
 }

@@ -7,7 +7,8 @@
 //    results and one reduction (see Note [Norms of sharded dims]); the
 //    backward is LibTorch's norm_backward written in DTensor ops.
 //  - _scaled_dot_product_attention: the math path builds its causal mask as a
-//    plain tensor; it runs with implicit replication (the mask is Replicate).
+//    plain tensor; it runs with implicit replication (the mask is Replicate),
+//    heads first when heads are sharded (Note [Attention sharded on heads]).
 // Everything else keeps LibTorch's autograd formulas.
 #include <ATen/Functions.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -246,10 +247,40 @@ void norm_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 // ------------------------------------------------------------ attention
 
+// Note [Attention sharded on heads]
+// The math path multiplies [batch, heads, L, D] tensors with bmm, which first
+// merges batch and heads into one dim. A shard of heads (an inner dim of that
+// merge) cannot survive it and would be gathered; a shard of the leading dim
+// can. So when heads are sharded, attention runs on [heads, batch, L, D]
+// views (transpose(0, 1), free) and the results are transposed back.
+bool heads_sharded(const at::Tensor& t) {
+  DTensorImpl* impl = t.defined() && t.dim() == 4 ? dtensor_impl(t) : nullptr;
+  if (impl == nullptr) return false;
+  for (const Placement& p : impl->spec().placements) {
+    if (p.is_shard(1) || p.is_shard(-3)) return true;
+  }
+  return false;
+}
+
+at::Tensor heads_first(const at::Tensor& t) {
+  if (!t.defined() || t.dim() < 3) return t;  // [L, S] masks broadcast over batch and heads
+  at::Tensor four = t.dim() == 3 ? t.unsqueeze(0) : t;
+  return four.transpose(0, 1);
+}
+
 std::tuple<at::Tensor, at::Tensor> sdpa_with_implicit_replication(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
     const c10::optional<at::Tensor>& attn_mask, double dropout_p, bool need_attn_weights, bool is_causal) {
   ImplicitReplicationGuard replicate_plain_tensors;
+  if (query.dim() == 4 && key.dim() == 4 && value.dim() == 4 &&
+      (heads_sharded(query) || heads_sharded(key) || heads_sharded(value))) {
+    c10::optional<at::Tensor> mask;
+    if (attn_mask && attn_mask->defined()) mask = heads_first(*attn_mask);
+    auto [out, weights] = at::_scaled_dot_product_attention_math(heads_first(query), heads_first(key),
+                                                                  heads_first(value), mask, dropout_p,
+                                                                  need_attn_weights, is_causal);
+    return {out.transpose(0, 1), weights.defined() && weights.dim() == 4 ? weights.transpose(0, 1) : weights};
+  }
   return at::_scaled_dot_product_attention_math(query, key, value, attn_mask, dropout_p, need_attn_weights,
                                                 is_causal);
 }

@@ -13,7 +13,8 @@
 namespace dtensor {
 
 void average_gradients(torch::nn::Module& module, const DeviceMesh& dp_mesh) {
-  TORCH_CHECK(dp_mesh.defined() && dp_mesh.ndim() == 1, "average_gradients: takes a 1-D data-parallel mesh, got ",
+  TORCH_CHECK(dp_mesh.defined() && dp_mesh.ndim() == 1,
+              "average_gradients: takes a 1-D data-parallel mesh, got ",
               dp_mesh.defined() ? dp_mesh.to_string() : std::string("an empty mesh"), "; pass mesh[\"dp\"]");
   const int64_t n = dp_mesh.size();
   if (n == 1) return;

@@ -23,8 +23,7 @@ class Replacements {
  public:
   void record(const at::Tensor& old, const at::Tensor& replacement) {
     if (!old.defined() || is_dtensor(old)) return;
-    entries_.emplace(old.unsafeGetTensorImpl(),
-                     Entry{WeakImpl(old.getIntrusivePtr()), replacement});
+    entries_.emplace(old.unsafeGetTensorImpl(), Entry{WeakImpl(old.getIntrusivePtr()), replacement});
   }
   const at::Tensor* find(const at::Tensor& old) const {
     auto it = entries_.find(old.unsafeGetTensorImpl());
@@ -83,7 +82,8 @@ void replicate_rest(torch::nn::Module& module, const DeviceMesh& mesh, const Dis
 }  // namespace
 
 void distribute_module(torch::nn::Module& module, const DeviceMesh& mesh, const PartitionFn& partition_fn,
-                       const InputFn& input_fn, const OutputFn& output_fn, const DistributeModuleOptions& options) {
+                       const InputFn& input_fn, const OutputFn& output_fn,
+                       const DistributeModuleOptions& options) {
   TORCH_CHECK(mesh.defined(), "distribute_module: the mesh is empty; create it with DeviceMesh::init");
   DistributeOptions distribute_options;
   distribute_options.src_data_rank = options.src_data_rank;
@@ -104,10 +104,10 @@ void distribute_module(torch::nn::Module& module, const DeviceMesh& mesh, const 
     });
   }
   if (output_fn) {
-    nn::register_forward_hook(module,
-                              [output_fn, mesh](torch::nn::Module& m, const nn::TensorList&, at::Tensor output) {
-                                return output_fn(m, std::move(output), mesh);
-                              });
+    nn::register_forward_hook(
+        module, [output_fn, mesh](torch::nn::Module& m, const nn::TensorList&, at::Tensor output) {
+          return output_fn(m, std::move(output), mesh);
+        });
   }
 }
 

@@ -24,11 +24,14 @@ namespace dtensor {
 /// order) with its path ("" for the root, "layers.0.attention" ...). It
 /// distributes what it wants with distribute_parameter / distribute_buffer /
 /// set_parameter; what it leaves plain is then replicated.
-using PartitionFn = std::function<void(const std::string& name, torch::nn::Module& module, const DeviceMesh& mesh)>;
+using PartitionFn =
+    std::function<void(const std::string& name, torch::nn::Module& module, const DeviceMesh& mesh)>;
 /// Transforms the module's tensor inputs at every dtensor::nn::call of it.
-using InputFn = std::function<nn::TensorList(torch::nn::Module& module, nn::TensorList inputs, const DeviceMesh& mesh)>;
+using InputFn =
+    std::function<nn::TensorList(torch::nn::Module& module, nn::TensorList inputs, const DeviceMesh& mesh)>;
 /// Transforms the module's output at every dtensor::nn::call of it.
-using OutputFn = std::function<at::Tensor(torch::nn::Module& module, at::Tensor output, const DeviceMesh& mesh)>;
+using OutputFn =
+    std::function<at::Tensor(torch::nn::Module& module, at::Tensor output, const DeviceMesh& mesh)>;
 
 struct DistributeModuleOptions {
   /// Where the replicated parameters' values come from: rank src_data_rank
@@ -56,8 +59,8 @@ struct DistributeModuleOptions {
 ///                       in[0] = distribute_tensor(in[0], mesh, {Shard(0)});
 ///                       return in;
 ///                     });
-void distribute_module(torch::nn::Module& module, const DeviceMesh& mesh, const PartitionFn& partition_fn = nullptr,
-                       const InputFn& input_fn = nullptr, const OutputFn& output_fn = nullptr,
-                       const DistributeModuleOptions& options = {});
+void distribute_module(torch::nn::Module& module, const DeviceMesh& mesh,
+                       const PartitionFn& partition_fn = nullptr, const InputFn& input_fn = nullptr,
+                       const OutputFn& output_fn = nullptr, const DistributeModuleOptions& options = {});
 
 }  // namespace dtensor

@@ -108,8 +108,9 @@ void replace_entry(torch::nn::Module& module, const std::string& name, at::Tenso
     TORCH_WARN("dtensor: replaced ", what, " '", name, "' of ", module.name(),
                ", but its old tensor is still referenced elsewhere, probably by a C++ member that "
                "forward() reads; register a member binder for this type "
-               "(dtensor::register_member_binder<", module.name(), ">({{\"", name, "\", &", module.name(),
-               "::member}})) or read the ", what, " by name in forward (dtensor::param(*this, \"", name,
+               "(dtensor::register_member_binder<",
+               module.name(), ">({{\"", name, "\", &", module.name(), "::member}})) or read the ", what,
+               " by name in forward (dtensor::param(*this, \"", name,
                "\")). See Note [Member tensors of C++ modules] in core/parallel/module_params.h.");
   }
 }
@@ -119,7 +120,8 @@ at::Tensor registered(const torch::nn::Module& module, const std::string& name, 
   auto& dict = is_parameter ? RegistryAccess::parameters(m) : RegistryAccess::buffers(m);
   const at::Tensor* t = dict.find(name);
   TORCH_CHECK(t != nullptr && t->defined(), module.name(), " has no registered ",
-              is_parameter ? "parameter" : "buffer", " '", name, "' (registered: ", registered_names(dict), ")");
+              is_parameter ? "parameter" : "buffer", " '", name, "' (registered: ", registered_names(dict),
+              ")");
   return *t;
 }
 
@@ -133,8 +135,9 @@ DTensor distribute_entry(torch::nn::Module& module, const std::string& name, con
       placements = detail::checked_placements(placements, mesh, current.dim(), "distribute_parameter");
       TORCH_CHECK(current.device_mesh() == mesh && current.placements() == placements, "distribute_",
                   is_parameter ? "parameter" : "buffer", ": '", name, "' of ", module.name(),
-                  " is already a DTensor ", current.spec().to_string(), ", not ", dtensor::to_string(placements),
-                  " on ", mesh.to_string(), "; a module can be distributed only once (check for overlapping "
+                  " is already a DTensor ", current.spec().to_string(), ", not ",
+                  dtensor::to_string(placements), " on ", mesh.to_string(),
+                  "; a module can be distributed only once (check for overlapping "
                   "plan entries)");
       return current;  // distributed the same way already (a tied weight)
     }

@@ -103,7 +103,8 @@ std::vector<Match> resolve(torch::nn::Module& root, const std::string& pattern) 
     std::vector<Match> next;
     for (const auto& [path, module] : current) {
       for (const auto& child : module->named_children()) {
-        if (fnmatch(child.key(), part)) next.emplace_back(path.empty() ? child.key() : path + "." + child.key(), child.value());
+        if (fnmatch(child.key(), part))
+          next.emplace_back(path.empty() ? child.key() : path + "." + child.key(), child.value());
       }
     }
     if (next.empty()) {
@@ -111,8 +112,9 @@ std::vector<Match> resolve(torch::nn::Module& root, const std::string& pattern) 
       for (const auto& [path, module] : current) {
         where << " '" << path << "' (" << module->name() << ") has children " << child_names(*module) << ";";
       }
-      TORCH_CHECK(false, "parallelize_module: plan path '", pattern, "' matches no submodule: no child matches '",
-                  part, "' where", where.str(), " check the path against named_modules()");
+      TORCH_CHECK(false, "parallelize_module: plan path '", pattern,
+                  "' matches no submodule: no child matches '", part, "' where", where.str(),
+                  " check the path against named_modules()");
     }
     current = std::move(next);
   }

@@ -91,11 +91,11 @@ std::string PrepareModuleOutput::to_string() const {
 void PrepareModuleOutput::apply_impl(torch::nn::Module& module, const DeviceMesh& mesh,
                                      const DistributeModuleOptions&) const {
   const std::string who = to_string() + " on " + module.name();
-  nn::register_forward_hook(module, [out = output_layouts_, desired = desired_output_layouts_,
-                                     local = use_local_output_, mesh, who](torch::nn::Module&, const nn::TensorList&,
-                                                                           at::Tensor output) {
-    return detail::prepare_output(output, mesh, out, desired, local, who + " (output)");
-  });
+  nn::register_forward_hook(
+      module, [out = output_layouts_, desired = desired_output_layouts_, local = use_local_output_, mesh, who](
+                  torch::nn::Module&, const nn::TensorList&, at::Tensor output) {
+        return detail::prepare_output(output, mesh, out, desired, local, who + " (output)");
+      });
 }
 
 }  // namespace dtensor

@@ -35,7 +35,8 @@ void SequenceParallel::apply_impl(torch::nn::Module& module, const DeviceMesh& m
     for (const auto& item : m.named_buffers(/*recurse=*/false)) {
       if (is_dtensor(item.value())) continue;
       set_buffer(m, item.key(),
-                 DTensor::from_local(item.value().detach(), mesh, Placements(static_cast<size_t>(mesh.ndim()), Replicate())));
+                 DTensor::from_local(item.value().detach(), mesh,
+                                     Placements(static_cast<size_t>(mesh.ndim()), Replicate())));
     }
   };
   InputFn input_fn = [seq, who](torch::nn::Module&, nn::TensorList inputs, const DeviceMesh& mesh) {
@@ -44,7 +45,7 @@ void SequenceParallel::apply_impl(torch::nn::Module& module, const DeviceMesh& m
     return inputs;
   };
   OutputFn output_fn = [use_local = use_local_output_, who](torch::nn::Module&, at::Tensor output,
-                                                             const DeviceMesh&) {
+                                                            const DeviceMesh&) {
     if (use_local && is_dtensor(output)) return DTensor(output).to_local();
     return output;
   };

@@ -80,8 +80,9 @@ ColwiseParallel& ColwiseParallel::use_local_output(bool value) {
 }
 
 std::string ColwiseParallel::to_string() const {
-  return "ColwiseParallel(input_layouts=" + input_layouts_.to_string() + ", output_layouts=" +
-         output_layouts_.to_string() + ", use_local_output=" + bool_name(use_local_output_) + ")";
+  return "ColwiseParallel(input_layouts=" + input_layouts_.to_string() +
+         ", output_layouts=" + output_layouts_.to_string() +
+         ", use_local_output=" + bool_name(use_local_output_) + ")";
 }
 
 void ColwiseParallel::apply_impl(torch::nn::Module& module, const DeviceMesh& mesh,
@@ -111,8 +112,9 @@ RowwiseParallel& RowwiseParallel::use_local_output(bool value) {
 }
 
 std::string RowwiseParallel::to_string() const {
-  return "RowwiseParallel(input_layouts=" + input_layouts_.to_string() + ", output_layouts=" +
-         output_layouts_.to_string() + ", use_local_output=" + bool_name(use_local_output_) + ")";
+  return "RowwiseParallel(input_layouts=" + input_layouts_.to_string() +
+         ", output_layouts=" + output_layouts_.to_string() +
+         ", use_local_output=" + bool_name(use_local_output_) + ")";
 }
 
 void RowwiseParallel::apply_impl(torch::nn::Module& module, const DeviceMesh& mesh,

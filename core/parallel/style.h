@@ -46,7 +46,8 @@ class ParallelStyle {
   /// boundary transforms. Precondition: a 1-D `mesh`; `module` owned by a
   /// shared_ptr. Throws c10::Error for a module type the style does not
   /// support, naming the type.
-  void apply(torch::nn::Module& module, const DeviceMesh& mesh, const DistributeModuleOptions& options = {}) const;
+  void apply(torch::nn::Module& module, const DeviceMesh& mesh,
+             const DistributeModuleOptions& options = {}) const;
 
   /// "ColwiseParallel(input_layouts=R, output_layouts=S(-1), use_local_output=true)".
   virtual std::string to_string() const = 0;

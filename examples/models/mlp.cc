@@ -8,10 +8,12 @@ namespace dtensor::examples {
 
 MLPImpl::MLPImpl(const MLPOptions& options) : module_calls_(options.module_calls_) {
   net1 = register_module(
-      "net1", torch::nn::Linear(torch::nn::LinearOptions(options.in_features_, options.hidden_).bias(options.bias_)));
+      "net1",
+      torch::nn::Linear(torch::nn::LinearOptions(options.in_features_, options.hidden_).bias(options.bias_)));
   relu = register_module("relu", torch::nn::ReLU());
   net2 = register_module(
-      "net2", torch::nn::Linear(torch::nn::LinearOptions(options.hidden_, options.in_features_).bias(options.bias_)));
+      "net2",
+      torch::nn::Linear(torch::nn::LinearOptions(options.hidden_, options.in_features_).bias(options.bias_)));
   seeded_init(*this, options.seed_);
 }
 

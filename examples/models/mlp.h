@@ -18,13 +18,28 @@
 namespace dtensor::examples {
 
 struct MLPOptions {
-  MLPOptions& in_features(int64_t v) { in_features_ = v; return *this; }
-  MLPOptions& hidden(int64_t v) { hidden_ = v; return *this; }
-  MLPOptions& bias(bool v) { bias_ = v; return *this; }
-  MLPOptions& seed(uint64_t v) { seed_ = v; return *this; }
+  MLPOptions& in_features(int64_t v) {
+    in_features_ = v;
+    return *this;
+  }
+  MLPOptions& hidden(int64_t v) {
+    hidden_ = v;
+    return *this;
+  }
+  MLPOptions& bias(bool v) {
+    bias_ = v;
+    return *this;
+  }
+  MLPOptions& seed(uint64_t v) {
+    seed_ = v;
+    return *this;
+  }
   /// Children through dtensor::nn::call (true: parallel styles apply at their
   /// boundaries) or plain calls (false: sharding propagation only).
-  MLPOptions& module_calls(bool v) { module_calls_ = v; return *this; }
+  MLPOptions& module_calls(bool v) {
+    module_calls_ = v;
+    return *this;
+  }
 
   int64_t in_features_ = 10;
   int64_t hidden_ = 16;

@@ -51,7 +51,9 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x) {
   at::Tensor q = nn::call(wq, x), k = nn::call(wk, x), v = nn::call(wv, x);
   const int64_t n_heads = q.size(-1) / head_dim_;  // See Note [Attention heads under tensor parallelism]
   auto heads_first = [&](const at::Tensor& t) {
-    return t.view({bsz, seq_len, n_heads, head_dim_}).permute({2, 0, 1, 3}).reshape({n_heads * bsz, seq_len, head_dim_});
+    return t.view({bsz, seq_len, n_heads, head_dim_})
+        .permute({2, 0, 1, 3})
+        .reshape({n_heads * bsz, seq_len, head_dim_});
   };
   q = heads_first(q);
   k = heads_first(k);
@@ -81,7 +83,8 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
 }
 
 TransformerBlockImpl::TransformerBlockImpl(const ModelArgs& args) {
-  attention_norm = register_module("attention_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({args.dim_})));
+  attention_norm =
+      register_module("attention_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({args.dim_})));
   attention = register_module("attention", Attention(args));
   ffn_norm = register_module("ffn_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({args.dim_})));
   feed_forward = register_module("feed_forward", FeedForward(args.dim_, 4 * args.dim_, args.dropout_p_));
@@ -102,8 +105,8 @@ TransformerImpl::TransformerImpl(const ModelArgs& args) : args_(args) {
     layers->push_back(blocks_.back());
   }
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({args.dim_})));
-  output = register_module("output",
-                           torch::nn::Linear(torch::nn::LinearOptions(args.dim_, args.vocab_size_).bias(false)));
+  output = register_module(
+      "output", torch::nn::Linear(torch::nn::LinearOptions(args.dim_, args.vocab_size_).bias(false)));
   seeded_init(*this, args.seed_);
   if (args.weight_tying_) set_parameter(*output, "weight", tok_embeddings->weight);
 }
@@ -124,31 +127,39 @@ at::Tensor TransformerImpl::forward(const at::Tensor& tokens) {
   return nn::call(output, h);
 }
 
-ParallelizePlan transformer_tp_plan(bool sequence_parallel) {
+ParallelizePlan transformer_tp_plan(bool sequence_parallel, bool local_output_for_attn) {
   const bool sp = sequence_parallel;
   ParallelizePlan plan;
-  plan.push_back({"tok_embeddings", RowwiseParallel().input_layouts(Replicate()).output_layouts(sp ? Shard(1) : Replicate())});
+  plan.push_back({"tok_embeddings",
+                  RowwiseParallel().input_layouts(Replicate()).output_layouts(sp ? Shard(1) : Replicate())});
   // Positions are [seq_len, dim]: the sequence is dim 0.
-  plan.push_back({"pos_embeddings", RowwiseParallel().input_layouts(Replicate()).output_layouts(sp ? Shard(0) : Replicate())});
+  plan.push_back({"pos_embeddings",
+                  RowwiseParallel().input_layouts(Replicate()).output_layouts(sp ? Shard(0) : Replicate())});
   if (sp) {
     plan.push_back({"norm", SequenceParallel()});
-    plan.push_back({"layers.*.attention", PrepareModuleInput().input_layouts({Shard(1)}).desired_input_layouts({Replicate()})});
+    plan.push_back({"layers.*.attention",
+                    PrepareModuleInput().input_layouts({Shard(1)}).desired_input_layouts({Replicate()})});
     plan.push_back({"layers.*.attention_norm", SequenceParallel()});
     plan.push_back({"layers.*.ffn_norm", SequenceParallel()});
   }
   for (const char* w : {"wq", "wk", "wv"}) {
-    plan.push_back({std::string("layers.*.attention.") + w, ColwiseParallel().use_local_output(false)});
+    plan.push_back(
+        {std::string("layers.*.attention.") + w, ColwiseParallel().use_local_output(local_output_for_attn)});
   }
-  plan.push_back({"layers.*.attention.wo", sp ? RowwiseParallel().output_layouts(Shard(1)) : RowwiseParallel()});
-  plan.push_back({"layers.*.feed_forward.w1", sp ? ColwiseParallel().input_layouts(Shard(1)) : ColwiseParallel()});
-  plan.push_back({"layers.*.feed_forward.w2", sp ? RowwiseParallel().output_layouts(Shard(1)) : RowwiseParallel()});
-  plan.push_back({"output", ColwiseParallel().input_layouts(sp ? Shard(1) : Replicate()).output_layouts(Replicate())});
+  plan.push_back(
+      {"layers.*.attention.wo", sp ? RowwiseParallel().output_layouts(Shard(1)) : RowwiseParallel()});
+  plan.push_back(
+      {"layers.*.feed_forward.w1", sp ? ColwiseParallel().input_layouts(Shard(1)) : ColwiseParallel()});
+  plan.push_back(
+      {"layers.*.feed_forward.w2", sp ? RowwiseParallel().output_layouts(Shard(1)) : RowwiseParallel()});
+  plan.push_back(
+      {"output", ColwiseParallel().input_layouts(sp ? Shard(1) : Replicate()).output_layouts(Replicate())});
   return plan;
 }
 
 void parallelize_transformer(TransformerImpl& model, const DeviceMesh& tp_mesh, bool sequence_parallel,
-                             const ParallelizeOptions& options) {
-  parallelize_module(model, tp_mesh, transformer_tp_plan(sequence_parallel), options);
+                             bool local_output_for_attn, const ParallelizeOptions& options) {
+  parallelize_module(model, tp_mesh, transformer_tp_plan(sequence_parallel, local_output_for_attn), options);
   // Both are [vocab, dim] sharded S(0): the tied weight keeps one layout.
   if (model.args().weight_tying_) set_parameter(*model.output, "weight", model.tok_embeddings->weight);
 }

@@ -29,15 +29,42 @@ namespace dtensor::examples {
 /// PyTorch's ModelArgs, same defaults (weight_tying false as in the issue's
 /// parity runs; checkpoint_activations has no LibTorch counterpart).
 struct ModelArgs {
-  ModelArgs& n_layers(int64_t v) { n_layers_ = v; return *this; }
-  ModelArgs& vocab_size(int64_t v) { vocab_size_ = v; return *this; }
-  ModelArgs& max_seq_len(int64_t v) { max_seq_len_ = v; return *this; }
-  ModelArgs& dim(int64_t v) { dim_ = v; return *this; }
-  ModelArgs& n_heads(int64_t v) { n_heads_ = v; return *this; }
-  ModelArgs& dropout_p(double v) { dropout_p_ = v; return *this; }
-  ModelArgs& use_attn_mask(bool v) { use_attn_mask_ = v; return *this; }
-  ModelArgs& weight_tying(bool v) { weight_tying_ = v; return *this; }
-  ModelArgs& seed(uint64_t v) { seed_ = v; return *this; }
+  ModelArgs& n_layers(int64_t v) {
+    n_layers_ = v;
+    return *this;
+  }
+  ModelArgs& vocab_size(int64_t v) {
+    vocab_size_ = v;
+    return *this;
+  }
+  ModelArgs& max_seq_len(int64_t v) {
+    max_seq_len_ = v;
+    return *this;
+  }
+  ModelArgs& dim(int64_t v) {
+    dim_ = v;
+    return *this;
+  }
+  ModelArgs& n_heads(int64_t v) {
+    n_heads_ = v;
+    return *this;
+  }
+  ModelArgs& dropout_p(double v) {
+    dropout_p_ = v;
+    return *this;
+  }
+  ModelArgs& use_attn_mask(bool v) {
+    use_attn_mask_ = v;
+    return *this;
+  }
+  ModelArgs& weight_tying(bool v) {
+    weight_tying_ = v;
+    return *this;
+  }
+  ModelArgs& seed(uint64_t v) {
+    seed_ = v;
+    return *this;
+  }
 
   int64_t n_layers_ = 2;
   int64_t vocab_size_ = 8;
@@ -126,13 +153,16 @@ TORCH_MODULE(Transformer);
 /// wo/w2 RowwiseParallel, w1 ColwiseParallel, output ColwiseParallel (R
 /// out). With it: embedding outputs S(1) / S(0), norms SequenceParallel,
 /// attention PrepareModuleInput(S(1) -> R), w1 input S(1), wo/w2 output S(1),
-/// output input S(1).
-ParallelizePlan transformer_tp_plan(bool sequence_parallel);
+/// output input S(1). `local_output_for_attn` makes wq/wk/wv return local
+/// tensors (PyTorch's option of the same name); the attention then works on
+/// this rank's heads only (see Note [Attention heads under tensor parallelism]).
+ParallelizePlan transformer_tp_plan(bool sequence_parallel, bool local_output_for_attn = false);
 
 /// Applies transformer_tp_plan on the 1-D `tp_mesh`, then re-ties
 /// output.weight to tok_embeddings.weight when args.weight_tying (both are
-/// S(0) over the vocabulary), as PyTorch does.
+/// S(0) over the vocabulary), as PyTorch does. Example:
+///   parallelize_transformer(*model, mesh["tp"], /*sequence_parallel=*/true);
 void parallelize_transformer(TransformerImpl& model, const DeviceMesh& tp_mesh, bool sequence_parallel,
-                             const ParallelizeOptions& options = {});
+                             bool local_output_for_attn = false, const ParallelizeOptions& options = {});
 
 }  // namespace dtensor::examples

@@ -260,7 +260,7 @@ DTensor dist(const at::Tensor& t, const DeviceMesh& mesh, const char* placements
 TEST(DispatchPlacementsTest, PartialLinearity) {
   run_fake_world(2, [](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
-    at::Tensor a = at::randn({4, 3}, at::kDouble), b = at::randn({4, 3}, at::kDouble);
+    at::Tensor a = testing::seeded_randn({4, 3}, 1), b = testing::seeded_randn({4, 3}, 2);
     DTensor pa = dist(a, mesh, "P"), pb = dist(b, mesh, "P"), rb = dist(b, mesh, "R");
     testing::CollectiveCounter counter(world);
     DTensor sum = pa + pb;
@@ -314,7 +314,7 @@ TEST(DispatchPlacementsTest, PartialMaxThroughNonLinearOpIsReducedFirst) {
 TEST(DispatchPlacementsTest, ReductionsOverShardsArePartial) {
   run_fake_world(4, [](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
-    at::Tensor g = at::randn({8, 6}, at::kDouble);
+    at::Tensor g = testing::seeded_randn({8, 6}, 3);
     DTensor x = dist(g, mesh, "S(0),S(1)");
     testing::CollectiveCounter counter(world);
     DTensor total = x.sum();
@@ -339,7 +339,7 @@ TEST(DispatchPlacementsTest, ReductionsOverShardsArePartial) {
 TEST(DispatchPlacementsTest, MatmulFamilyPlacements) {
   run_fake_world(2, [](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
-    at::Tensor a = at::randn({4, 6}, at::kDouble), b = at::randn({6, 3}, at::kDouble);
+    at::Tensor a = testing::seeded_randn({4, 6}, 4), b = testing::seeded_randn({6, 3}, 5);
     testing::CollectiveCounter counter(world);
     EXPECT_EQ(DTensor(at::mm(dist(a, mesh, "S(0)"), dist(b, mesh, "R"))).placements(), parse_placements("S(0)"));
     EXPECT_EQ(DTensor(at::mm(dist(a, mesh, "R"), dist(b, mesh, "S(1)"))).placements(), parse_placements("S(1)"));
@@ -349,9 +349,9 @@ TEST(DispatchPlacementsTest, MatmulFamilyPlacements) {
     EXPECT_TRUE(at::allclose(k.full_tensor(), at::mm(a, b)));
     DTensor t = dist(a, mesh, "S(0)").t();
     EXPECT_EQ(t.placements(), parse_placements("S(1)"));
-    DTensor tr = dist(at::randn({2, 3, 4}), mesh, "S(2)").transpose(0, 2);
+    DTensor tr = dist(testing::seeded_randn({2, 3, 4}, 6), mesh, "S(2)").transpose(0, 2);
     EXPECT_EQ(tr.placements(), parse_placements("S(0)"));
-    at::Tensor bias = at::randn({3}, at::kDouble);
+    at::Tensor bias = testing::seeded_randn({3}, 7);
     DTensor y = at::addmm(dist(bias, mesh, "R"), dist(a, mesh, "S(1)"), dist(b, mesh, "S(0)"));
     EXPECT_EQ(y.placements(), parse_placements("P"));
     EXPECT_TRUE(at::allclose(y.full_tensor(), at::addmm(bias, a, b)));
@@ -361,7 +361,7 @@ TEST(DispatchPlacementsTest, MatmulFamilyPlacements) {
 TEST(DispatchPlacementsTest, InPlaceOpsReturnTheirDTensor) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
-    at::Tensor g = at::randn({4, 2}, at::kDouble);
+    at::Tensor g = testing::seeded_randn({4, 2}, 8);
     DTensor x = dist(g, mesh, "S(0)");
     at::Tensor same = x.add_(1.0);
     EXPECT_TRUE(same.is_same(x));
@@ -395,7 +395,7 @@ TEST(DispatchPlacementsTest, InPlaceOpsReturnTheirDTensor) {
 TEST(DispatchPlacementsTest, ScalarTensorsMixWithDTensors) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
-    at::Tensor g = at::randn({4, 2}, at::kDouble);
+    at::Tensor g = testing::seeded_randn({4, 2}, 9);
     DTensor p = dist(g, mesh, "P");
     DTensor y = p + at::scalar_tensor(3.0, at::kDouble);
     EXPECT_TRUE(at::allclose(y.full_tensor(), g + 3.0));

@@ -84,11 +84,21 @@ void check_layout(const Layout& layout, at::ScalarType dtype, Opt opt, double to
   const TrainResult ref = train_single(dtype, opt, x, target);
   int64_t world_size = 1;
   for (int64_t s : layout.mesh) world_size *= s;
+  // Initial parameters drawn here, not in the rank threads: they share
+  // LibTorch's default generator.
+  torch::manual_seed(3);
+  auto init = torch::nn::Linear(kIn, kOut);
+  init->to(dtype);
+  const at::Tensor init_w = init->weight.detach(), init_b = init->bias.detach();
   run_fake_world(world_size, [&](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, layout.mesh);
-    torch::manual_seed(3);  // same initial parameters as the reference
-    auto lin = torch::nn::Linear(kIn, kOut);
+    auto lin = torch::nn::Linear(torch::nn::LinearOptions(kIn, kOut));
     lin->to(dtype);
+    {
+      torch::NoGradGuard no_grad;
+      lin->weight.copy_(init_w);
+      lin->bias.copy_(init_b);
+    }
     distribute_linear(lin, mesh, layout.weight, layout.bias);
     Placements replicate(static_cast<size_t>(mesh.ndim()), Replicate());
     DTensor dx = distribute_tensor(x, mesh, layout.input);

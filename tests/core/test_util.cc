@@ -2,6 +2,7 @@
 #include "tests/core/test_util.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -54,6 +55,11 @@ at::Tensor expected_local(const at::Tensor& global, const DTensorSpec& spec) {
     out = out.narrow(static_cast<int64_t>(d), offset[d], shape[d]);
   }
   return out;
+}
+
+at::Tensor seeded_randn(const std::vector<int64_t>& shape, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return at::randn(shape, gen, at::kDouble);
 }
 
 uint64_t test_seed() {

@@ -55,6 +55,11 @@ Placements without_partial(const Placements& placements);
 /// The block of `global` that this rank holds under `spec` (Partial dims ignored).
 at::Tensor expected_local(const at::Tensor& global, const DTensorSpec& spec);
 
+/// Standard-normal float64 values from a private generator: the same on every
+/// rank thread (at::randn's default generator is shared by the threads of a
+/// fake world, so rank threads calling it get different values).
+at::Tensor seeded_randn(const std::vector<int64_t>& shape, uint64_t seed);
+
 /// A seed for a property loop: $DTENSOR_TEST_SEED if set, else from the clock.
 /// Printed by the caller through SCOPED_TRACE.
 uint64_t test_seed();

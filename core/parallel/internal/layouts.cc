@@ -10,7 +10,8 @@
 namespace dtensor::detail {
 namespace {
 
-DTensor as_dtensor(const at::Tensor& t, const DeviceMesh& mesh, const Placement& layout, const std::string& who) {
+DTensor as_dtensor(const at::Tensor& t, const DeviceMesh& mesh, const Placement& layout,
+                   const std::string& who) {
   TORCH_CHECK(t.defined(), who, ": the tensor is undefined");
   if (!is_dtensor(t)) return DTensor::from_local(t, mesh, checked_placements({layout}, mesh, t.dim(), who));
   DTensor d(t);

@@ -1,6 +1,8 @@
 // Tests of parameter/buffer replacement (registry and C++ members), member
 // binders for user modules, the stale-member warning, and distribute_module
 // (replicate pass, partition_fn, tied weights, boundary hooks).
+#include "core/parallel/module_params.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -12,7 +14,6 @@
 #include "core/dtensor_impl.h"
 #include "core/nn/module_call.h"
 #include "core/parallel/distribute_module.h"
-#include "core/parallel/module_params.h"
 
 namespace dtensor {
 namespace {

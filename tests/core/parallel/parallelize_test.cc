@@ -1,6 +1,8 @@
 // Tests of parallelize_module and the parallel styles on single modules:
 // wildcard paths, parameter placements, boundary layouts, collectives issued,
 // and the errors users see.
+#include "core/parallel/parallelize.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,7 +13,6 @@
 #include "backends/fake/fake_world.h"
 #include "core/dtensor_impl.h"
 #include "core/nn/module_call.h"
-#include "core/parallel/parallelize.h"
 
 namespace dtensor {
 namespace {
@@ -41,7 +42,8 @@ std::string error_of(const std::function<void()>& fn) {
 
 void expect_contains(const std::string& text, const std::vector<std::string>& parts) {
   EXPECT_FALSE(text.empty()) << "expected an error";
-  for (const auto& part : parts) EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
+  for (const auto& part : parts)
+    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
 }
 
 TEST(FnmatchTest, MatchesLikePythonFnmatch) {
@@ -51,10 +53,22 @@ TEST(FnmatchTest, MatchesLikePythonFnmatch) {
     bool expected;
   };
   const std::vector<Case> cases = {
-      {"layers", "layers", true}, {"layers", "layer", false}, {"0", "*", true},       {"", "*", true},
-      {"wq", "w?", true},         {"w", "w?", false},         {"w1", "w[12]", true},  {"w3", "w[12]", false},
-      {"w3", "w[!12]", true},     {"w1", "w[!12]", false},    {"wb", "w[a-c]", true}, {"attention", "att*n", true},
-      {"attention", "*tion", true}, {"attn", "a*b", false},   {"w[", "w[", true},     {"a.b", "a*", true},
+      {"layers", "layers", true},
+      {"layers", "layer", false},
+      {"0", "*", true},
+      {"", "*", true},
+      {"wq", "w?", true},
+      {"w", "w?", false},
+      {"w1", "w[12]", true},
+      {"w3", "w[12]", false},
+      {"w3", "w[!12]", true},
+      {"w1", "w[!12]", false},
+      {"wb", "w[a-c]", true},
+      {"attention", "att*n", true},
+      {"attention", "*tion", true},
+      {"attn", "a*b", false},
+      {"w[", "w[", true},
+      {"a.b", "a*", true},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.name) + " ~ " + c.pattern);
@@ -126,24 +140,34 @@ TEST(ParallelizeModuleTest, ErrorsNameTheEntryAndWhatToDo) {
   run_fake_world(4, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2, 2}, {"dp", "tp"});
     Stack stack;
-    expect_contains(error_of([&] { parallelize_module(*stack, mesh, {{"head", ColwiseParallel()}}); }),
+    expect_contains(error_of([&] {
+                      parallelize_module(*stack, mesh, {{"head", ColwiseParallel()}});
+                    }),
                     {"1-D mesh", "mesh[\"tp\"]"});
-    expect_contains(
-        error_of([&] { parallelize_module(*stack, mesh["tp"], {{"layers.0.norm", ColwiseParallel()}}); }),
-        {"plan entry {\"layers.0.norm\", ColwiseParallel(", "'layers.0.norm'", "torch::nn::Linear and torch::nn::Embedding",
-         "LayerNorm"});
-    expect_contains(error_of([&] { parallelize_module(*stack, mesh["tp"], {{"layers.2", SequenceParallel()}}); }),
+    expect_contains(error_of([&] {
+                      parallelize_module(*stack, mesh["tp"], {{"layers.0.norm", ColwiseParallel()}});
+                    }),
+                    {"plan entry {\"layers.0.norm\", ColwiseParallel(", "'layers.0.norm'",
+                     "torch::nn::Linear and torch::nn::Embedding", "LayerNorm"});
+    expect_contains(error_of([&] {
+                      parallelize_module(*stack, mesh["tp"], {{"layers.2", SequenceParallel()}});
+                    }),
                     {"'layers.2'", "no child matches '2'", "0, 1"});
   });
 }
 
 TEST(ParallelStyleTest, ToStringShowsOptions) {
-  EXPECT_EQ(ColwiseParallel().to_string(), "ColwiseParallel(input_layouts=R, output_layouts=S(-1), use_local_output=true)");
+  EXPECT_EQ(ColwiseParallel().to_string(),
+            "ColwiseParallel(input_layouts=R, output_layouts=S(-1), use_local_output=true)");
   EXPECT_EQ(RowwiseParallel().output_layouts(Shard(1)).use_local_output(false).to_string(),
             "RowwiseParallel(input_layouts=S(-1), output_layouts=S(1), use_local_output=false)");
   EXPECT_EQ(SequenceParallel().to_string(), "SequenceParallel(sequence_dim=1, use_local_output=false)");
-  EXPECT_EQ(PrepareModuleInput().input_layouts({Shard(1), std::nullopt}).desired_input_layouts({Replicate(), std::nullopt}).to_string(),
-            "PrepareModuleInput(input_layouts=[S(1), None], desired_input_layouts=[R, None], use_local_output=false)");
+  EXPECT_EQ(PrepareModuleInput()
+                .input_layouts({Shard(1), std::nullopt})
+                .desired_input_layouts({Replicate(), std::nullopt})
+                .to_string(),
+            "PrepareModuleInput(input_layouts=[S(1), None], desired_input_layouts=[R, None], "
+            "use_local_output=false)");
   EXPECT_EQ(PrepareModuleOutput().output_layouts(Shard(0)).to_string(),
             "PrepareModuleOutput(output_layouts=S(0), desired_output_layouts=R, use_local_output=true)");
 }
@@ -218,7 +242,10 @@ TEST(PrepareModuleTest, InputAndOutputLayouts) {
     EXPECT_EQ(counter.counts(), (Counts{{"all_gather_into_tensor", 2}}));
     expect_contains(error_of([&] {
                       Probe p;
-                      PrepareModuleInput().input_layouts({Shard(0), Replicate()}).desired_input_layouts({Replicate()}).apply(*p, mesh);
+                      PrepareModuleInput()
+                          .input_layouts({Shard(0), Replicate()})
+                          .desired_input_layouts({Replicate()})
+                          .apply(*p, mesh);
                     }),
                     {"same length"});
   });

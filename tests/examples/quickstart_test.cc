@@ -1,7 +1,8 @@
-// examples/quickstart unchanged on two engines: a fake world (4 rank threads)
-// and Gloo (4 processes on loopback, launched like torchrun). Both print each
-// rank's losses and step 1's collectives (--raw); they must agree rank by
-// rank, and the losses must match one device.
+// examples/quickstart as a user runs it (report, comm table, JSON trace), and
+// unchanged on two engines: a fake world (4 rank threads) and Gloo (4
+// processes on loopback, launched like torchrun). Both print each rank's
+// losses and step 1's collectives (--raw); they must agree rank by rank, and
+// the losses must match one device.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -20,7 +21,8 @@ namespace {
 std::string quickstart_path() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
-  return std::string(srcdir ? srcdir : ".") + "/" + (workspace ? workspace : "dtensor") + "/examples/quickstart";
+  return std::string(srcdir ? srcdir : ".") + "/" + (workspace ? workspace : "dtensor") +
+         "/examples/quickstart";
 }
 
 const std::vector<std::string> kArgs = {"--raw", "--dtype", "double", "--steps", "3", "--mesh", "2,2"};
@@ -47,9 +49,9 @@ std::vector<double> losses_of(const std::string& result) {
   return out;
 }
 
-std::string run_fake_world() {
+std::string run_fake_world(const std::vector<std::string>& args = kArgs) {
   std::string cmd = quickstart_path();
-  for (const auto& a : kArgs) cmd += " " + a;
+  for (const auto& a : args) cmd += " " + a;
   std::string output;
   FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return "";
@@ -65,9 +67,9 @@ dtensor::launch::LaunchResult run_gloo() {
   spec.argv = {quickstart_path()};
   spec.argv.insert(spec.argv.end(), kArgs.begin(), kArgs.end());
   spec.timeout = std::chrono::seconds(180);
-  spec.unset_env = {"XML_OUTPUT_FILE",          "GTEST_OUTPUT",      "TEST_PREMATURE_EXIT_FILE",
-                    "GTEST_SHARD_INDEX",        "GTEST_TOTAL_SHARDS", "TEST_SHARD_STATUS_FILE",
-                    "GTEST_SHARD_STATUS_FILE",  "TEST_WARNINGS_OUTPUT_FILE"};
+  spec.unset_env = {
+      "XML_OUTPUT_FILE",    "GTEST_OUTPUT",           "TEST_PREMATURE_EXIT_FILE", "GTEST_SHARD_INDEX",
+      "GTEST_TOTAL_SHARDS", "TEST_SHARD_STATUS_FILE", "GTEST_SHARD_STATUS_FILE",  "TEST_WARNINGS_OUTPUT_FILE"};
   dtensor::launch::LaunchResult result;
   for (int attempt = 0; attempt < 3; ++attempt) {  // a free port may be taken before the ranks bind it
     result = dtensor::launch::launch_local(spec);
@@ -76,12 +78,31 @@ dtensor::launch::LaunchResult run_gloo() {
   return result;
 }
 
+TEST(QuickstartTest, PrintsLossesCommTableAndWritesTrace) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string json = std::string(tmp ? tmp : "/tmp") + "/quickstart_trace.json";
+  std::remove(json.c_str());
+  const std::string output = run_fake_world({"--steps", "2", "--json", json});
+  for (const char* part :
+       {"loss (4 ranks)", "loss (1 device)", "forward {all_gather_into_tensor: 6, reduce_scatter_tensor: 6}",
+        "CommDebugMode table", "Transformer.layers.0.attention.wo", "Wrote every rank's trace"}) {
+    EXPECT_NE(output.find(part), std::string::npos) << "'" << part << "' not in:\n" << output;
+  }
+  FILE* f = std::fopen(json.c_str(), "r");
+  ASSERT_NE(f, nullptr) << json;
+  char first = 0;
+  EXPECT_EQ(std::fread(&first, 1, 1, f), 1u);
+  EXPECT_EQ(first, '{');
+  std::fclose(f);
+}
+
 TEST(QuickstartTest, GlooRunMatchesFakeWorldRankByRank) {
   const std::string fake_output = run_fake_world();
   const std::map<int, std::string> fake = parse_results(fake_output);
   ASSERT_EQ(fake.size(), 4u) << fake_output;
   // The fake world against one device (float64).
-  const std::vector<double> single = losses_of(fake_output.substr(fake_output.find("QUICKSTART_SINGLE_DEVICE")));
+  const std::vector<double> single =
+      losses_of(fake_output.substr(fake_output.find("QUICKSTART_SINGLE_DEVICE")));
   ASSERT_EQ(single.size(), 3u) << fake_output;
   for (size_t i = 0; i < single.size(); ++i) EXPECT_NEAR(losses_of(fake.at(0))[i], single[i], 1e-10);
   const dtensor::launch::LaunchResult gloo_run = run_gloo();
