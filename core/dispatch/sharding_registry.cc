@@ -25,16 +25,28 @@ std::string OpCall::describe() const {
 namespace {
 constexpr double kImpossible = std::numeric_limits<double>::infinity();
 
+// Bytes of the largest local shard (each sharded dim chunked with
+// torch.chunk's ceil). Every rank must compute the same costs, else ranks
+// pick different strategies and issue different collectives: this rank's own
+// local shape (0 rows on the last rank of 6 rows over 4) must not be used.
 double local_bytes_of(const DTensorSpec& spec) {
-  int64_t numel = 1;
-  for (int64_t s : spec.local_shape()) numel *= s;
-  return static_cast<double>(numel) * static_cast<double>(c10::elementSize(spec.meta.dtype));
+  double numel = 1;
+  for (size_t d = 0; d < spec.meta.shape.size(); ++d) {
+    int64_t size = spec.meta.shape[d];
+    for (size_t m = 0; m < spec.placements.size(); ++m) {
+      if (!spec.placements[m].is_shard(static_cast<int64_t>(d))) continue;
+      const int64_t n = spec.mesh.size(static_cast<int>(m));
+      size = (size + n - 1) / n;
+    }
+    numel *= static_cast<double>(size);
+  }
+  return numel * static_cast<double>(c10::elementSize(spec.meta.dtype));
 }
 }  // namespace
 
 // Note [Choosing among candidates]
 // Costs are bytes per rank of the collective the change needs, with ring
-// formulas (n = mesh dim size, b = this rank's bytes before the change):
+// formulas (n = mesh dim size, b = the largest shard's bytes before the change, the same on every rank):
 //   S->R all_gather (n-1)*b; P->R all_reduce 2(n-1)/n*b; P->S reduce_scatter
 //   (n-1)/n*b; S(i)->S(j) all_to_all (n-1)/n*b; R->S and R->P(sum) are local
 //   and free; S->P impossible. A tiny epsilon per change prefers candidates that

@@ -340,10 +340,12 @@ TEST(DispatchPlacementsTest, MatmulFamilyPlacements) {
   run_fake_world(2, [](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     at::Tensor a = testing::seeded_randn({4, 6}, 4), b = testing::seeded_randn({6, 3}, 5);
+    DTensor a_s0 = dist(a, mesh, "S(0)"), a_r = dist(a, mesh, "R"), a_s1 = dist(a, mesh, "S(1)");
+    DTensor b_r = dist(b, mesh, "R"), b_s1 = dist(b, mesh, "S(1)"), b_s0 = dist(b, mesh, "S(0)");
     testing::CollectiveCounter counter(world);
-    EXPECT_EQ(DTensor(at::mm(dist(a, mesh, "S(0)"), dist(b, mesh, "R"))).placements(), parse_placements("S(0)"));
-    EXPECT_EQ(DTensor(at::mm(dist(a, mesh, "R"), dist(b, mesh, "S(1)"))).placements(), parse_placements("S(1)"));
-    DTensor k = at::mm(dist(a, mesh, "S(1)"), dist(b, mesh, "S(0)"));
+    EXPECT_EQ(DTensor(at::mm(a_s0, b_r)).placements(), parse_placements("S(0)"));
+    EXPECT_EQ(DTensor(at::mm(a_r, b_s1)).placements(), parse_placements("S(1)"));
+    DTensor k = at::mm(a_s1, b_s0);
     EXPECT_EQ(k.placements(), parse_placements("P"));
     EXPECT_EQ(counter.total(), 0);
     EXPECT_TRUE(at::allclose(k.full_tensor(), at::mm(a, b)));

@@ -78,12 +78,7 @@ TEST(MathOpsTest, TopkAndSort) {
 TEST(MathOpsTest, ActivationsAndTheirBackward) {
   check_all_placements(unary("gelu", [](const at::Tensor& x) { return torch::gelu(x); }));
   check_all_placements(unary("gelu_tanh", [](const at::Tensor& x) { return torch::gelu(x, "tanh"); }));
-  // silu's backward (a composite in 1.13) computes 1 + x * (1 - sigmoid(x))
-  // with add.Scalar, which keeps Partial(sum) (see the coverage report): no
-  // Partial input here until that pointwise rule is fixed.
-  OpCase silu = unary("silu", [](const at::Tensor& x) { return torch::silu(x); });
-  silu.inputs[0].no_partial();
-  check_all_placements(silu);
+  check_all_placements(unary("silu", [](const at::Tensor& x) { return torch::silu(x); }));
   check_all_placements(unary("tanh", [](const at::Tensor& x) { return torch::tanh(x); }));
   check_all_placements(unary("relu", [](const at::Tensor& x) { return torch::relu(x); }));
   check_all_placements(unary("sigmoid", [](const at::Tensor& x) { return torch::sigmoid(x); }));
