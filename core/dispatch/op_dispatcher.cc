@@ -83,6 +83,10 @@ void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
     key->insert(key->end(), {1, v.toInt()});
   } else if (v.isBool()) {
     key->insert(key->end(), {2, v.toBool() ? 1 : 0});
+  } else if (v.isBoolList()) {  // e.g. native_layer_norm_backward's output mask
+    key->push_back(11);
+    for (bool b : v.toBoolList()) key->push_back(b ? 1 : 0);
+    key->push_back(-11);
   } else if (v.isIntList()) {
     key->push_back(3);
     for (int64_t x : v.toIntVector()) key->push_back(x);

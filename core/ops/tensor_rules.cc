@@ -63,9 +63,10 @@ DimRule copy_rule() {
       if (self.is_shard()) {
         int64_t d = self.shard_dim() - static_cast<int64_t>(dst.size() - src.size());
         p = (d >= 0 && src[static_cast<size_t>(d)] != 1) ? Shard(d) : Replicate();
-      } else if (self.is_partial() && src.size() != dst.size()) {
-        p = Replicate();
       }
+      // A Partial self takes src as the same Partial, broadcast or not: every
+      // rank writes a piece and the pieces reduce to src (R -> P(sum) divides
+      // by n). Keeping src Replicate would make the sum n * src.
       s.inputs.push_back(p);
     }
     return std::vector<DimStrategy>{s};

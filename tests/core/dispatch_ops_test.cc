@@ -80,6 +80,7 @@ std::vector<OpCase> op_cases() {
                  return x[0].clone().addcdiv_(x[1], x[2] * x[2] + 1, -0.5);
                }});
   c.push_back({"copy_", {{6, 5}, {5}}, [](const T& x) { return x[0].clone().copy_(x[1]) * x[0]; }});
+  c.push_back({"copy_same_shape_", {{6, 5}, {6, 5}}, [](const T& x) { return x[0].clone().copy_(x[1]) * 2.0; }});
   c.push_back({"fill_", {{6, 5}}, [](const T& x) { return x[0].clone().fill_(1.5) + x[0]; }});
   c.push_back({"zero_", {{6, 5}}, [](const T& x) { return x[0].clone().zero_() + x[0]; }});
   // Factory-like.
@@ -163,7 +164,14 @@ void check_case(const OpCase& c, const DeviceMesh& mesh, const std::vector<at::T
   try {
     out = c.fn(dinputs);
   } catch (const c10::Error& e) {
-    ADD_FAILURE() << what << " threw: " << e.what_without_backtrace();
+    // In-place ops cannot change the placement of the tensor they write (as in
+    // PyTorch): a Partial self that the op cannot keep Partial is refused.
+    const std::string msg = e.what_without_backtrace();
+    const bool refused_in_place = c.name.back() == '_' && msg.find("written in place") != std::string::npos;
+    bool self_partial = false;
+    for (const auto& p : placements[0]) self_partial = self_partial || p.is_partial();
+    if (refused_in_place && self_partial) return;
+    ADD_FAILURE() << what << " threw: " << msg;
     return;
   }
   ASSERT_TRUE(is_dtensor(out)) << what;

@@ -280,7 +280,7 @@ TEST(TransformerTensorParallelTest, CollectivesWithFrozenParametersMatchPyTorch)
 // [true, false, false] are reused and grad_bias gets shape [] ("Function
 // NativeLayerNormBackward0 returned an invalid gradient at index 2"). Enable
 // it once output_mask is part of the key.
-TEST(TransformerTensorParallelTest, DISABLED_CollectivesWithFrozenLayerNormWeightMatchPyTorch) {
+TEST(TransformerTensorParallelTest, CollectivesWithFrozenLayerNormWeightMatchPyTorch) {
   const TrainRun run =
       tensor_parallel({{4}, true, at::kFloat},
                       {"tok_embeddings.weight", "layers.0.attention.wv.weight", "layers.0.feed_forward.w1.bias",
