@@ -1,6 +1,5 @@
 // Repros of bugs found by the op harness in code outside the rule families
-// (core/dispatch/sharding_registry.cc, core/ops/view_rules.cc,
-// core/ops/tensor_rules.cc).
+// (core/ops/view_rules.cc, core/ops/tensor_rules.cc).
 // DISABLED_ until fixed; run with --gtest_also_run_disabled_tests.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -10,19 +9,6 @@
 
 namespace dtensor {
 namespace {
-
-// sharding_registry.cc weighs candidates by the bytes of *this rank's*
-// shard: with 5 columns over 4 ranks (2, 2, 1, 0), rank 3 finds gathering x
-// free and the others do not, so the ranks issue different collectives.
-TEST(KnownIssuesTest, DISABLED_UnevenShardsGiveEveryRankTheSamePlan) {
-  EXPECT_NO_THROW(run_fake_world(4, [](World&) {
-    auto mesh = DeviceMesh::init(c10::kCPU, {4});
-    DTensor x = distribute_tensor(torch::ones({2, 5}), mesh, {Shard(1)});
-    DTensor y = distribute_tensor(torch::ones({2, 5}), mesh, {Replicate()});
-    DTensor z = x * y;  // rank 3 gathers x here, the others keep the shard
-    EXPECT_EQ(z.placements(), (Placements{Shard(1)}));
-  }));
-}
 
 // view_rules.cc: in-place views whose shard dim moves (squeeze_, unsqueeze_,
 // transpose_, t_) are refused, since the written tensor "must keep" its

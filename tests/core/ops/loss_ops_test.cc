@@ -64,5 +64,20 @@ TEST(LossOpsTest, MseLossEveryReduction) {
   }
 }
 
+// Uneven shards: "mean" needs even batch shards (Partial(avg)) unless the
+// target is replicated; sum and none do not.
+TEST(LossOpsTest, UnevenShards) {
+  for (int64_t reduction : {0, 1, 2}) {
+    check_all_placements(OpCase(std::string("cross_entropy_uneven_") + reduction_name(reduction),
+                                {Input::floats({6, 5}), Input::indices({6}, 5)},
+                                [reduction](const Tensors& x) {
+                                  return Tensors{at::cross_entropy_loss(x[0], x[1], {}, reduction)};
+                                }));
+    check_all_placements(OpCase(std::string("mse_uneven_") + reduction_name(reduction),
+                                {Input::floats({6, 5}), Input::floats({6, 5})},
+                                [reduction](const Tensors& x) { return Tensors{at::mse_loss(x[0], x[1], reduction)}; }));
+  }
+}
+
 }  // namespace
 }  // namespace dtensor::testing

@@ -84,5 +84,18 @@ TEST(MathOpsTest, ActivationsAndTheirBackward) {
   check_all_placements(unary("sigmoid", [](const at::Tensor& x) { return torch::sigmoid(x); }));
 }
 
+// Uneven shards (torch.chunk sizes, some ranks empty): 6 over 4 is 2, 2, 2, 0.
+TEST(MathOpsTest, UnevenShards) {
+  check_all_placements(unary("softmax_uneven", [](const at::Tensor& x) { return x.softmax(1); }, {6, 5}));
+  check_all_placements(unary("var_uneven", [](const at::Tensor& x) { return x.var(0); }, {7, 6}));
+  check_all_placements(unary("norm_uneven", [](const at::Tensor& x) { return x.norm(2, {0}); }, {7, 6}));
+  check_all_placements(unary("cumsum_uneven", [](const at::Tensor& x) { return x.cumsum(0); }, {6, 5}));
+  check_all_placements(OpCase("topk_uneven", {Input::floats({6, 10})}, [](const Tensors& x) {
+    auto r = x[0].topk(2, 1);
+    return Tensors{std::get<0>(r), std::get<1>(r)};
+  }));
+  check_all_placements(unary("amax_uneven", [](const at::Tensor& x) { return x.amax({0}); }, {6, 5}));
+}
+
 }  // namespace
 }  // namespace dtensor::testing

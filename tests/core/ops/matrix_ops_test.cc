@@ -92,5 +92,13 @@ TEST(MatrixOpsTest, ScaledDotProductAttentionOnBatchAndHeads) {
   }
 }
 
+// Uneven shards (torch.chunk sizes, some ranks empty): 6 over 4 is 2, 2, 2, 0.
+TEST(MatrixOpsTest, UnevenShards) {
+  check_all_placements(binary("mm_uneven", {6, 5}, {5, 7}, [](const at::Tensor& a, const at::Tensor& b) { return a.mm(b); }));
+  check_all_placements(binary("dot_uneven", {6}, {6}, [](const at::Tensor& a, const at::Tensor& b) { return a.dot(b); }));
+  check_all_placements(binary("mv_uneven", {6, 5}, {5}, [](const at::Tensor& a, const at::Tensor& b) { return a.mv(b); }));
+  check_all_placements(binary("bmm_uneven", {3, 6, 5}, {3, 5, 2}, [](const at::Tensor& a, const at::Tensor& b) { return a.bmm(b); }));
+}
+
 }  // namespace
 }  // namespace dtensor::testing

@@ -95,5 +95,14 @@ TEST(NnOpsTest, NativeDropoutRefusesReplicatedMeshDims) {
   });
 }
 
+// Uneven shards (torch.chunk sizes, some ranks empty): 6 over 4 is 2, 2, 2, 0.
+TEST(NnOpsTest, UnevenShards) {
+  check_all_placements(OpCase("embedding_uneven", {Input::floats({10, 6}), Input::indices({3, 5}, 10)},
+                              [](const Tensors& x) { return Tensors{torch::embedding(x[0], x[1])}; }));
+  check_all_placements(OpCase("layer_norm_uneven", {Input::floats({6, 3, 5}), Input::floats({5}), Input::floats({5})},
+                              [](const Tensors& x) { return Tensors{torch::layer_norm(x[0], {5}, x[1], x[2])}; }),
+                       /*max_combos=*/120);
+}
+
 }  // namespace
 }  // namespace dtensor::testing

@@ -131,17 +131,9 @@ at::Tensor global_grad(const at::Tensor& leaf) {
   return DTensor(g).full_tensor();
 }
 
-// Note [Uneven shards in the harness]
-// ShardingRegistry's cost model weighs a redistribution by the bytes of
-// *this rank's* shard. With uneven shards (6 rows over 4 ranks: 2, 2, 2, 0)
-// the ranks can rank the candidates differently, pick different plans and
-// issue different collectives (the fake world reports the mismatch). That is
-// a bug of core/dispatch/sharding_registry.cc (see the coverage report);
-// until its costs are rank-independent, cases skip such placements unless
-// they opt in with with_uneven_shards().
 std::vector<std::vector<Placements>> without_uneven_shards(const OpCase& c, const std::vector<int64_t>& mesh_shape,
                                                           std::vector<std::vector<Placements>> combos) {
-  if (c.uneven_shards) return combos;
+  if (!c.even_shards_only) return combos;
   combos.erase(std::remove_if(combos.begin(), combos.end(),
                               [&](const std::vector<Placements>& combo) {
                                 for (size_t i = 0; i < combo.size(); ++i) {

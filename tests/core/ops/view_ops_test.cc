@@ -88,5 +88,17 @@ TEST(ViewOpsTest, SelectBackwardOfIndexing) {
                         [](const Tensors& x) { return Tensors{x[0].select(0, 1)}; }});
 }
 
+// Uneven shards (torch.chunk sizes, some ranks empty): 6 over 4 is 2, 2, 2, 0.
+TEST(ViewOpsTest, UnevenShards) {
+  check_all_placements(OpCase("cat_uneven", {Input::floats({6, 5}), Input::floats({6, 3})},
+                              [](const Tensors& x) { return Tensors{torch::cat({x[0], x[1]}, 1)}; }));
+  check_all_placements(OpCase("stack_uneven", {Input::floats({7, 5}), Input::floats({7, 5})},
+                              [](const Tensors& x) { return Tensors{torch::stack({x[0], x[1]}, 0)}; }));
+  check_all_placements(OpCase("unbind_uneven", {Input::floats({3, 6})},
+                              [](const Tensors& x) { return pieces(torch::unbind(x[0], 0)); }));
+  check_all_placements(OpCase("flip_uneven", {Input::floats({6, 5})},
+                              [](const Tensors& x) { return Tensors{x[0].flip({0})}; }));
+}
+
 }  // namespace
 }  // namespace dtensor::testing
