@@ -13,6 +13,7 @@
 #include "core/dispatch/op_observer.h"
 #include "core/dispatch/sharding_propagator.h"
 #include "core/dtensor_impl.h"
+#include "core/experimental/skip_dispatch.h"
 #include "core/ops/builtin_rules.h"
 #include "core/redistribute.h"
 
@@ -185,9 +186,15 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - num_args),
                                 std::make_move_iterator(stack->end()));
   stack->erase(stack->end() - num_args, stack->end());
+  std::string name = full_op_name(op);
+  if (experimental::SkipDispatchGuard::active() && experimental::detail::skip_dispatch_for(name)) {
+    stack->insert(stack->end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+    experimental::detail::run_on_local_tensors(op, stack);
+    return;
+  }
   OpCall call;
   call.op = &op;
-  call.name = full_op_name(op);
+  call.name = std::move(name);
   call.args = &args;
   const DeviceMesh* mesh = find_mesh(args);
   TORCH_CHECK(mesh != nullptr, call.name, ": dispatched to DTensor but no argument is a DTensor");
