@@ -8,6 +8,25 @@
 #include "debug/trace_json.h"
 
 namespace dtensor::debug::testing {
+namespace {
+
+// An expression as the message shows it: a long one (a block) is cut.
+std::string shorten(const char* expr) {
+  std::string text(expr);
+  const std::string wrapper = "::dtensor::debug::testing::comm_counts_of(";
+  if (text.rfind(wrapper, 0) == 0 && text.back() == ')') text = text.substr(wrapper.size(), text.size() - wrapper.size() - 1);
+  constexpr size_t kMax = 72;
+  return text.size() <= kMax ? text : text.substr(0, kMax - 3) + "...";
+}
+
+// "{all_reduce: 2, all_gather_into_tensor: 1}".
+std::string braces(const KindCounts& counts) {
+  std::string out = "{";
+  for (const auto& [kind, n] : counts) out += (out.size() > 1 ? ", " : "") + kind + ": " + std::to_string(n);
+  return out + "}";
+}
+
+}  // namespace
 
 ::testing::AssertionResult CommCountsEqual(const char* actual_expr, const char* expected_expr,
                                            const KindCounts& actual, const KindCounts& expected) {
@@ -16,12 +35,13 @@ namespace dtensor::debug::testing {
   for (const auto& e : actual) kinds.insert(e.first);
   for (const auto& e : expected) kinds.insert(e.first);
   auto result = ::testing::AssertionFailure();
-  result << "comm counts " << actual_expr << " differ from " << expected_expr << ":";
+  result << "comm counts " << shorten(actual_expr) << " differ from " << shorten(expected_expr) << ":";
   for (const std::string& kind : kinds) {
     const int64_t a = actual.count(kind) ? actual.at(kind) : 0;
     const int64_t e = expected.count(kind) ? expected.at(kind) : 0;
     if (a != e) result << "\n  " << kind << ": " << a << " (expected " << e << ")";
   }
+  result << "\n  actual:   " << braces(actual) << "\n  expected: " << braces(expected);
   return result;
 }
 

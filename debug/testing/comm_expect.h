@@ -1,5 +1,6 @@
 // GoogleTest helpers for comm counts and golden comm reports.
 //   EXPECT_COMM_COUNTS(comm, {{"all_reduce", 1}});
+//   EXPECT_COMM_COUNTS([&] { y.full_tensor(); }, {{"all_reduce", 1}});   // a block, on this rank
 //   EXPECT_COMM_MODULE_COUNTS(comm, "MLPModule.net2", "forward", {{"all_reduce", 1}});
 //   EXPECT_GOLDEN_COMM_REPORT(run_comm_report(options), "tests/debug/testdata/mlp_fake4.json");
 #pragma once
@@ -7,7 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <type_traits>
+#include <utility>
 
+#include "debug/comm_debug_mode.h"
 #include "debug/report/comm_report.h"
 #include "debug/trace_model.h"
 
@@ -16,6 +20,24 @@ namespace dtensor::debug::testing {
 /// Passes when the counts are equal; the failure lists each differing kind.
 ::testing::AssertionResult CommCountsEqual(const char* actual_expr, const char* expected_expr,
                                            const KindCounts& actual, const KindCounts& expected);
+
+/// The counts of `source`: source.get_comm_counts() for a CommDebugMode,
+/// FakeWorldTrace or CommReport; for a callable (a block: `[&] { ... }`),
+/// runs it once under a fresh CommDebugMode on the calling rank (which needs a
+/// current world) and returns what it issued.
+template <typename Source>
+KindCounts comm_counts_of(Source&& source) {
+  if constexpr (std::is_invocable_v<Source&>) {
+    CommDebugMode mode;
+    {
+      auto guard = mode.enter();
+      source();
+    }
+    return mode.get_comm_counts();
+  } else {
+    return source.get_comm_counts();
+  }
+}
 
 /// Counts of one module and phase ("forward"/"backward") of a module table;
 /// a missing module or phase counts as empty.
@@ -34,10 +56,15 @@ KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fq
 }  // namespace dtensor::debug::testing
 
 /// EXPECT_COMM_COUNTS(x, {{"all_reduce", 1}}): x.get_comm_counts() equals the
-/// counts (x: CommDebugMode, FakeWorldTrace, CommReport).
-#define EXPECT_COMM_COUNTS(source, ...)                                                       \
-  EXPECT_PRED_FORMAT2(::dtensor::debug::testing::CommCountsEqual, (source).get_comm_counts(), \
-                      ::dtensor::debug::KindCounts(__VA_ARGS__))
+/// counts (x: CommDebugMode, FakeWorldTrace, CommReport), or x is a block
+/// `[&] { ... }` that issues exactly these collectives (see comm_counts_of).
+/// A comma at the top level of a block must be inside parentheses.
+#define EXPECT_COMM_COUNTS(source, ...)                                                                     \
+  EXPECT_PRED_FORMAT2(::dtensor::debug::testing::CommCountsEqual,                                           \
+                      ::dtensor::debug::testing::comm_counts_of(source), ::dtensor::debug::KindCounts(__VA_ARGS__))
+#define ASSERT_COMM_COUNTS(source, ...)                                                                     \
+  ASSERT_PRED_FORMAT2(::dtensor::debug::testing::CommCountsEqual,                                           \
+                      ::dtensor::debug::testing::comm_counts_of(source), ::dtensor::debug::KindCounts(__VA_ARGS__))
 
 /// EXPECT_COMM_MODULE_COUNTS(x, fqn, phase, {{"all_reduce", 1}}): that module's
 /// counts in x.get_comm_module_counts() for "forward" or "backward".

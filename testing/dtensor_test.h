@@ -1,0 +1,18 @@
+// The dtensor testing kit for GoogleTest: run a test body on N ranks (fake
+// world, or Gloo processes), and assert on DTensors, placements, comm counts
+// and golden comm reports. Link //testing:gtest (and @gtest//:gtest_main).
+//   DTENSOR_TEST(MyShardingTest, MmMatchesOneDevice, /*world_size=*/4) {
+//     auto mesh = dtensor::testing::make_mesh();                  // 1-D, "tp"
+//     DTensor x = distribute_tensor(a, mesh, {Shard(1)}), w = distribute_tensor(b, mesh, {Shard(0)});
+//     at::Tensor y;
+//     EXPECT_COMM_COUNTS([&] { y = torch::mm(x, w); }, {});       // Partial(sum), no comm
+//     EXPECT_PLACEMENTS(y, "P(sum)");
+//     EXPECT_DTENSOR_EQ(y, torch::mm(a, b), 1e-6);
+//   }
+// See examples/user_test/ for a module with its own TP plan, and Note [Rank
+// failures] in testing/ranks.h for how failures on ranks are reported.
+#pragma once
+
+#include "debug/testing/comm_expect.h"  // IWYU pragma: export
+#include "testing/assertions.h"         // IWYU pragma: export
+#include "testing/ranks.h"              // IWYU pragma: export
