@@ -13,5 +13,17 @@ status=${PIPESTATUS[0]}
 passed=$(grep -cE '^//[^ ]+ +PASSED' "$log")
 failed=$(grep -cE '^//[^ ]+ +(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log")
 rm -f "$log"
+# A full run (no targets given) also runs the ASan+UBSan subset; see tools/sanitize.sh.
+# DTENSOR_SANITIZE=0 skips it.
+san_status=0
+if (($# == 0)) && [[ ${DTENSOR_SANITIZE:-1} != 0 ]]; then
+  san_log=$(mktemp)
+  tools/sanitize.sh ci 2>&1 | tee "$san_log"
+  san_status=${PIPESTATUS[0]}
+  passed=$((passed + $(grep -cE '^//[^ ]+ +PASSED' "$san_log")))
+  failed=$((failed + $(grep -cE '^//[^ ]+ +(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$san_log")))
+  rm -f "$san_log"
+fi
 echo "targets: ${passed} passed, ${failed} failed"
-exit "$status"
+((status != 0)) && exit "$status"
+exit "$san_status"

@@ -87,7 +87,26 @@ void check_not_refused(const char* caller, const Problem& p) {
                          "dim size) and P(avg) (keep the value) can be made from R or S. A ", b,
                          " comes only from an op producing partial results: redistribute to ",
                          "R instead");
+    // See Note [No P(sum) under a pending P(product)] in redistribute_plan.h.
+    if (b.reduce_op() != ReduceOp::kSum) continue;
+    for (int j = 0; j < p.mesh.ndim(); ++j) {
+      const Placement& kept = p.to[static_cast<size_t>(j)];
+      DTENSOR_LAYOUT_CHECK(j == i || p.mesh.size(j) == 1 || !kept.is_partial() ||
+                               kept.reduce_op() != ReduceOp::kProduct,
+                           what, " while mesh dim ", j, " stays ", kept,
+                           ": dividing the factors of a product by the mesh dim size does not ",
+                           "divide the product. Reduce mesh dim ", j, " first (to R or a Shard)");
+    }
   }
+}
+
+// True when a mesh dim other than i (of size > 1) holds P(product) in `state`.
+bool has_pending_product(const Placements& state, const MeshShape& mesh, int i) {
+  for (int j = 0; j < mesh.ndim(); ++j) {
+    const Placement& p = state[static_cast<size_t>(j)];
+    if (j != i && mesh.size(j) > 1 && p.is_partial() && p.reduce_op() == ReduceOp::kProduct) return true;
+  }
+  return false;
 }
 
 // True when no mesh dim after `i` (of size > 1) shards tensor dim `d`.
@@ -126,6 +145,11 @@ std::optional<StepKind> legal_kind(const Placements& state, const MeshShape& mes
   if (!kind || *kind == StepKind::kLocalRelabel) return kind;
   if (from.is_shard() && !is_innermost(state, mesh, i, from.shard_dim())) return std::nullopt;
   if (to.is_shard() && !is_innermost(state, mesh, i, to.shard_dim())) return std::nullopt;
+  // See Note [No P(sum) under a pending P(product)] in redistribute_plan.h.
+  if (*kind == StepKind::kLocalPartition && to.reduce_op() == ReduceOp::kSum &&
+      has_pending_product(state, mesh, i)) {
+    return std::nullopt;
+  }
   return kind;
 }
 

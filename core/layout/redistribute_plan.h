@@ -37,6 +37,16 @@ namespace dtensor {
 // which are exact when one rank holds the whole value) is a local relabel
 // (StepKind::kLocalRelabel): recorded so that executors track placements, but
 // never a collective.
+// Note [No P(sum) under a pending P(product)]
+// R -> P(sum) divides every rank's value by n. That is exact under pending
+// P(sum|avg|max|min) on other mesh dims (they commute with a positive
+// scale), but not under a pending P(product) on another mesh dim of size > 1:
+// each of its m factors would be divided, dividing the product by n^m. So
+// that step is illegal while such a P(product) is pending (the search reduces
+// the product first), and a target keeping P(product) on one mesh dim while
+// creating P(sum) on another is refused. Found by
+// tests/reliability/redistribute_property_test.
+//
 // Partials on several mesh dims are reduced in plan order. That is exact when
 // the ops commute (sum with avg, or all the same op); for a mix such as
 // [P(sum), P(max)] the result depends on that order: avoid such mixes.

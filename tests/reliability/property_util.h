@@ -99,6 +99,31 @@ inline Placements random_placements(PropertyRng& rng, const MeshShape& mesh, int
   return out;
 }
 
+// Whether plan_redistribute must refuse normalized `from` -> `to` (See Note
+// [Redistribute step legality]): on a mesh dim of size > 1, a Partial target
+// that differs from the source is refused when the source is a Partial too or
+// the target is not P(sum)/P(avg), or P(sum) would be created while another
+// mesh dim keeps a P(product).
+inline bool must_refuse(const MeshShape& mesh, const Placements& from, const Placements& to) {
+  for (int i = 0; i < mesh.ndim(); ++i) {
+    const Placement& a = from[static_cast<size_t>(i)];
+    const Placement& b = to[static_cast<size_t>(i)];
+    if (a == b || mesh.size(i) == 1 || !b.is_partial()) continue;
+    if (a.is_partial()) return true;
+    if (b.reduce_op() != ReduceOp::kSum && b.reduce_op() != ReduceOp::kAvg) return true;
+    // Note [No P(sum) under a pending P(product)]: P(sum) cannot be created
+    // while another mesh dim keeps a P(product).
+    for (int j = 0; j < mesh.ndim(); ++j) {
+      const Placement& kept = to[static_cast<size_t>(j)];
+      if (j != i && mesh.size(j) > 1 && b.reduce_op() == ReduceOp::kSum && kept.is_partial() &&
+          kept.reduce_op() == ReduceOp::kProduct) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 inline std::string shape_string(const std::vector<int64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);

@@ -1,0 +1,186 @@
+// Property test of redistribute on the fake world: for random meshes (up to
+// 4-D, world sizes up to 16), shapes (with 0 and extents below the mesh size)
+// and placement pairs (Partial of every reduce op included), redistributing a
+// DTensor gives on every rank exactly the local tensor distribute_tensor of the
+// full tensor gives for the target placements; Partial targets reassemble the
+// exact full tensor; refused transitions throw naming the placements.
+// Values are integers times 840^k (840 = lcm(1..8)) in float64, so every
+// division by a mesh size and every reduction is exact: results compare with
+// at::equal, no tolerance. Replay with DTENSOR_PROPERTY_SEED=<seed>.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/fake/fake_world.h"
+#include "core/device_mesh.h"
+#include "core/dtensor.h"
+#include "core/layout/shard_layout.h"
+#include "tests/reliability/property_util.h"
+
+namespace dtensor::reliability {
+namespace {
+
+Placements without_partial(Placements placements) {
+  for (auto& p : placements) {
+    if (p.is_partial()) p = Replicate();
+  }
+  return placements;
+}
+
+bool has_partial(const Placements& placements) {
+  for (const auto& p : placements) {
+    if (p.is_partial()) return true;
+  }
+  return false;
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) {
+    strides[static_cast<size_t>(d)] =
+        strides[static_cast<size_t>(d + 1)] * std::max<int64_t>(shape[static_cast<size_t>(d + 1)], 1);
+  }
+  return strides;
+}
+
+// This rank's local values for `partial` placements whose reduction gives
+// `exact` (the Replicate/Shard block): P(sum) keeps the value at coordinate 0
+// of that mesh dim and zeros elsewhere, P(product) ones elsewhere, P(max)
+// smaller values elsewhere, P(min) larger ones, P(avg) the same everywhere.
+// One Partial op per case, so every reduction order gives `exact` back.
+at::Tensor partial_local(at::Tensor exact, const Placements& placements, const DeviceMesh& mesh) {
+  int64_t off_origin = 0;
+  for (int i = 0; i < mesh.ndim(); ++i) {
+    const Placement& p = placements[static_cast<size_t>(i)];
+    if (!p.is_partial() || mesh.get_local_rank(i) == 0) continue;
+    ++off_origin;
+    switch (p.reduce_op()) {
+      case ReduceOp::kSum: exact = at::zeros_like(exact); break;
+      case ReduceOp::kProduct: exact = at::ones_like(exact); break;
+      default: break;
+    }
+  }
+  for (int i = 0; i < mesh.ndim(); ++i) {
+    const Placement& p = placements[static_cast<size_t>(i)];
+    if (!p.is_partial()) continue;
+    if (p.reduce_op() == ReduceOp::kMax) return exact - static_cast<double>(off_origin);
+    if (p.reduce_op() == ReduceOp::kMin) return exact + static_cast<double>(off_origin);
+  }
+  return exact.clone();
+}
+
+struct Tally {
+  int cases = 0;
+  int refused = 0;
+  int partial_targets = 0;
+  int empty_tensors = 0;
+};
+
+// One case on this rank; throws std::runtime_error describing the case on a
+// violated property (the world then fails on every rank).
+void run_case(PropertyRng& rng, int64_t world_size, std::map<std::vector<int64_t>, DeviceMesh>& meshes,
+              Tally& tally, const std::string& where) {
+  const MeshShape shape_of_mesh = random_mesh_of(rng, world_size, /*max_ndim=*/4);
+  auto it = meshes.find(shape_of_mesh.shape());
+  if (it == meshes.end()) {
+    it = meshes.emplace(shape_of_mesh.shape(), DeviceMesh::init(c10::kCPU, shape_of_mesh.shape())).first;
+  }
+  const DeviceMesh& mesh = it->second;
+  const std::vector<int64_t> shape = random_shape(rng, /*max_ndim=*/3, /*max_extent=*/9);
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  const ReduceOp source_op = random_reduce_op(rng);
+  const Placements from = random_placements(rng, shape_of_mesh, ndim, {source_op}, false);
+  std::vector<ReduceOp> target_ops = {ReduceOp::kSum, ReduceOp::kAvg};
+  if (coin(rng, 0.3)) target_ops.push_back(source_op);
+  const Placements to = random_placements(rng, shape_of_mesh, ndim, target_ops, false);
+  std::vector<double> values(static_cast<size_t>(shape_numel(shape)));
+  const double scale = std::pow(840.0, shape_of_mesh.ndim());
+  for (auto& v : values) v = static_cast<double>(uniform(rng, -8, 8)) * scale;
+  const std::string what = where + " rank " + std::to_string(mesh.global_rank()) + ": " +
+                           to_string(from) + " -> " + to_string(to) + ", shape " + shape_string(shape) +
+                           " on " + shape_of_mesh.to_string();
+  auto fail = [&](const std::string& why) { throw std::runtime_error(what + ": " + why); };
+
+  const at::Tensor full = at::tensor(values, at::kDouble).reshape(shape);
+  const DistributeOptions local_slicing{/*src_data_rank=*/std::nullopt};
+  const at::Tensor block = distribute_tensor(full, mesh, without_partial(from), local_slicing).local_tensor();
+  FromLocalOptions from_local_options;
+  from_local_options.shape = shape;
+  from_local_options.stride = contiguous_strides(shape);
+  const DTensor source =
+      DTensor::from_local(partial_local(block, from, mesh), mesh, from, from_local_options);
+  ++tally.cases;
+  if (full.numel() == 0) ++tally.empty_tensors;
+  const Placements norm_from = validate_placements(from, shape_of_mesh, ndim);
+  const Placements norm_to = validate_placements(to, shape_of_mesh, ndim);
+  if (must_refuse(shape_of_mesh, norm_from, norm_to)) {
+    ++tally.refused;
+    try {
+      source.redistribute(to);
+    } catch (const std::exception& e) {
+      const std::string message = e.what();
+      if (message.find(to_string(norm_to)) == std::string::npos)
+        fail("the refusal does not name the target placements: " + message);
+      return;
+    }
+    fail("a refused transition did not throw");
+  }
+  const DTensor out = source.redistribute(to);
+  if (out.placements() != norm_to) fail("result placements are " + to_string(out.placements()));
+  if (out.sizes().vec() != shape) fail("result global shape is " + shape_string(out.sizes().vec()));
+  const at::Tensor got = out.local_tensor();
+  if (has_partial(norm_to)) {
+    ++tally.partial_targets;
+    const at::Tensor want_block =
+        distribute_tensor(full, mesh, without_partial(to), local_slicing).local_tensor();
+    if (got.sizes() != want_block.sizes()) fail("local shape " + shape_string(got.sizes().vec()));
+  } else {
+    const at::Tensor want = distribute_tensor(full, mesh, to, local_slicing).local_tensor();
+    if (got.sizes() != want.sizes()) {
+      fail("local shape " + shape_string(got.sizes().vec()) + ", want " + shape_string(want.sizes().vec()));
+    }
+    if (got.scalar_type() != at::kDouble || !at::equal(got, want)) fail("local values differ");
+  }
+  const at::Tensor back = out.full_tensor();
+  if (back.sizes() != full.sizes() || !at::equal(back, full)) fail("full_tensor() differs from the input");
+}
+
+class RedistributePropertyTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(RedistributePropertyTest, ExecutedPlansReproduceDistributeTensorExactly) {
+  const int64_t world_size = GetParam();
+  const uint64_t seed = property_seed() + static_cast<uint64_t>(world_size);
+  const int cases = world_size >= 12 ? 60 : 120;
+  std::vector<Tally> tallies(static_cast<size_t>(world_size));
+  try {
+    run_fake_world(world_size, [&](World& world) {
+      PropertyRng rng(seed);  // the same stream on every rank: the same cases
+      std::map<std::vector<int64_t>, DeviceMesh> meshes;
+      for (int c = 0; c < cases; ++c) {
+        run_case(rng, world_size, meshes, tallies[static_cast<size_t>(world.rank())],
+                 "seed " + std::to_string(seed) + " case " + std::to_string(c));
+      }
+    });
+  } catch (const c10::Error& e) {
+    FAIL() << e.what_without_backtrace();
+  }
+  const Tally& t = tallies[0];
+  std::printf("redistribute property: world %lld, seed %llu: %d cases, %d refused, %d Partial targets, "
+              "%d empty tensors\n",
+              static_cast<long long>(world_size), static_cast<unsigned long long>(seed), t.cases,
+              t.refused, t.partial_targets, t.empty_tensors);
+  EXPECT_EQ(t.cases, cases);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, RedistributePropertyTest,
+                         ::testing::Values(1, 2, 3, 4, 6, 8, 12, 16),
+                         [](const auto& info) { return "world" + std::to_string(info.param); });
+
+}  // namespace
+}  // namespace dtensor::reliability
