@@ -192,6 +192,36 @@ DimRule mse_rule() {
   };
 }
 
+// The dim rule checks evenness one mesh dim at a time against the inputs'
+// current placements, but the plan may combine the two inputs' shardings
+// (self [S(0), S(1)], target [S(1), S(0)] can plan [S(0), S(0)]). A mean over
+// uneven shards is not the average of the local means, so such a plan falls
+// back to replicated inputs.
+bool evenly_sharded_as(const OpCall& call, const Placements& placements) {
+  const std::vector<int64_t>& shape = call.inputs[0].meta.shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int64_t parts = 1;
+    for (int m = 0; m < call.mesh_ndim(); ++m) {
+      if (placements[static_cast<size_t>(m)].is_shard(static_cast<int64_t>(d))) parts *= call.mesh.size(m);
+    }
+    if (shape[d] % parts != 0) return false;
+  }
+  return true;
+}
+
+ShardingRule mse_forward_rule() {
+  return [](const OpCall& call) {
+    ShardingPlan plan = expand_per_mesh_dim(call, mse_rule());
+    if (detail::int_arg(call, 2, kReductionMean) != kReductionMean ||
+        evenly_sharded_as(call, plan.input_placements[0])) {
+      return plan;
+    }
+    return expand_per_mesh_dim(call, [](const OpCall& c, int) {
+      return std::vector<DimStrategy>{detail::all_replicate(c)};
+    });
+  };
+}
+
 // mse_loss_backward(grad_output, self, target, reduction): 2 (x - y) g / N.
 // Sharded, the local op would divide by the local N: it runs with
 // reduction=sum on g / N_global instead. Linear in grad_output.
@@ -238,7 +268,7 @@ ShardingRule mse_backward_rule() {
 void register_loss_rules(ShardingRegistry& registry) {
   registry.add({"aten::nll_loss_forward", "aten::nll_loss2d_forward"}, nll_forward_rule());
   registry.add({"aten::nll_loss_backward", "aten::nll_loss2d_backward"}, per_mesh_dim(nll_backward_rule()));
-  registry.add({"aten::mse_loss"}, per_mesh_dim(mse_rule()));
+  registry.add({"aten::mse_loss"}, mse_forward_rule());
   registry.add({"aten::mse_loss_backward"}, mse_backward_rule());
 }
 

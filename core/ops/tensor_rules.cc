@@ -3,6 +3,8 @@
 //   zeros_like(P(sum)) -> R (zeros need no reduction);  copy_(self [S(0)], src [R]) -> src chunked
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+
 #include "core/ops/builtin_rules.h"
 #include "core/ops/rule_utils.h"
 
@@ -74,12 +76,44 @@ DimRule copy_rule() {
 }
 
 // new_empty, new_zeros, new_ones, new_full, new_empty_strided: the size
-// argument is global and the result replicated on every rank.
-DimRule new_factory() {
-  return [](const OpCall& call, int mesh_dim) {
-    DimStrategy s = detail::follow_first_input(call, mesh_dim);
-    s.outputs.assign(call.outputs.size(), Replicate());
-    return std::vector<DimStrategy>{s};
+// argument is global. As in PyTorch, a result shaped like the input keeps the
+// input's shards (Partial becomes Replicate: the values are fresh) and is
+// created at the local size; any other shape is replicated. AccumulateGrad
+// relies on this: it calls new_empty_strided(grad.sizes(), grad.strides())
+// when a gradient arrives with other strides (e.g. through a transpose), and
+// a replicated result would gather every sharded gradient.
+ShardingRule new_factory() {
+  return [](const OpCall& call) {
+    ShardingPlan plan;
+    const DTensorSpec& in = call.inputs[0];
+    for (const auto& input : call.inputs) plan.input_placements.push_back(input.placements);
+    Placements out(static_cast<size_t>(call.mesh_ndim()), Replicate());
+    if (call.outputs[0].shape == in.meta.shape) {
+      out = in.placements;
+      for (auto& p : out) {
+        if (p.is_partial()) p = Replicate();
+      }
+    }
+    plan.output_placements.assign(call.outputs.size(), out);
+    const std::vector<int64_t> local = DTensorSpec{call.mesh, out, call.outputs[0]}.local_shape();
+    plan.local_arg_overrides.emplace_back(1, c10::IValue(local));
+    if (call.name == "aten::new_empty_strided") {
+      // Dense strides for the local sizes, dims ordered as the global strides.
+      const std::vector<int64_t> global = call.arg(2).toIntVector();
+      std::vector<size_t> order(local.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return global[a] != global[b] ? global[a] < global[b] : a > b;  // ties: later dims inner
+      });
+      std::vector<int64_t> strides(local.size(), 1);
+      int64_t next = 1;
+      for (size_t d : order) {
+        strides[d] = next;
+        next *= std::max<int64_t>(local[d], 1);
+      }
+      plan.local_arg_overrides.emplace_back(2, c10::IValue(strides));
+    }
+    return plan;
   };
 }
 
@@ -103,7 +137,7 @@ void register_tensor_rules(ShardingRegistry& registry) {
   registry.add({"aten::copy_"}, per_mesh_dim(copy_rule()));
   registry.add({"aten::new_empty", "aten::new_zeros", "aten::new_ones", "aten::new_full",
                 "aten::new_empty_strided"},
-               per_mesh_dim(new_factory()));
+               new_factory());
   registry.add({"aten::_local_scalar_dense", "aten::equal", "aten::allclose", "aten::is_nonzero"},
                per_mesh_dim(replicate_all()));
 }

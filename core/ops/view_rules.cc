@@ -123,18 +123,36 @@ ShardingRule with_local_size(DimRule rule, size_t size_arg) {
   };
 }
 
+// In-place views (transpose_, t_, squeeze_, unsqueeze_) rewrite the metadata
+// of the tensor they are called on, so its shard dims are renumbered like the
+// out-of-place op's output (squeeze_(0) on [S(1)] gives [S(0)]). What must not
+// change is the data layout: the written tensor is never redistributed.
+ShardingRule in_place_view(DimRule rule) {
+  return [rule = std::move(rule)](const OpCall& call) {
+    OpCall as_view = call;
+    as_view.self_input = -1;
+    ShardingPlan plan = expand_per_mesh_dim(as_view, rule);
+    TORCH_CHECK(plan.input_placements[0] == call.inputs[0].placements, call.describe(),
+                ": this in-place view needs its input redistributed to ", to_string(plan.input_placements[0]),
+                " first; call redistribute() before it or use the out-of-place op");
+    plan.self_placements_change = true;  // the global shape changes even when placements do not
+    return plan;
+  };
+}
+
 }  // namespace
 
 // Defined in view_reshape_rule.cc.
 DimRule reshape_dim_rule();
 
 void register_view_rules(ShardingRegistry& registry) {
-  registry.add({"aten::transpose.int", "aten::transpose_", "aten::t", "aten::t_"},
-               per_mesh_dim(dim_map_rule(transpose_map)));
+  registry.add({"aten::transpose.int", "aten::t"}, per_mesh_dim(dim_map_rule(transpose_map)));
+  registry.add({"aten::transpose_", "aten::t_"}, in_place_view(dim_map_rule(transpose_map)));
   registry.add({"aten::permute"}, per_mesh_dim(dim_map_rule(permute_map)));
-  registry.add({"aten::unsqueeze", "aten::unsqueeze_"}, per_mesh_dim(dim_map_rule(unsqueeze_map)));
-  registry.add({"aten::squeeze", "aten::squeeze.dim", "aten::squeeze_"},
-               per_mesh_dim(dim_map_rule(squeeze_map)));
+  registry.add({"aten::unsqueeze"}, per_mesh_dim(dim_map_rule(unsqueeze_map)));
+  registry.add({"aten::unsqueeze_"}, in_place_view(dim_map_rule(unsqueeze_map)));
+  registry.add({"aten::squeeze", "aten::squeeze.dim"}, per_mesh_dim(dim_map_rule(squeeze_map)));
+  registry.add({"aten::squeeze_"}, in_place_view(dim_map_rule(squeeze_map)));
   registry.add({"aten::select.int"},
                per_mesh_dim(dim_map_rule([](const OpCall& c) { return index_map(c, true); })));
   registry.add({"aten::slice.Tensor"},
