@@ -5,16 +5,25 @@
 // Benchmark: the pairs must run under the same conditions. Times are the
 // minimum over repetitions of this thread's CPU time per call.
 //   bazel run -c opt //benchmarks:dispatch_bench [-- --iters 20000 --reps 7 --filter mm]
-// Instructions per call (deterministic, for before/after): run one side under
-// callgrind at two iteration counts and divide the difference, e.g.
-//   valgrind --tool=callgrind dispatch_bench --filter add --mode dtensor --reps 1 --iters 2000
+// Instructions per call (deterministic, for before/after): under callgrind
+// the program collects only inside each case's timed loop and dumps one
+// profile per case, named after it (tools/bench.sh --callgrind sums them up):
+//   valgrind --tool=callgrind --instr-atstart=no dispatch_bench --mode dtensor --reps 1 --iters 500
 // "redistribute S->R" vs "same, plan uncached" shows what the plan cache saves
 // (See Note [Redistribute plan cache] in core/redistribute.cc).
 #include <ATen/ATen.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
 
-#include <time.h>
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>  // client requests: no-ops unless run under callgrind
+#else                             // valgrind's headers are a dev tool, not a build dependency
+#define RUNNING_ON_VALGRIND 0
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_STOP_INSTRUMENTATION
+#define CALLGRIND_DUMP_STATS_AT(name) (void)(name)
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -25,6 +34,7 @@
 #include <vector>
 
 #include "backends/solo/solo_world.h"
+#include "benchmarks/bench_util.h"
 #include "core/dispatch/sharding_propagator.h"
 #include "core/dtensor.h"
 #include "core/redistribute.h"
@@ -37,23 +47,30 @@ struct Options {
   int reps = 7;
   std::string filter;
   std::string mode = "both";  // "plain" or "dtensor": run one side only (for profilers)
+  int train_steps = 20;
 };
 
-// This thread's CPU time in microseconds: time spent descheduled on a busy
-// machine does not count (wall time on a loaded 2-core box is mostly noise).
-double thread_cpu_us() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
-}
+bench::Results* g_results = nullptr;
 
-// Minimum over `reps` runs of the CPU time per call of `fn`, in microseconds.
-double time_per_call_us(const std::function<void()>& fn, const Options& options, int iters) {
+// Minimum over `reps` runs of this thread's CPU time per call of `fn`, in
+// microseconds (time spent descheduled on a busy machine does not count).
+// Under callgrind only these loops are instrumented, one dump per side.
+double time_per_call_us(const std::function<void()>& fn, const Options& options, int iters,
+                        const std::string& dump_name) {
   double best = 1e300;
   for (int r = 0; r < options.reps; ++r) {
-    const double start = thread_cpu_us();
+    if (RUNNING_ON_VALGRIND) {
+      CALLGRIND_ZERO_STATS;
+      CALLGRIND_START_INSTRUMENTATION;
+    }
+    const double start = bench::thread_cpu_us();
     for (int i = 0; i < iters; ++i) fn();
-    best = std::min(best, (thread_cpu_us() - start) / iters);
+    best = std::min(best, (bench::thread_cpu_us() - start) / iters);
+    if (RUNNING_ON_VALGRIND) {
+      CALLGRIND_STOP_INSTRUMENTATION;
+      const std::string name = dump_name + " iters=" + std::to_string(iters);
+      CALLGRIND_DUMP_STATS_AT(name.c_str());
+    }
   }
   return best;
 }
@@ -84,9 +101,17 @@ void run_case(const Case& c, const Options& options) {
     if (run_plain) c.plain();
     if (run_dtensor) c.dtensor();
   }
-  const double plain = run_plain ? time_per_call_us(c.plain, options, iters) : 0.0;
-  const double dt = run_dtensor ? time_per_call_us(c.dtensor, options, iters) : 0.0;
+  const double plain = run_plain ? time_per_call_us(c.plain, options, iters, c.name + " | plain") : 0.0;
+  const double dt = run_dtensor ? time_per_call_us(c.dtensor, options, iters, c.name + " | dtensor") : 0.0;
   std::printf("%-24s %12.2f %12.2f %12.2f %8.1f\n", c.name.c_str(), plain, dt, dt - plain, dt / plain);
+  std::fflush(stdout);
+  if (g_results != nullptr) {
+    g_results->rows().push_back({{"op", c.name},
+                                 {"plain_us", plain},
+                                 {"dtensor_us", dt},
+                                 {"extra_us", dt - plain},
+                                 {"ratio", plain > 0 ? dt / plain : 0.0}});
+  }
 }
 
 // Redistribute [S(0), S(1)] -> [R, R] of a 8x8 float tensor on a 2x2 mesh of
@@ -114,6 +139,55 @@ void run_redistribute(const Options& options) {
               (void)x.redistribute(replicate);
             }},
            options);
+}
+
+// Note [Sharding cache stays bounded]
+// Training steps of a DTensor Linear with Adam, changing the learning rate
+// every step (as a scheduler does): the sharding cache must stop growing after
+// the first steps (Adam's first step creates its state; later steps repeat the
+// same operators on the same specs with new scalar values, which the cache
+// key leaves out, Note [Sharding cache key]). Prints the cache size after
+// each step and the hit rate of the steady steps.
+void run_training_steps(const Options& options) {
+  auto mesh = DeviceMesh::init(c10::kCPU, {1});
+  clear_propagation_cache();
+  const PropagationCacheStats at_start = propagation_cache_stats();
+  auto lin = torch::nn::Linear(8, 8);
+  auto& params = ParameterAccess::of(*lin);
+  lin->weight = distribute_tensor(lin->weight.detach(), mesh, {Shard(0)}).requires_grad_(true);
+  lin->bias = distribute_tensor(lin->bias.detach(), mesh, {Shard(0)}).requires_grad_(true);
+  params["weight"] = lin->weight;
+  params["bias"] = lin->bias;
+  torch::optim::Adam adam(lin->parameters(), torch::optim::AdamOptions(1e-3));
+  const DTensor x = distribute_tensor(at::randn({4, 8}), mesh, {Replicate()});
+  std::vector<uint64_t> sizes;
+  PropagationCacheStats after_warm{};
+  for (int step = 0; step < options.train_steps; ++step) {
+    static_cast<torch::optim::AdamOptions&>(adam.param_groups()[0].options()).lr(1e-3 / (1 + step));
+    adam.zero_grad();
+    (lin->forward(x) * (1.0 + 0.01 * step)).sum().backward();
+    adam.step();
+    const PropagationCacheStats s = propagation_cache_stats();
+    sizes.push_back(s.size);
+    if (step == 2) after_warm = s;
+  }
+  const PropagationCacheStats end = propagation_cache_stats();
+  const uint64_t hits = end.hits - after_warm.hits, misses = end.misses - after_warm.misses;
+  const double hit_rate = static_cast<double>(hits) / static_cast<double>(std::max<uint64_t>(1, hits + misses));
+  std::printf("\nsharding cache over %d Linear+Adam training steps (lr and a scalar change every step):\n"
+              "  entries after each step:", options.train_steps);
+  for (uint64_t n : sizes) std::printf(" %llu", static_cast<unsigned long long>(n));
+  std::printf("\n  growth after step 3: %lld entries; hit rate of steps 4..%d: %.2f%% (%llu hits, %llu misses)\n",
+              static_cast<long long>(sizes.back()) - static_cast<long long>(sizes[std::min<size_t>(2, sizes.size() - 1)]),
+              options.train_steps, 100.0 * hit_rate, static_cast<unsigned long long>(hits),
+              static_cast<unsigned long long>(misses));
+  (void)at_start;
+  if (g_results != nullptr) {
+    g_results->summary()["cache_entries_per_step"] = sizes;
+    g_results->summary()["cache_growth_after_step3"] =
+        static_cast<int64_t>(sizes.back()) - static_cast<int64_t>(sizes[std::min<size_t>(2, sizes.size() - 1)]);
+    g_results->summary()["steady_hit_rate"] = hit_rate;
+  }
 }
 
 void run(const Options& options) {
@@ -148,6 +222,7 @@ void run(const Options& options) {
 
   std::vector<Case> cases = {
       {"add", [&] { (void)(a + b); }, [&] { (void)(da + da); }},
+      {"mul", [&] { (void)(a * b); }, [&] { (void)(da * da); }},
       {"mul_scalar", [&] { (void)(a * 2.0); }, [&] { (void)(da * 2.0); }},
       {"mm", [&] { (void)at::mm(a, b); }, [&] { (void)at::mm(da, db); }},
       {"relu", [&] { (void)a.relu(); }, [&] { (void)da.relu(); }},
@@ -169,24 +244,53 @@ void run(const Options& options) {
   std::printf("sharding cache: %llu hits, %llu misses; plan cache: %llu hits, %llu misses\n",
               static_cast<unsigned long long>(stats.hits), static_cast<unsigned long long>(stats.misses),
               static_cast<unsigned long long>(plans.hits), static_cast<unsigned long long>(plans.misses));
+  if (g_results != nullptr) {
+    g_results->summary()["ops_cache_hits"] = stats.hits;
+    g_results->summary()["ops_cache_misses"] = stats.misses;
+  }
+  if (options.mode == "both" && options.filter.empty() && options.train_steps > 0)
+    run_training_steps(options);
 }
 
 }  // namespace
 }  // namespace dtensor
 
 int main(int argc, char** argv) {
+  const dtensor::bench::Args args = dtensor::bench::parse_args(argc, argv);
   dtensor::Options options;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) options.iters = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) options.reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) options.filter = argv[++i];
-    else if (!std::strcmp(argv[i], "--mode") && i + 1 < argc) options.mode = argv[++i];
+  if (args.smoke) {
+    options.iters = 200;
+    options.reps = 1;
+    options.train_steps = 5;
+  }
+  const auto& rest = args.rest;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    const bool has_value = i + 1 < rest.size();
+    if (rest[i] == "--iters" && has_value) options.iters = std::atoi(rest[++i].c_str());
+    else if (rest[i] == "--reps" && has_value) options.reps = std::atoi(rest[++i].c_str());
+    else if (rest[i] == "--filter" && has_value) options.filter = rest[++i];
+    else if (rest[i] == "--mode" && has_value) options.mode = rest[++i];
+    else if (rest[i] == "--steps" && has_value) options.train_steps = std::atoi(rest[++i].c_str());
     else {
-      std::fprintf(stderr, "usage: %s [--iters N] [--reps N] [--filter EXACT_NAME] [--mode both|plain|dtensor]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--iters N] [--reps N] [--filter EXACT_NAME] "
+                   "[--mode both|plain|dtensor] [--steps N] [--smoke] [--json PATH]\n", argv[0]);
       return 2;
     }
   }
+  dtensor::bench::Results results("dispatch");
+  dtensor::g_results = &results;
   dtensor::run_solo_world(1, 0, [&](dtensor::World&) { dtensor::run(options); });
   dtensor::run_solo_world(4, 0, [&](dtensor::World&) { dtensor::run_redistribute(options); });
+  double worst_extra = 0;
+  for (const auto& row : results.rows()) {
+    const std::string op = row["op"];
+    if (op.rfind("redistribute", 0) == 0 || op.rfind("  ", 0) == 0 || op == "Linear fwd+bwd" ||
+        op == "Adam step")
+      continue;
+    worst_extra = std::max(worst_extra, row["extra_us"].get<double>());
+  }
+  results.summary()["worst_single_op_extra_us"] = worst_extra;
+  std::printf("SUMMARY dispatch: worst extra per single op %.2f us (target <= 3 us)\n", worst_extra);
+  results.write(args.json_path);
   return 0;
 }

@@ -2,6 +2,7 @@
 // latency. A timed program printing tables (rank threads are not a good fit
 // for Google Benchmark's per-thread model):
 //   bazel run -c opt //benchmarks:fake_collectives_bench [-- --latency | --small | --large]
+//       [--json out.json] [--smoke]
 #include <ATen/Functions.h>
 
 #include <algorithm>
@@ -14,11 +15,14 @@
 #include <vector>
 
 #include "backends/fake/fake_world.h"
+#include "benchmarks/bench_util.h"
 
 namespace dtensor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+bench::Results* g_results = nullptr;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -55,6 +59,11 @@ Issue make_issue(const std::string& kind, int64_t ranks, int64_t bytes) {
   if (kind == "all_gather_into_tensor") {
     return [big, small](Communicator& c) { c.all_gather_into_tensor(*big, *small); };
   }
+  if (kind == "all_to_all_single") {
+    auto out = std::make_shared<at::Tensor>(at::empty({numel / ranks * ranks}));
+    auto in = std::make_shared<at::Tensor>(at::ones({numel / ranks * ranks}));
+    return [in, out](Communicator& c) { c.all_to_all_single(*out, *in); };
+  }
   return [big, small](Communicator& c) { c.reduce_scatter_tensor(*small, *big); };
 }
 
@@ -80,13 +89,14 @@ void throughput_table(int64_t from, int64_t to) {
       "\n== Throughput; bytes = each rank's larger buffer (all_reduce: the tensor, "
       "all_gather: output, reduce_scatter: input) ==\n");
   std::printf(
-      "world GB/s = ranks x bytes / time; memcpy GB/s = one thread copying `bytes`;\n"
+      "world GB/s = ranks x bytes / time; memcpy GB/s = one thread copying `bytes`\n"
+      "(all_to_all: input = output = bytes);\n"
       "ratio = memcpy GB/s / world GB/s = time / (ranks x one memcpy of `bytes`):\n"
       "1 = as fast as one thread memcpying every rank's buffer once\n\n");
   std::printf("%-24s %5s %10s %12s %11s %11s %7s\n", "collective", "ranks", "bytes", "time/op us",
               "world GB/s", "memcpy GB/s", "ratio");
   const std::vector<std::string> kinds = {"all_reduce", "all_gather_into_tensor",
-                                          "reduce_scatter_tensor"};
+                                          "reduce_scatter_tensor", "all_to_all_single"};
   for (const std::string& kind : kinds) {
     for (int64_t ranks : {2, 4, 8}) {
       for (int64_t bytes = from; bytes <= to; bytes *= 4) {
@@ -98,6 +108,16 @@ void throughput_table(int64_t from, int64_t to) {
                     static_cast<long>(ranks), static_cast<long>(bytes), t * 1e6, world_gbs,
                     memcpy_gbs, memcpy_gbs / world_gbs);
         std::fflush(stdout);
+        if (g_results != nullptr) {
+          g_results->rows().push_back({{"table", "throughput"},
+                                       {"collective", kind},
+                                       {"ranks", ranks},
+                                       {"bytes", bytes},
+                                       {"time_us", t * 1e6},
+                                       {"world_gbs", world_gbs},
+                                       {"memcpy_gbs", memcpy_gbs},
+                                       {"ratio", memcpy_gbs / world_gbs}});
+        }
       }
     }
   }
@@ -120,6 +140,17 @@ std::vector<Case> latency_cases() {
        },
        /*alone=*/true},
       {"barrier", [] { return [](Communicator& c) { c.barrier(); }; }},
+      {"all_reduce f64[1] (8 B)",
+       [] {
+         at::Tensor t = at::ones({1}, at::kDouble);
+         return [t](Communicator& c) mutable { c.all_reduce(t); };
+       }},
+      {"all_gather f64[1] -> [4] (8 B)",
+       [] {
+         at::Tensor in = at::ones({1}, at::kDouble);
+         at::Tensor out = at::empty({4}, at::kDouble);
+         return [in, out](Communicator& c) mutable { c.all_gather_into_tensor(out, in); };
+       }},
       {"all_reduce f32[1] (4 B)",
        [] {
          at::Tensor t = at::ones({1});
@@ -155,8 +186,9 @@ std::vector<Case> latency_cases() {
   };
 }
 
-void latency_table() {
-  std::printf("\n== Small-message latency, 4 ranks (median of 9 batches of 2000) ==\n\n");
+void latency_table(bool smoke) {
+  const int batch = smoke ? 50 : 2000;
+  std::printf("\n== Small-message latency, 4 ranks (median of 9 batches of %d) ==\n\n", batch);
   std::printf("%-34s %10s\n", "collective", "us/op");
   const std::vector<Case> cases = latency_cases();
   for (const Case& c : cases) {
@@ -169,14 +201,18 @@ void latency_table() {
       for (int b = 0; b < 9; ++b) {
         comm->barrier();
         const auto start = Clock::now();
-        for (int i = 0; i < 2000; ++i) issue(*comm);
+        for (int i = 0; i < batch; ++i) issue(*comm);
         comm->barrier();
-        if (world.rank() == 0) batches.push_back(seconds(Clock::now() - start) / 2000);
+        if (world.rank() == 0) batches.push_back(seconds(Clock::now() - start) / batch);
       }
     });
     std::sort(batches.begin(), batches.end());
-    std::printf("%-34s %10.2f\n", c.name, batches[batches.size() / 2] * 1e6);
+    const double us = batches[batches.size() / 2] * 1e6;
+    std::printf("%-34s %10.2f\n", c.name, us);
     std::fflush(stdout);
+    if (g_results != nullptr) {
+      g_results->rows().push_back({{"table", "latency"}, {"collective", c.name}, {"ranks", 4}, {"us", us}});
+    }
   }
 }
 
@@ -184,13 +220,39 @@ void latency_table() {
 }  // namespace dtensor
 
 int main(int argc, char** argv) {
-  // No argument: everything; --latency, --small (1 KiB..64 KiB) or --large (1 MiB..64 MiB).
-  const std::string mode = argc > 1 ? argv[1] : "";
+  // No mode: everything; --latency, --small (1 KiB..64 KiB) or --large (1 MiB..64 MiB).
+  const dtensor::bench::Args args = dtensor::bench::parse_args(argc, argv);
+  const std::string mode = args.rest.empty() ? "" : args.rest[0];
+  dtensor::bench::Results results("fake_collectives");
+  dtensor::g_results = &results;
   std::printf("fake_collectives_bench: %u hardware threads\n", std::thread::hardware_concurrency());
-  if (mode.empty() || mode == "--latency") dtensor::latency_table();
+  if (mode.empty() || mode == "--latency") dtensor::latency_table(args.smoke);
   const int64_t kib = 1024;
-  if (mode.empty()) dtensor::throughput_table(kib, 64 * kib * kib);
-  if (mode == "--small") dtensor::throughput_table(kib, 64 * kib);
-  if (mode == "--large") dtensor::throughput_table(kib * kib, 64 * kib * kib);
+  if (args.smoke) {
+    dtensor::throughput_table(kib, 4 * kib);
+  } else {
+    if (mode.empty()) dtensor::throughput_table(kib, 64 * kib * kib);
+    if (mode == "--small") dtensor::throughput_table(kib, 64 * kib);
+    if (mode == "--large") dtensor::throughput_table(kib * kib, 64 * kib * kib);
+  }
+  // Summary: the largest message of each collective on 8 ranks, and 8-byte latency.
+  double worst_large = 0;
+  int64_t largest = 0;
+  for (const auto& row : results.rows())
+    if (row["table"] == "throughput") largest = std::max<int64_t>(largest, row["bytes"].get<int64_t>());
+  for (const auto& row : results.rows()) {
+    if (row["table"] == "throughput" && row["bytes"].get<int64_t>() == largest) {
+      worst_large = std::max(worst_large, row["ratio"].get<double>());
+      results.summary()["ratio_" + row["collective"].get<std::string>() + "_" +
+                        std::to_string(row["ranks"].get<int64_t>()) + "ranks"] = row["ratio"];
+    }
+    if (row["table"] == "latency" && row["collective"] == "all_reduce f64[1] (8 B)")
+      results.summary()["latency_8B_all_reduce_4ranks_us"] = row["us"];
+  }
+  results.summary()["largest_bytes"] = largest;
+  results.summary()["worst_ratio_at_largest"] = worst_large;
+  std::printf("SUMMARY fake collectives: worst time/memcpy ratio at %lld bytes: %.2f (target <= 2)\n",
+              static_cast<long long>(largest), worst_large);
+  results.write(args.json_path);
   return 0;
 }

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds every benchmark optimised, runs them one after another, writes each
+# one's JSON and console output to benchmarks/results/, prints a summary, and
+# redraws the plot of BENCHMARKS.md when gnuplot and jq are installed.
+#   tools/bench.sh                        # all benches (about 15 minutes on 2 cores)
+#   tools/bench.sh --smoke                # tiny sizes: checks that everything runs
+#   tools/bench.sh dispatch planner_quality   # a subset, by name
+#   tools/bench.sh --callgrind            # instructions per op of dispatch_bench (needs valgrind)
+# BAZEL="bazel --output_base=/tmp/ob" tools/bench.sh  uses another output base.
+# Benchmarks are never tests of time; their numbers go into BENCHMARKS.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BAZEL=${BAZEL:-bazel}
+ALL=(dispatch fake_collectives planner_quality solo_scale training_step gloo)
+smoke=() callgrind=0 names=()
+for arg in "$@"; do
+  case "$arg" in
+    --smoke) smoke=(--smoke) ;;
+    --callgrind) callgrind=1 ;;
+    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
+    *) names+=("$arg") ;;
+  esac
+done
+[ ${#names[@]} -eq 0 ] && names=("${ALL[@]}")
+[ "$callgrind" = 1 ] && names=(dispatch)
+targets=()
+for n in "${names[@]}"; do targets+=("//benchmarks:${n}_bench"); done
+$BAZEL build -c opt "${targets[@]}" || exit 1
+bin=$($BAZEL info -c opt bazel-bin 2>/dev/null)/benchmarks
+out=benchmarks/results
+mkdir -p "$out"
+
+if [ "$callgrind" = 1 ]; then
+  # Instructions per call of each dispatch case: callgrind collects only inside
+  # the timed loops (client requests in dispatch_bench.cc) and dumps one
+  # profile per case and side.
+  command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)"; exit 1; }
+  dir=$(mktemp -d)
+  iters=${CALLGRIND_ITERS:-500}
+  (cd "$dir" && OMP_NUM_THREADS=1 valgrind --tool=callgrind --instr-atstart=no \
+      "$bin/dispatch_bench" --reps 1 --iters "$iters" --steps 0 >/dev/null 2>valgrind.log) || {
+    tail "$dir/valgrind.log"; exit 1; }
+  printf '%-34s %14s\n' "case | side" "instr/call"
+  for f in "$dir"/callgrind.out.*; do
+    desc=$(sed -n 's/^desc: Trigger: Client Request: //p' "$f")
+    [ -n "$desc" ] || continue
+    total=$(sed -n 's/^totals: //p' "$f" | awk '{print $1}')
+    n=${desc##*iters=}
+    printf '%-34s %14d\n' "${desc% iters=*}" $((total / n))
+  done | tee "$out/dispatch_callgrind.txt"
+  rm -rf "$dir"
+  exit 0
+fi
+
+status=0
+for n in "${names[@]}"; do
+  echo "=== $n ==="
+  "$bin/${n}_bench" "${smoke[@]}" --json "$out/$n.json" 2>&1 | tee "$out/$n.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "$n FAILED"; status=1; }
+done
+
+echo
+echo "=== summary (details: BENCHMARKS.md, $out/*.json) ==="
+cat "$out"/*.txt 2>/dev/null | grep '^SUMMARY' | sed 's/^SUMMARY //'
+
+# The plot: fake-world all_reduce GB/s vs message size, with the memcpy line.
+if [ -f "$out/fake_collectives.json" ] && command -v gnuplot >/dev/null && command -v jq >/dev/null; then
+  for r in 2 4 8; do
+    jq -r --argjson r "$r" '.rows[] | select(.table == "throughput" and .collective == "all_reduce"
+        and .ranks == $r) | "\(.bytes) \(.world_gbs) \(.memcpy_gbs)"' "$out/fake_collectives.json" \
+        > "$out/all_reduce_$r.dat"
+  done
+  gnuplot <<'GP' && echo "plot: benchmarks/results/fake_all_reduce_gbs.png"
+set terminal pngcairo size 800,480 font "sans,10"
+set output "benchmarks/results/fake_all_reduce_gbs.png"
+set title "Fake world all\\_reduce throughput vs one-thread memcpy (2 cores)"
+set logscale x 2
+set format x "%.0b%B"
+set xlabel "bytes per rank"
+set ylabel "GB/s (ranks x bytes / time)"
+set key top left
+set grid
+plot "benchmarks/results/all_reduce_2.dat" using 1:2 with linespoints title "2 ranks", \
+     "benchmarks/results/all_reduce_4.dat" using 1:2 with linespoints title "4 ranks", \
+     "benchmarks/results/all_reduce_8.dat" using 1:2 with linespoints title "8 ranks", \
+     "benchmarks/results/all_reduce_8.dat" using 1:3 with lines dt 2 lw 2 title "memcpy (1 thread)"
+GP
+  rm -f "$out"/all_reduce_*.dat
+fi
+exit "$status"
