@@ -48,11 +48,23 @@ esac
 if [[ $set_name == tsan && $# -gt 0 ]]; then targets=("$@"); fi
 ((${#targets[@]})) || { echo "tools/sanitize.sh: no targets" >&2; exit 2; }
 
+# Runtime options that name files: suppression paths must be absolute, since
+# a test runs in its runfiles tree (the rest of the options are in .bazelrc).
+supp="$PWD/tools/sanitizers"
+case $config in
+  tsan) env=(--test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp) ;;
+  *) env=(--test_env=LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
+          --test_env=UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp) ;;
+esac
+
 log=$(mktemp)
 start=$(date +%s)
 # Manual (GPU) tests stay out, as in tools/test.sh's `//...`.
-bazel test --config="$config" --keep_going --cache_test_results=no --test_summary=short \
-  --test_tag_filters=-manual -- "${targets[@]}" 2>&1 | tee "$log"
+# DTENSOR_BAZEL_STARTUP: startup flags, e.g. --output_base=/tmp/ob (unset in CI).
+# shellcheck disable=SC2086
+bazel ${DTENSOR_BAZEL_STARTUP:-} test --config="$config" "${env[@]}" --keep_going \
+  --cache_test_results=no --test_summary=short --test_tag_filters=-manual -- "${targets[@]}" \
+  2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 passed=$(grep -cE '^//[^ ]+ +PASSED' "$log")
 failed=$(grep -cE '^//[^ ]+ +(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log")
