@@ -16,6 +16,7 @@
 #include "core/dtensor_impl.h"
 #include "core/layout/layout_error.h"
 #include "core/layout/shard_layout.h"
+#include "core/layout/strides.h"
 #include "core/redistribute.h"
 
 namespace dtensor {
@@ -85,7 +86,13 @@ struct ToLocalBackward : torch::autograd::Node {
   variable_list apply(variable_list&& grads) override {
     if (!grads[0].defined()) return {at::Tensor()};
     TORCH_CHECK(!is_dtensor(grads[0]), "ToLocalBackward: the gradient of a local tensor is a DTensor");
-    return {make_dtensor(grads[0], grad_spec)};
+    // The global strides follow the local gradient's layout (as PyTorch's
+    // compute_global_tensor_info does), not the forward's: a gradient that
+    // arrives transposed must not claim contiguous global strides, or later
+    // view ops would plan views the local tensor cannot take.
+    DTensorSpec spec = grad_spec;
+    spec.meta.stride = dense_strides_ordered_like(spec.meta.shape, grads[0].strides().vec());
+    return {make_dtensor(grads[0], spec)};
   }
 };
 

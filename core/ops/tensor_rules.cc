@@ -3,8 +3,7 @@
 //   zeros_like(P(sum)) -> R (zeros need no reduction);  copy_(self [S(0)], src [R]) -> src chunked
 #include <c10/util/Exception.h>
 
-#include <algorithm>
-
+#include "core/layout/strides.h"
 #include "core/ops/builtin_rules.h"
 #include "core/ops/rule_utils.h"
 
@@ -99,18 +98,7 @@ ShardingRule new_factory() {
     plan.local_arg_overrides.emplace_back(1, c10::IValue(local));
     if (call.name == "aten::new_empty_strided") {
       // Dense strides for the local sizes, dims ordered as the global strides.
-      const std::vector<int64_t> global = call.arg(2).toIntVector();
-      std::vector<size_t> order(local.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        return global[a] != global[b] ? global[a] < global[b] : a > b;  // ties: later dims inner
-      });
-      std::vector<int64_t> strides(local.size(), 1);
-      int64_t next = 1;
-      for (size_t d : order) {
-        strides[d] = next;
-        next *= std::max<int64_t>(local[d], 1);
-      }
+      const std::vector<int64_t> strides = dense_strides_ordered_like(local, call.arg(2).toIntVector());
       plan.local_arg_overrides.emplace_back(2, c10::IValue(strides));
     }
     return plan;

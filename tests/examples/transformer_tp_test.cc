@@ -193,16 +193,12 @@ TEST(TransformerTensorParallelTest, LocalAttentionOutputsMatchSingleDevice) {
   EXPECT_LE(testing::max_abs_diff(tp.params, reference.params), 1e-10);
 }
 
-// The same with one head per rank (tp = 4). Disabled: it fails in core's
-// to_local backward (core/dtensor.cc, ToLocalBackward), which wraps the local
-// gradient with the forward's (contiguous) global strides. The gradient of
-// k here comes back through k.transpose(1, 2) as a [8, 8, 4] local tensor
-// with strides [32, 1, 8]; the contiguous global strides then let wk's
-// backward pick _reshape_alias, which cannot view the local tensor
-// ("_reshape_alias: the local shard [8, 8, 4] with strides [32, 1, 8] cannot
-// be viewed as [64, 4]"). PyTorch's _ToTorchTensor.backward derives the
-// global stride from the local gradient (compute_global_tensor_info).
-TEST(TransformerTensorParallelTest, DISABLED_LocalAttentionOutputsOneHeadPerRankMatchSingleDevice) {
+// The same with one head per rank (tp = 4). The gradient of k comes back
+// through k.transpose(1, 2) as a [8, 8, 4] local tensor with strides
+// [32, 1, 8]; to_local's backward must derive the global strides from it (as
+// PyTorch's compute_global_tensor_info does), or wk's backward picks a view
+// the local tensor cannot take.
+TEST(TransformerTensorParallelTest, LocalAttentionOutputsOneHeadPerRankMatchSingleDevice) {
   const TrainRun reference = single_device(at::kDouble);
   const TrainRun tp = tensor_parallel(Case{{4}, false, at::kDouble, false, /*local_output_for_attn=*/true});
   EXPECT_LE(testing::max_abs_diff(tp.losses, reference.losses), 1e-10);
