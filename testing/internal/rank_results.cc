@@ -81,7 +81,10 @@ void RankResults::report_here(bool include_peer_failure) const {
     ::testing::internal::AssertHelper(result.type(), result.file_name(), result.line_number(),
                                       (prefix + result.message()).c_str()) = ::testing::Message();
   }
-  if (error_ && (!peer_failure_ || include_peer_failure)) ADD_FAILURE() << *error_;
+  if (error_ && (!peer_failure_ || include_peer_failure)) {
+    ::testing::internal::AssertHelper(::testing::TestPartResult::kNonFatalFailure, /*file=*/nullptr, /*line=*/-1,
+                                      error_->c_str()) = ::testing::Message();
+  }
 }
 
 std::string format_result(int64_t rank, const ::testing::TestPartResult& result) {

@@ -50,7 +50,8 @@ TEST(DTensorEqTest, MismatchShowsRankShapesPlacementsAndMaxDiff) {
     const std::string message = results[r].message();
     EXPECT_THAT(message, StartsWith("[rank " + std::to_string(r) + "] "));
     EXPECT_THAT(message, HasSubstr("on rank " + std::to_string(r) + " of 2"));
-    EXPECT_THAT(message, HasSubstr("x: DTensor [S(0)] on DeviceMesh(cpu, Mesh(tp=2)), shape [8, 4] (local [4, 4]), Float"));
+    EXPECT_THAT(message,
+                HasSubstr("x: DTensor [S(0)] on DeviceMesh(cpu, Mesh(tp=2)), shape [8, 4] (local [4, 4]), Float"));
     EXPECT_THAT(message, HasSubstr("wrong: tensor, shape [8, 4], Float"));
     EXPECT_THAT(message, HasSubstr("max |x - wrong| = 0.5 at [3, 1] (13 vs 13.5)"));
     EXPECT_THAT(message, HasSubstr("1 of 32 elements differ by more than 1e-06"));
