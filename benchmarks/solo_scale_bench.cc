@@ -5,11 +5,12 @@
 //   bazel run -c opt //benchmarks:solo_scale_bench [-- --json out.json]
 // Model (Llama-7B-like sizes, Megatron-style tensor parallelism written with
 // plain DTensor ops): 32 layers, dim 4096, FFN 11008, vocab 32000, sequence
-// 2048, one sequence per dp rank; per layer q/k/v ColwiseParallel-like
-// ([R, S(1)]) and o/w2 RowwiseParallel-like ([R, S(0)]) matmuls, a
-// pointwise attention stand-in (no meta kernel for softmax-free attention is
-// needed), w1 and a squared activation (relu has no meta kernel in LibTorch
-// 1.13), residual adds; loss = sum of the vocab-parallel logits.
+// 2048, one sequence per dp rank, 6.6 B parameters; per layer q/k/v and the
+// gated FFN's w1/w3 ColwiseParallel-like ([R, S(1)]), o and w2
+// RowwiseParallel-like ([R, S(0)]) matmuls, a pointwise attention stand-in,
+// a gated product (x w1) * (x w3) as activation (relu and silu lack meta
+// kernels in LibTorch 1.13), residual adds; loss = sum of the vocab-parallel
+// logits.
 // Target (issue 9): the largest world under 10 s and under 1 GiB.
 #include <ATen/ops/mm.h>
 #include <sys/wait.h>
@@ -65,13 +66,14 @@ Outcome trace_step(int64_t world_size, const Config& c) {
       return params.back();
     };
     struct Layer {
-      at::Tensor wq, wk, wv, wo, w1, w2;
+      at::Tensor wq, wk, wv, wo, w1, w2, w3;
     };
     std::vector<Layer> layers;
     for (int64_t l = 0; l < c.layers; ++l) {
       layers.push_back({param({c.dim, c.dim}, col), param({c.dim, c.dim}, col),
                         param({c.dim, c.dim}, col), param({c.dim, c.dim}, row),
-                        param({c.dim, c.ffn}, col), param({c.ffn, c.dim}, row)});
+                        param({c.dim, c.ffn}, col), param({c.ffn, c.dim}, row),
+                        param({c.dim, c.ffn}, col)});
     }
     at::Tensor w_out = param({c.dim, c.vocab}, col);
     torch::optim::Adam adam(params, torch::optim::AdamOptions(1e-4));
@@ -80,8 +82,7 @@ Outcome trace_step(int64_t world_size, const Config& c) {
     for (const Layer& layer : layers) {
       at::Tensor q = at::mm(x, layer.wq), k = at::mm(x, layer.wk), v = at::mm(x, layer.wv);
       x = x + at::mm(q * k + v, layer.wo);  // Partial over tp -> all_reduce
-      at::Tensor h = at::mm(x, layer.w1);
-      x = x + at::mm(h * h, layer.w2);
+      x = x + at::mm(at::mm(x, layer.w1) * at::mm(x, layer.w3), layer.w2);
     }
     at::Tensor loss = at::mm(x, w_out).sum();
     loss.backward();

@@ -6,7 +6,8 @@
 #   tools/bench.sh --smoke                # tiny sizes: checks that everything runs
 #   tools/bench.sh dispatch planner_quality   # a subset, by name
 #   tools/bench.sh --callgrind            # instructions per op of dispatch_bench (needs valgrind)
-# BAZEL="bazel --output_base=/tmp/ob" tools/bench.sh  uses another output base.
+# BAZEL="bazel --output_base=/tmp/ob" tools/bench.sh  uses another output base;
+# BENCH_BIN=/path/to/folder tools/bench.sh  runs prebuilt binaries.
 # Benchmarks are never tests of time; their numbers go into BENCHMARKS.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +26,12 @@ done
 [ "$callgrind" = 1 ] && names=(dispatch)
 targets=()
 for n in "${names[@]}"; do targets+=("//benchmarks:${n}_bench"); done
-$BAZEL build -c opt "${targets[@]}" || exit 1
-bin=$($BAZEL info -c opt bazel-bin 2>/dev/null)/benchmarks
+if [ -n "${BENCH_BIN:-}" ]; then
+  bin=$BENCH_BIN  # prebuilt binaries (a folder holding <name>_bench), no build
+else
+  $BAZEL build -c opt "${targets[@]}" || exit 1
+  bin=$($BAZEL info -c opt bazel-bin 2>/dev/null)/benchmarks
+fi
 out=benchmarks/results
 mkdir -p "$out"
 
@@ -75,9 +80,10 @@ set terminal pngcairo size 800,480 font "sans,10"
 set output "benchmarks/results/fake_all_reduce_gbs.png"
 set title "Fake world all\\_reduce throughput vs one-thread memcpy (2 cores)"
 set logscale x 2
+set logscale y 10
 set format x "%.0b%B"
 set xlabel "bytes per rank"
-set ylabel "GB/s (ranks x bytes / time)"
+set ylabel "GB/s (ranks x bytes / time), log scale"
 set key top left
 set grid
 plot "benchmarks/results/all_reduce_2.dat" using 1:2 with linespoints title "2 ranks", \
