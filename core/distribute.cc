@@ -76,6 +76,9 @@ DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, Plac
   TORCH_CHECK(tensor.defined(), "distribute_tensor: the tensor is undefined");
   TORCH_CHECK(!is_dtensor(tensor), "distribute_tensor: the tensor is already a DTensor; use "
               "redistribute to change its placements");
+  TORCH_CHECK(!tensor.is_meta() || mesh.device_type() == c10::kMeta, "distribute_tensor: the tensor of shape ",
+              tensor.sizes(), " is on the meta device (no data) but ", mesh.to_string(), " is on ",
+              mesh.device(), "; pass a tensor with data, or build the mesh with c10::kMeta to trace shapes only");
   try {
     placements = validate_placements(placements, mesh.mesh_shape(), tensor.dim());
   } catch (const LayoutError& e) {
