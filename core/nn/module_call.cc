@@ -76,9 +76,21 @@ ScopedModuleObserver::~ScopedModuleObserver() {
 
 ModuleScope::ModuleScope(torch::nn::Module& module, TensorList inputs)
     : module_(module), inputs_(std::move(inputs)) {
-  for (const ForwardPreHook& hook : snapshot(module_).pre) inputs_ = hook(module_, std::move(inputs_));
+  // Observers first, then the module's own pre-hooks, as PyTorch runs global
+  // forward pre-hooks (its module tracker) before module ones: what a style's
+  // input transform issues (PrepareModuleInput's all_gather) belongs to this
+  // module. Likewise output() runs the module's hooks before observers exit.
   for (ModuleObserver* o : std::vector<ModuleObserver*>(thread_observers())) {
     o->on_forward_enter(module_, inputs_);
+  }
+  try {
+    for (const ForwardPreHook& hook : snapshot(module_).pre) inputs_ = hook(module_, std::move(inputs_));
+  } catch (...) {
+    // No destructor runs for a throwing constructor: close the scope here.
+    for (ModuleObserver* o : std::vector<ModuleObserver*>(thread_observers())) {
+      o->on_forward_exit(module_, inputs_, {});
+    }
+    throw;
   }
 }
 

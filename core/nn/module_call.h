@@ -59,8 +59,9 @@ class ScopedModuleObserver {
   ModuleObserver* observer_;
 };
 
-/// One forward of `module`: runs its pre-hooks on `inputs` and tells the
-/// observers; output() runs its forward hooks and ends the scope.
+/// One forward of `module`: tells the observers, then runs its pre-hooks on
+/// `inputs`; output() runs its forward hooks, then ends the scope (so what
+/// the hooks issue is attributed to this module, as in PyTorch).
 class ModuleScope {
  public:
   ModuleScope(torch::nn::Module& module, TensorList inputs);

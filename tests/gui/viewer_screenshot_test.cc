@@ -188,6 +188,26 @@ TEST_F(ViewerScreenshotTest, TimelineColoursKindsAndMarksMismatches) {
   for (int r = 1; r < 4; ++r) EXPECT_LT(swatch[r - 1].y0, swatch[r].y0);
 }
 
+// The README's path: the quickstart writes every rank's trace of a real
+// fake-world run (2x2 dp x tp, sequence parallel), and the viewer opens it
+// without a load error, with the quickstart's collective kinds in the table
+// and one timeline lane per rank.
+TEST_F(ViewerScreenshotTest, QuickstartTraceOpens) {
+  const std::string json = out_dir() + "/quickstart_trace.json";
+  testing::ProcessResult quickstart =
+      testing::run_process({runfile("examples/quickstart"), "--steps", "1", "--json", json}, "");
+  ASSERT_EQ(quickstart.exit_code, 0) << quickstart.output;
+  Image table = render("quickstart_comm_table", "comm_table", {json});
+  EXPECT_LT(testing::find_color(table, kErrorColor, 3).count, 20) << "no load error";
+  EXPECT_EQ(testing::find_color(table, kDifferenceColor, 2).count, 0) << "SPMD ranks agree";
+  for (const char* kind : {"all_gather_into_tensor", "reduce_scatter_tensor"}) {
+    EXPECT_GT(testing::find_color(table, collective_kind_color(kind), 3).count, 10) << kind;
+  }
+  Image timeline = render("quickstart_timeline", "timeline", {json});
+  std::vector<Box> swatch = rank_boxes(timeline, 4, /*min_row=*/1);
+  for (int r = 0; r < 4; ++r) EXPECT_GT(swatch[r].count, 0) << "lane of rank " << r;
+}
+
 TEST_F(ViewerScreenshotTest, OverviewAndMalformedTraceStillRender) {
   Image all = render("overview", "all", {runfile("tests/gui/testdata/malformed_bad_event.json")});
   EXPECT_GT(testing::find_color(all, kErrorColor, 3).count, 50) << "the load error is shown";
