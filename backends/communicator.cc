@@ -33,18 +33,33 @@ std::string list_string(const std::vector<int64_t>& values) {
   return shape_string(c10::IntArrayRef(values));
 }
 
+// Note [Lazy collective description]
+// Every check below names the collective, the group and the rank, but only
+// when it fails: TORCH_CHECK evaluates its message arguments on failure only,
+// so a Where (two pointers) is streamed instead of a prebuilt std::string.
+// Building the string on every call cost 5-9 us per collective (callgrind:
+// most of a group-of-one all_reduce). See benchmarks/BENCHMARKS.md.
+struct Where {
+  const Communicator* comm;
+  const char* op;
+};
+
+std::ostream& operator<<(std::ostream& out, const Where& where) {
+  return out << where.comm->describe(where.op);
+}
+
 int64_t bytes_of(const at::Tensor& t) {
   return static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
 }
 
 // Checks what every collective needs of a tensor: defined and contiguous.
-void check_tensor(const std::string& where, const at::Tensor& t, const char* name) {
+void check_tensor(const Where& where, const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.defined(), where, ": ", name, " is an undefined tensor");
   TORCH_CHECK(t.is_contiguous(), where, ": ", name, " with shape ", t.sizes(), " and strides ",
               t.strides(), " is not contiguous; pass tensor.contiguous()");
 }
 
-void check_same_dtype_device(const std::string& where, const at::Tensor& output,
+void check_same_dtype_device(const Where& where, const at::Tensor& output,
                              const at::Tensor& input) {
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), where, ": output dtype ",
               output.scalar_type(), " differs from input dtype ", input.scalar_type(),
@@ -55,7 +70,7 @@ void check_same_dtype_device(const std::string& where, const at::Tensor& output,
 
 // output must be input with dim 0 scaled by `factor` (a 0-dim input gathers
 // into a 1-dim output of `factor` elements).
-void check_scaled_dim0(const std::string& where, const at::Tensor& big, const at::Tensor& small,
+void check_scaled_dim0(const Where& where, const at::Tensor& big, const at::Tensor& small,
                        int64_t factor, const char* big_name, const char* small_name) {
   std::vector<int64_t> expected = small.sizes().vec();
   if (expected.empty()) {
@@ -68,7 +83,14 @@ void check_scaled_dim0(const std::string& where, const at::Tensor& big, const at
               small.sizes(), " concatenated on dim 0)");
 }
 
-void check_splits(const std::string& where, const std::vector<int64_t>& splits, int64_t parts,
+std::vector<int64_t> even_splits(const Where& where, int64_t rows, int64_t parts) {
+  TORCH_CHECK(parts > 0 && rows % parts == 0, where, ": ", rows,
+              " rows on dim 0 cannot be split evenly over ", parts,
+              " ranks; pass explicit split sizes");
+  return std::vector<int64_t>(static_cast<size_t>(parts), rows / parts);
+}
+
+void check_splits(const Where& where, const std::vector<int64_t>& splits, int64_t parts,
                   int64_t rows, const char* name) {
   TORCH_CHECK(static_cast<int64_t>(splits.size()) == parts, where, ": ", name, " ",
               list_string(splits), " has ", splits.size(), " entries but the group has ", parts,
@@ -112,16 +134,22 @@ std::string Communicator::describe(const char* op) const {
   return out.str();
 }
 
-CollectiveEvent Communicator::make_event(CollectiveKind kind,
-                                         const std::vector<const at::Tensor*>& inputs,
-                                         const std::vector<const at::Tensor*>& outputs,
-                                         c10::ScalarType dtype, bool async_op) {
+// Note [Events only when observed]
+// A CollectiveEvent copies the group's ranks and every shape; with no
+// observer registered (the common case outside tracing) nothing is built and
+// only the sequence number advances, so numbering does not depend on tracing.
+bool Communicator::observed() const { return observers_ && !observers_->empty(); }
+
+CollectiveEvent Communicator::make_event(CollectiveKind kind, uint64_t seq,
+                                         c10::ArrayRef<const at::Tensor*> inputs,
+                                         c10::ArrayRef<const at::Tensor*> outputs,
+                                         c10::ScalarType dtype, bool async_op) const {
   CollectiveEvent event;
   event.kind = kind;
   event.group_ranks = group_ranks_;
   event.group_rank = group_rank_;
   event.global_rank = global_rank_;
-  event.seq = next_seq_++;
+  event.seq = seq;
   event.dtype = dtype;
   event.async_op = async_op;
   for (const at::Tensor* t : inputs) {
@@ -135,39 +163,42 @@ CollectiveEvent Communicator::make_event(CollectiveKind kind,
   return event;
 }
 
-void Communicator::report(const CollectiveEvent& event) {
-  if (observers_ && !observers_->empty()) observers_->notify(event);
-}
+void Communicator::report(const CollectiveEvent& event) { observers_->notify(event); }
 
 WorkPtr Communicator::all_reduce(at::Tensor& tensor, const AllReduceOptions& options) {
-  const std::string where = describe("all_reduce");
+  const Where where{this, "all_reduce"};
   check_tensor(where, tensor, "tensor");
   TORCH_CHECK(options.reduce_op != ReduceOp::kAvg || at::isFloatingType(tensor.scalar_type()) ||
                   at::isComplexType(tensor.scalar_type()),
               where, ": ReduceOp avg needs a floating-point tensor, got ", tensor.scalar_type(),
               "; reduce with sum and divide, or convert to float");
-  CollectiveEvent event = make_event(CollectiveKind::kAllReduce, {&tensor}, {&tensor},
-                                     tensor.scalar_type(), options.async_op);
-  event.reduce_op = options.reduce_op;
-  report(event);
+  const uint64_t seq = next_seq_++;
+  if (observed()) {  // See Note [Events only when observed]
+    CollectiveEvent event = make_event(CollectiveKind::kAllReduce, seq, {&tensor}, {&tensor},
+                                       tensor.scalar_type(), options.async_op);
+    event.reduce_op = options.reduce_op;
+    report(event);
+  }
   return run_all_reduce(tensor, options);
 }
 
 WorkPtr Communicator::all_gather_into_tensor(at::Tensor& output, const at::Tensor& input,
                                              const AllGatherOptions& options) {
-  const std::string where = describe("all_gather_into_tensor");
+  const Where where{this, "all_gather_into_tensor"};
   check_tensor(where, input, "input");
   check_tensor(where, output, "output");
   check_same_dtype_device(where, output, input);
   check_scaled_dim0(where, output, input, size(), "output", "input");
-  report(make_event(CollectiveKind::kAllGatherIntoTensor, {&input}, {&output},
-                    input.scalar_type(), options.async_op));
+  const uint64_t seq = next_seq_++;
+  if (observed())
+    report(make_event(CollectiveKind::kAllGatherIntoTensor, seq, {&input}, {&output},
+                      input.scalar_type(), options.async_op));
   return run_all_gather_into_tensor(output, input, options);
 }
 
 WorkPtr Communicator::reduce_scatter_tensor(at::Tensor& output, const at::Tensor& input,
                                             const ReduceScatterOptions& options) {
-  const std::string where = describe("reduce_scatter_tensor");
+  const Where where{this, "reduce_scatter_tensor"};
   check_tensor(where, input, "input");
   check_tensor(where, output, "output");
   check_same_dtype_device(where, output, input);
@@ -175,16 +206,19 @@ WorkPtr Communicator::reduce_scatter_tensor(at::Tensor& output, const at::Tensor
   TORCH_CHECK(options.reduce_op != ReduceOp::kAvg || at::isFloatingType(input.scalar_type()) ||
                   at::isComplexType(input.scalar_type()),
               where, ": ReduceOp avg needs a floating-point tensor, got ", input.scalar_type());
-  CollectiveEvent event = make_event(CollectiveKind::kReduceScatterTensor, {&input}, {&output},
-                                     input.scalar_type(), options.async_op);
-  event.reduce_op = options.reduce_op;
-  report(event);
+  const uint64_t seq = next_seq_++;
+  if (observed()) {  // See Note [Events only when observed]
+    CollectiveEvent event = make_event(CollectiveKind::kReduceScatterTensor, seq, {&input},
+                                       {&output}, input.scalar_type(), options.async_op);
+    event.reduce_op = options.reduce_op;
+    report(event);
+  }
   return run_reduce_scatter_tensor(output, input, options);
 }
 
 WorkPtr Communicator::all_to_all_single(at::Tensor& output, const at::Tensor& input,
                                         const AllToAllOptions& options) {
-  const std::string where = describe("all_to_all_single");
+  const Where where{this, "all_to_all_single"};
   check_tensor(where, input, "input");
   check_tensor(where, output, "output");
   check_same_dtype_device(where, output, input);
@@ -194,30 +228,35 @@ WorkPtr Communicator::all_to_all_single(at::Tensor& output, const at::Tensor& in
               " must have at least one dim and equal sizes after dim 0");
   std::vector<int64_t> in_splits = options.input_split_sizes;
   std::vector<int64_t> out_splits = options.output_split_sizes;
-  if (in_splits.empty()) in_splits = even_split_sizes(input.size(0), size(), where.c_str());
-  if (out_splits.empty()) out_splits = even_split_sizes(output.size(0), size(), where.c_str());
+  if (in_splits.empty()) in_splits = even_splits(where, input.size(0), size());
+  if (out_splits.empty()) out_splits = even_splits(where, output.size(0), size());
   check_splits(where, in_splits, size(), input.size(0), "input_split_sizes");
   check_splits(where, out_splits, size(), output.size(0), "output_split_sizes");
-  report(make_event(CollectiveKind::kAllToAllSingle, {&input}, {&output}, input.scalar_type(),
-                    options.async_op));
+  const uint64_t seq = next_seq_++;
+  if (observed())
+    report(make_event(CollectiveKind::kAllToAllSingle, seq, {&input}, {&output},
+                      input.scalar_type(), options.async_op));
   return run_all_to_all_single(output, input, out_splits, in_splits, options);
 }
 
 WorkPtr Communicator::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
-  const std::string where = describe("broadcast");
+  const Where where{this, "broadcast"};
   check_tensor(where, tensor, "tensor");
   TORCH_CHECK(options.root >= 0 && options.root < size(), where, ": root ", options.root,
               " is not a group rank (0..", size() - 1, "); roots are ranks within the group");
-  CollectiveEvent event = make_event(CollectiveKind::kBroadcast, {&tensor}, {&tensor},
-                                     tensor.scalar_type(), options.async_op);
-  event.root = options.root;
-  report(event);
+  const uint64_t seq = next_seq_++;
+  if (observed()) {  // See Note [Events only when observed]
+    CollectiveEvent event = make_event(CollectiveKind::kBroadcast, seq, {&tensor}, {&tensor},
+                                       tensor.scalar_type(), options.async_op);
+    event.root = options.root;
+    report(event);
+  }
   return run_broadcast(tensor, options);
 }
 
 WorkPtr Communicator::scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
                               const ScatterOptions& options) {
-  const std::string where = describe("scatter");
+  const Where where{this, "scatter"};
   check_tensor(where, output, "output");
   TORCH_CHECK(options.root >= 0 && options.root < size(), where, ": root ", options.root,
               " is not a group rank (0..", size() - 1, ")");
@@ -236,15 +275,20 @@ WorkPtr Communicator::scatter(at::Tensor& output, const std::vector<at::Tensor>&
     TORCH_CHECK(inputs.empty(), where, ": only the root (group rank ", options.root,
                 ") passes inputs; this rank passed ", inputs.size());
   }
-  CollectiveEvent event = make_event(CollectiveKind::kScatter, input_ptrs, {&output},
-                                     output.scalar_type(), options.async_op);
-  event.root = options.root;
-  report(event);
+  const uint64_t seq = next_seq_++;
+  if (observed()) {  // See Note [Events only when observed]
+    CollectiveEvent event = make_event(CollectiveKind::kScatter, seq, input_ptrs, {&output},
+                                       output.scalar_type(), options.async_op);
+    event.root = options.root;
+    report(event);
+  }
   return run_scatter(output, inputs, options);
 }
 
 void Communicator::barrier(const BarrierOptions& options) {
-  report(make_event(CollectiveKind::kBarrier, {}, {}, c10::ScalarType::Byte, false));
+  const uint64_t seq = next_seq_++;
+  if (observed())
+    report(make_event(CollectiveKind::kBarrier, seq, {}, {}, c10::ScalarType::Byte, false));
   run_barrier(options);
 }
 

@@ -142,14 +142,20 @@ class Communicator {
                               const ScatterOptions& options) = 0;
   virtual void run_barrier(const BarrierOptions& options) = 0;
 
-  /// "all_reduce on fake group [0, 1] (rank 1 of 2, global rank 1)": the
-  /// prefix of every error message about this communicator.
+
+ public:
+  /// "all_reduce on fake group [0, 1] (group rank 1 of 2, global rank 1)":
+  /// the prefix of every error message about this communicator. Builds a
+  /// string: call it only on error paths (See Note [Lazy collective description]).
   std::string describe(const char* op) const;
 
  private:
-  CollectiveEvent make_event(CollectiveKind kind, const std::vector<const at::Tensor*>& inputs,
-                             const std::vector<const at::Tensor*>& outputs, c10::ScalarType dtype,
-                             bool async_op);
+  /// True when the rank has at least one observer.
+  bool observed() const;
+  CollectiveEvent make_event(CollectiveKind kind, uint64_t seq,
+                             c10::ArrayRef<const at::Tensor*> inputs,
+                             c10::ArrayRef<const at::Tensor*> outputs, c10::ScalarType dtype,
+                             bool async_op) const;
   void report(const CollectiveEvent& event);
 
   std::vector<int64_t> group_ranks_;

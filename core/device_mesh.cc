@@ -16,7 +16,19 @@ struct DeviceMesh::Impl {
   c10::Device device{c10::kCPU};
   World* world = nullptr;
   std::vector<std::shared_ptr<Communicator>> communicators;  // one per mesh dim
+  // Note [Mesh hash computed once]: DTensorSpec::hash() (every sharding-cache
+  // lookup) hashes the mesh; over all ranks that is O(world size) per op
+  // (65,536 ranks in solo mode: most of a traced step). Set when built.
+  size_t hash = 0;
 };
+
+namespace {
+size_t hash_of(const MeshShape& shape, const std::vector<int64_t>& mesh_ranks) {
+  size_t h = std::hash<MeshShape>()(shape);
+  for (int64_t r : mesh_ranks) h = h * 31 + static_cast<size_t>(r);
+  return h;
+}
+}  // namespace
 
 namespace {
 
@@ -65,6 +77,7 @@ DeviceMesh DeviceMesh::init(c10::DeviceType device_type, std::vector<int64_t> sh
     impl->communicators.push_back(
         world.new_group(ranks_along(impl->shape, impl->mesh_ranks, impl->coordinate, d)));
   }
+  impl->hash = hash_of(impl->shape, impl->mesh_ranks);
   return DeviceMesh(std::move(impl));
 }
 
@@ -143,6 +156,7 @@ DeviceMesh DeviceMesh::operator[](const std::vector<std::string>& dim_names) con
     for (size_t i = 0; i < dims.size(); ++i) coord[static_cast<size_t>(dims[i])] = sub_coord[i];
     sub->mesh_ranks.push_back(parent.mesh_ranks[static_cast<size_t>(parent.shape.rank_of(coord))]);
   }
+  sub->hash = hash_of(sub->shape, sub->mesh_ranks);
   return DeviceMesh(std::move(sub));
 }
 
@@ -160,12 +174,7 @@ bool operator==(const DeviceMesh& a, const DeviceMesh& b) {
          a.impl_->mesh_ranks == b.impl_->mesh_ranks && a.impl_->device == b.impl_->device;
 }
 
-size_t DeviceMesh::hash() const {
-  if (!impl_) return 0;
-  size_t h = std::hash<MeshShape>()(impl_->shape);
-  for (int64_t r : impl_->mesh_ranks) h = h * 31 + static_cast<size_t>(r);
-  return h;
-}
+size_t DeviceMesh::hash() const { return impl_ ? impl_->hash : 0; }
 
 std::ostream& operator<<(std::ostream& out, const DeviceMesh& mesh) { return out << mesh.to_string(); }
 

@@ -131,14 +131,51 @@ void FakeCommunicator::all_reduce_staged(RendezvousRound& round, at::Tensor& ten
   reduce_in_order({&tensor, 0}, srcs, tensor.numel(), tensor.scalar_type(), op);
 }
 
-// Large: rank r reduces chunk r of every tensor into its buffer (phase 1),
-// then every rank copies all reduced chunks into its tensor (phase 2). Peers
-// read this rank's tensor only in phase 1 and its buffer (double-buffered by
-// parity) only in phase 2, so no third phase is needed.
+// Note [All-reduce by owned chunks]
+// Large CPU tensors: rank r alone owns element chunk r of EVERY member's
+// tensor. Tile by tile (small enough to stay in cache) it reduces that tile of
+// all members' tensors, in group order, into member 0's tensor, then copies
+// the cache-hot result into members 1..n-1. No other rank touches chunk r of
+// any tensor, so one phase after arriving ("done writing") is enough, and
+// each byte of the world's tensors is read once and written once: what
+// memcpy of every rank's tensor costs (the old two-phase scheme read every
+// byte twice and wrote it once more into a buffer). Falls back to the
+// two-phase scheme when tensors of different members overlap (one tensor
+// passed by several rank threads) or are not on the CPU.
 void FakeCommunicator::all_reduce_chunked(RendezvousRound& round, at::Tensor& tensor, ReduceOp op) {
-  const int64_t esize = tensor.element_size();
-  round.mine().input = tensor;  // read in phase 1 only: not zero_copy, see above
+  round.mine().input = tensor;  // written by the chunk's owner: see the Note
   round.arrive();
+  bool disjoint = tensor.is_cpu();
+  for (int64_t a = 0; a < size() && disjoint; ++a) {
+    if (!round.peer(a).input.is_cpu()) disjoint = false;
+    for (int64_t b = a + 1; b < size() && disjoint; ++b)
+      disjoint = !overlaps(round.peer(a).input, round.peer(b).input);
+  }
+  if (!disjoint) return all_reduce_two_phase(round, tensor, op);
+  const int64_t esize = tensor.element_size();
+  const auto [begin, end] = chunk_of(tensor.numel(), esize, size(), rank());
+  // 64 KiB tiles: a multiple of 256 bytes (See Note [Fixed reduction order]).
+  const int64_t tile = std::max<int64_t>(1, (int64_t{64} << 10) / esize);
+  c10::SmallVector<Slice, 8> srcs;
+  for (int64_t r = 0; r < size(); ++r) srcs.push_back({&round.peer(r).input, 0});
+  for (int64_t lo = begin; lo < end; lo += tile) {
+    const int64_t count = std::min(tile, end - lo);
+    for (Slice& src : srcs) src.offset = lo * esize;
+    reduce_in_order(srcs[0], srcs, count, tensor.scalar_type(), op);
+    for (int64_t r = 1; r < size(); ++r)
+      copy_bytes(round.peer(r).input, lo * esize, round.peer(0).input, lo * esize, count * esize);
+  }
+  round.sync();  // every owner finished writing into every tensor
+  round.release_inputs();
+}
+
+// The fallback of Note [All-reduce by owned chunks]: rank r reduces chunk r of
+// every tensor into its buffer (phase 1), then every rank copies all reduced
+// chunks into its tensor (phase 2). Peers read this rank's tensor only in
+// phase 1 and its buffer (double-buffered by parity) only in phase 2.
+void FakeCommunicator::all_reduce_two_phase(RendezvousRound& round, at::Tensor& tensor,
+                                            ReduceOp op) {
+  const int64_t esize = tensor.element_size();
   const auto [begin, end] = chunk_of(tensor.numel(), esize, size(), rank());
   const at::Tensor& reduced =
       buffer(round.mine().fingerprint.seq, (end - begin) * esize, tensor.device());

@@ -62,6 +62,7 @@ class FakeCommunicator final : public Communicator {
 
   void all_reduce_staged(RendezvousRound& round, at::Tensor& tensor, ReduceOp op);
   void all_reduce_chunked(RendezvousRound& round, at::Tensor& tensor, ReduceOp op);
+  void all_reduce_two_phase(RendezvousRound& round, at::Tensor& tensor, ReduceOp op);
   void check_split_agreement(RendezvousRound& round) const;
 
   std::shared_ptr<FakeRendezvous> rendezvous_;

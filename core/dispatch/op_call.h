@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtensor_spec.h"
@@ -23,7 +24,7 @@ struct TensorArgPosition {
 
 struct OpCall {
   const c10::OperatorHandle* op = nullptr;
-  std::string name;                     // "aten::add.Tensor"
+  std::string_view name;                // "aten::add.Tensor"; lives as long as the operator
   const std::vector<c10::IValue>* args = nullptr;  // schema arguments, as passed
   DeviceMesh mesh;
   std::vector<DTensorSpec> inputs;      // one per tensor input, in argument order
@@ -44,8 +45,9 @@ struct OpCall {
 struct ShardingPlan {
   std::vector<Placements> input_placements;
   std::vector<Placements> output_placements;
-  /// For in-place ops whose result must take new placements (fill_ on a
-  /// Partial tensor becomes Replicate): the written input's new placements.
+  /// For in-place ops whose result takes a new spec (fill_ on a Partial
+  /// tensor becomes Replicate; squeeze_ changes shape and shard dims): the
+  /// written input takes output 0's placements and metadata.
   bool self_placements_change = false;
   /// Non-tensor arguments to replace in the local call (schema index ->
   /// value), e.g. a view's global size becomes this rank's local size. Plans

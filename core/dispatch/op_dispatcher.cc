@@ -8,6 +8,8 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "core/dispatch/dispatch_mode.h"
 #include "core/dispatch/op_observer.h"
@@ -20,9 +22,31 @@
 namespace dtensor {
 namespace {
 
-std::string full_op_name(const c10::OperatorHandle& op) {
-  const c10::OperatorName& name = op.operator_name();
+std::string full_op_name(const c10::OperatorName& name) {
   return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+// Note [Operator names per call]
+// Rules, errors and observers want "aten::add.Tensor"; building it costs an
+// allocation per call. The name is made once per operator and thread, keyed
+// by the address of the OperatorName (it lives in the dispatcher's operator
+// table for as long as the operator is registered), and handed out as a
+// string_view. Bounded by the number of operators. An entry is checked
+// against the name before use (cheap), in case an operator was deregistered
+// and another one took its address.
+const std::string& cached_op_name(const c10::OperatorHandle& op) {
+  thread_local std::unordered_map<const c10::OperatorName*, std::string> names;
+  const c10::OperatorName& name = op.operator_name();
+  auto it = names.find(&name);
+  if (it == names.end()) {
+    it = names.emplace(&name, full_op_name(name)).first;
+  } else if (it->second.compare(0, name.name.size(), name.name) != 0 ||
+             it->second.size() != name.name.size() + (name.overload_name.empty()
+                                                           ? 0
+                                                           : 1 + name.overload_name.size())) {
+    it->second = full_op_name(name);
+  }
+  return it->second;
 }
 
 // Spec of a plain tensor taken as Replicate on `mesh`.
@@ -113,6 +137,13 @@ void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
 
 void unwrap_args(OpCall& call, Unwrapped& u, std::vector<int64_t>* key) {
   const auto& args = *call.args;
+  // One allocation each for the common case (no tensor lists); See Note
+  // [Operator names per call] for why the kernel avoids per-call allocations.
+  call.inputs.reserve(args.size());
+  call.positions.reserve(args.size());
+  u.locals.reserve(args.size());
+  u.plain.reserve(args.size());
+  key->reserve(4 * args.size() + 4);
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = args[i];
     append_arg_key(v, key);
@@ -164,18 +195,20 @@ std::vector<c10::IValue> local_args(const OpCall& call, const ShardingPlan& plan
   return stack;
 }
 
-at::Tensor wrap_one(const at::Tensor& local, const OpCall& call, const ShardingPlan& plan, size_t* next) {
+at::Tensor wrap_one(const at::Tensor& local, const OpCall& call, const PropagationResult& result,
+                    size_t* next) {
   size_t o = (*next)++;
   if (!local.defined()) return local;
-  return make_dtensor(local, DTensorSpec{call.mesh, plan.output_placements[o], call.outputs[o]});
+  return make_dtensor(local, DTensorSpec{call.mesh, result.plan.output_placements[o],
+                                         result.output_metas[o]});
 }
 
-c10::IValue wrap_output(const c10::IValue& value, const OpCall& call, const ShardingPlan& plan,
-                        size_t* next) {
-  if (value.isTensor()) return wrap_one(value.toTensor(), call, plan, next);
+c10::IValue wrap_output(const c10::IValue& value, const OpCall& call,
+                        const PropagationResult& result, size_t* next) {
+  if (value.isTensor()) return wrap_one(value.toTensor(), call, result, next);
   if (value.isTensorList()) {
     std::vector<at::Tensor> out;
-    for (const at::Tensor& t : value.toTensorVector()) out.push_back(wrap_one(t, call, plan, next));
+    for (const at::Tensor& t : value.toTensorVector()) out.push_back(wrap_one(t, call, result, next));
     return c10::IValue(out);
   }
   return value;
@@ -186,7 +219,7 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - num_args),
                                 std::make_move_iterator(stack->end()));
   stack->erase(stack->end() - num_args, stack->end());
-  std::string name = full_op_name(op);
+  const std::string& name = cached_op_name(op);
   if (experimental::SkipDispatchGuard::active() && experimental::detail::skip_dispatch_for(name)) {
     stack->insert(stack->end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
     experimental::detail::run_on_local_tensors(op, stack);
@@ -194,7 +227,7 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   OpCall call;
   call.op = &op;
-  call.name = std::move(name);
+  call.name = name;
   call.args = &args;
   const DeviceMesh* mesh = find_mesh(args);
   TORCH_CHECK(mesh != nullptr, call.name, ": dispatched to DTensor but no argument is a DTensor");
@@ -224,19 +257,19 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
         dtensor_impl(args[pos.arg_index].toTensor())
             ->set_local_and_spec(u.locals[static_cast<size_t>(call.self_input)],
                                  DTensorSpec{call.mesh, plan.output_placements[next_output],
-                                             call.outputs[next_output]});
+                                             result.output_metas[next_output]});
       }
       ++next_output;
       stack->push_back(args[pos.arg_index]);
     } else {
-      stack->push_back(wrap_output(local_stack[r], call, plan, &next_output));
+      stack->push_back(wrap_output(local_stack[r], call, result, &next_output));
     }
   }
 }
 
 void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   (void)stack;
-  TORCH_CHECK(false, full_op_name(op), " reached the DTensor dispatcher, which was set up before "
+  TORCH_CHECK(false, full_op_name(op.operator_name()), " reached the DTensor dispatcher, which was set up before "
               "this operator was registered; call dtensor::init() again after loading it, or "
               "use dtensor::experimental::local_map / to_local()");
 }
@@ -257,7 +290,7 @@ void init() {
       auto handle = dispatcher.findOp(name);
       if (!handle || handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) continue;
       if (handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
-      const std::string full = name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+      const std::string full = full_op_name(name);
       kernels->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&dtensor_kernel>());
     }
     fallback = std::make_unique<torch::Library>(torch::Library::IMPL, "_",

@@ -18,29 +18,36 @@ namespace {
 // VALUES are left out on purpose (only their kind is kept): optimizers pass a
 // new learning-rate or bias-correction scalar every step, and keying on them
 // would grow the cache without bound. No built-in rule reads a float value.
+//
+// Note [Sharding cache lookup]
+// A hit must not allocate: the lookup hashes the call in place (operator
+// schema address, argument key, input specs) and compares the candidates of
+// that hash field by field against the call; the key is copied only on a miss.
 struct CacheKey {
   const void* op = nullptr;
   std::vector<int64_t> args;
   std::vector<DTensorSpec> inputs;
   uint64_t registry_generation = 0;
-  size_t hash = 0;
-
-  bool operator==(const CacheKey& other) const {
-    return op == other.op && hash == other.hash && registry_generation == other.registry_generation &&
-           args == other.args && inputs == other.inputs;
-  }
 };
 
-struct CacheKeyHash {
-  size_t operator()(const CacheKey& key) const { return key.hash; }
+struct CacheEntry {
+  CacheKey key;
+  PropagationResult result;
 };
+
+bool matches(const CacheKey& key, const void* op, const std::vector<int64_t>& args,
+             const std::vector<DTensorSpec>& inputs, uint64_t generation) {
+  return key.op == op && key.registry_generation == generation && key.args == args &&
+         key.inputs == inputs;
+}
 
 // Bounded: cleared when full, so a program with ever-changing shapes costs
 // recomputation, never unbounded memory.
 constexpr size_t kMaxCacheEntries = 8192;
 
 struct ThreadCache {
-  std::unordered_map<CacheKey, PropagationResult, CacheKeyHash> entries;
+  // hash -> entries with that hash (almost always one).
+  std::unordered_multimap<size_t, CacheEntry> entries;
   PropagationCacheStats stats;
 };
 
@@ -106,10 +113,11 @@ std::vector<TensorMeta> output_metas_on(const OpCall& call, c10::DeviceType devi
   return metas;
 }
 
-size_t hash_key(const CacheKey& key) {
-  size_t h = reinterpret_cast<size_t>(key.op);
-  for (int64_t a : key.args) h = h * 1000003u ^ static_cast<size_t>(a);
-  for (const auto& spec : key.inputs) h = h * 31 + spec.hash();
+size_t hash_key(const void* op, const std::vector<int64_t>& args,
+                const std::vector<DTensorSpec>& inputs, uint64_t generation) {
+  size_t h = reinterpret_cast<size_t>(op) ^ static_cast<size_t>(generation) * 0x9e3779b97f4a7c15u;
+  for (int64_t a : args) h = h * 1000003u ^ static_cast<size_t>(a);
+  for (const auto& spec : inputs) h = h * 31 + spec.hash();
   return h;
 }
 
@@ -117,16 +125,18 @@ size_t hash_key(const CacheKey& key) {
 
 const PropagationResult& propagate(OpCall& call, const std::vector<int64_t>& arg_key) {
   ThreadCache& cache = thread_cache();
-  CacheKey key{&call.op->schema(), arg_key, call.inputs, ShardingRegistry::global().generation()};
-  key.hash = hash_key(key);
-  auto it = cache.entries.find(key);
-  if (it != cache.entries.end()) {
-    ++cache.stats.hits;
-    call.outputs = it->second.output_metas;
-    return it->second;
+  const void* op = &call.op->schema();
+  const uint64_t generation = ShardingRegistry::global().generation();
+  const size_t hash = hash_key(op, arg_key, call.inputs, generation);
+  auto [first, last] = cache.entries.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    if (matches(it->second.key, op, arg_key, call.inputs, generation)) {
+      ++cache.stats.hits;  // call.outputs stays empty: see the header
+      return it->second.result;
+    }
   }
   ++cache.stats.misses;
-  auto rule = ShardingRegistry::global().find(call.name);
+  auto rule = ShardingRegistry::global().find(std::string(call.name));
   TORCH_CHECK(rule.has_value(), call.describe(), ": this operator has no DTensor sharding rule. "
               "Register one with dtensor::experimental::register_sharding(\"", call.name,
               "\", fn), run your code on local shards with dtensor::experimental::local_map, "
@@ -151,7 +161,8 @@ const PropagationResult& propagate(OpCall& call, const std::vector<int64_t>& arg
                         ": rule returned ", result.plan.output_placements.size(),
                         " output placements for ", call.outputs.size(), " outputs");
   if (cache.entries.size() >= kMaxCacheEntries) cache.entries.clear();
-  return cache.entries.emplace(std::move(key), std::move(result)).first->second;
+  CacheEntry entry{CacheKey{op, arg_key, call.inputs, generation}, std::move(result)};
+  return cache.entries.emplace(hash, std::move(entry))->second.result;
 }
 
 PropagationCacheStats propagation_cache_stats() {

@@ -16,9 +16,12 @@ struct PropagationResult {
   ShardingPlan plan;
 };
 
-/// Fills call.outputs and returns the plan. `arg_key` encodes the non-tensor
-/// arguments that can change the decision (see Note [Sharding cache key]).
-/// The result stays valid until the next call on this thread.
+/// Returns the plan and the global metadata of the outputs. `arg_key` encodes
+/// the non-tensor arguments that can change the decision (see Note [Sharding
+/// cache key]). call.outputs is filled only on a cache miss, for the rule that
+/// runs then; afterwards read the outputs from the result (a hit copies
+/// nothing, See Note [Sharding cache lookup]). The result stays valid until
+/// the next call on this thread.
 const PropagationResult& propagate(OpCall& call, const std::vector<int64_t>& arg_key);
 
 /// Cache statistics of the calling thread.
