@@ -215,16 +215,15 @@ c10::IValue wrap_output(const c10::IValue& value, const OpCall& call,
 }
 
 void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string& name = cached_op_name(op);
+  if (experimental::SkipDispatchGuard::active() && experimental::detail::skip_dispatch_for(name)) {
+    experimental::detail::run_on_local_tensors(op, stack);  // takes the arguments off the stack itself
+    return;
+  }
   const size_t num_args = op.schema().arguments().size();
   std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - num_args),
                                 std::make_move_iterator(stack->end()));
   stack->erase(stack->end() - num_args, stack->end());
-  const std::string& name = cached_op_name(op);
-  if (experimental::SkipDispatchGuard::active() && experimental::detail::skip_dispatch_for(name)) {
-    stack->insert(stack->end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
-    experimental::detail::run_on_local_tensors(op, stack);
-    return;
-  }
   OpCall call;
   call.op = &op;
   call.name = name;
