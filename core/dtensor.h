@@ -72,7 +72,9 @@ std::ostream& operator<<(std::ostream& out, const DTensor& t);
 /// Distributes a global tensor: every rank passes a tensor of the same shape;
 /// rank `src_data_rank`'s values become the DTensor (scatter/broadcast along
 /// each mesh dim), or each rank slices its own copy when src_data_rank is
-/// nullopt. Differentiable with respect to `tensor`.
+/// nullopt. Not differentiable with respect to `tensor`: as in PyTorch, the
+/// result is a new leaf, which requires grad when `tensor` does and whose
+/// .grad() receives the gradient (what parameters need).
 DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, Placements placements,
                           const DistributeOptions& options = {});
 

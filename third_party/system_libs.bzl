@@ -13,27 +13,71 @@ def _symlink_dir(ctx, src, dst):
         fail("%s: %s not found; %s" % (ctx.name, src, _SETUP_HINT))
     ctx.symlink(src, dst)
 
+# Note [Which LibTorch]
+# In order: $LIBTORCH (any LibTorch tree with include/ and lib/: a CUDA one on
+# a GPU host, a PyTorch package's torch/ directory); DTENSOR_LIBTORCH=debian
+# (Debian's libtorch-dev 1.13 under /usr); else the PyPI wheel's LibTorch that
+# tools/setup.sh installs and links at ~/.cache/dtensor/libtorch (2.11).
+# :torch links only libtorch_cpu and libc10 (the CPU build needs nothing
+# else, even from a CUDA LibTorch); :torch_cuda adds libtorch_cuda and
+# libc10_cuda for --config=cuda. defs.bzl tells BUILD files the version.
+def _libtorch_root(ctx):
+    env = ctx.os.environ
+    if env.get("LIBTORCH", ""):
+        root = env["LIBTORCH"]
+        return root, root + "/include", root + "/lib"
+    choice = env.get("DTENSOR_LIBTORCH", "")
+    if choice == "debian":
+        return "/usr", "/usr/include", "/usr/lib/x86_64-linux-gnu"
+    if choice not in ["", "wheel"]:
+        fail("DTENSOR_LIBTORCH=%s: use `wheel` (default), `debian`, or set LIBTORCH=<dir>" % choice)
+    link = env.get("DTENSOR_HOME", env.get("HOME", "") + "/.cache/dtensor") + "/libtorch"
+    if not ctx.path(link).exists:
+        fail("libtorch: %s not found; %s (or set LIBTORCH=<dir with include/ and lib/>, " % (link, _SETUP_HINT) +
+             "or DTENSOR_LIBTORCH=debian for Debian's libtorch-dev)")
+    root = str(ctx.path(link).realpath)
+    return root, root + "/include", root + "/lib"
+
+def _libtorch_version(ctx, include_root):
+    header = ctx.path(include_root + "/torch/csrc/api/include/torch/version.h")
+    if not header.exists:
+        return "unknown"
+    parts = {}
+    for line in ctx.read(header).splitlines():
+        words = [w for w in line.replace("\t", " ").split(" ") if w]
+        if len(words) == 3 and words[0] == "#define" and words[1].startswith("TORCH_VERSION_"):
+            parts[words[1][len("TORCH_VERSION_"):]] = words[2]
+    return "%s.%s.%s" % (parts.get("MAJOR", "?"), parts.get("MINOR", "?"), parts.get("PATCH", "?"))
+
+# --no-as-needed: libtorch registers its operators from static initialisers,
+# so it must be loaded even when no symbol is referenced.
+def _link(rpath, libs):
+    return rpath + ["-Wl,--no-as-needed"] + libs + ["-Wl,--as-needed", "-lpthread"]
+
 def _libtorch_repository_impl(ctx):
-    root = ctx.os.environ.get("LIBTORCH", "")
-    if root:
-        include_root = root + "/include"
-        lib_dir = root + "/lib"
-        linkopts = ["-L" + lib_dir, "-Wl,-rpath," + lib_dir]
-    else:
-        include_root = "/usr/include"
-        lib_dir = "/usr/lib/x86_64-linux-gnu"
-        linkopts = []
+    root, include_root, lib_dir = _libtorch_root(ctx)
     for d in ["ATen", "c10", "caffe2", "torch"]:
         _symlink_dir(ctx, include_root + "/" + d, "include/" + d)
+    # LibTorch 2.x's c10d headers include the {fmt} it bundles (12.x in 2.11),
+    # which must shadow Debian's 9.x in /usr/include.
+    if include_root != "/usr/include" and ctx.path(include_root + "/fmt").exists:
+        ctx.symlink(include_root + "/fmt", "include/fmt")
+    version = _libtorch_version(ctx, include_root)
     # Debian ships c10/cuda headers without CUDA libraries: look at the library.
     has_cuda = ctx.path(lib_dir + "/libtorch_cuda.so").exists
-    libs = ["-ltorch", "-ltorch_cpu", "-lc10"]
-    if has_cuda:
-        libs = ["-ltorch", "-ltorch_cuda", "-ltorch_cpu", "-lc10_cuda", "-lc10"]
+    rpath = [] if lib_dir.startswith("/usr/lib") else ["-L" + lib_dir, "-Wl,-rpath," + lib_dir]
 
-    # --no-as-needed: libtorch registers its operators from static
-    # initialisers, so it must be loaded even when no symbol is referenced.
-    linkopts += ["-Wl,--no-as-needed"] + libs + ["-Wl,--as-needed", "-lpthread"]
+    cuda_target = ""
+    if has_cuda:
+        cuda_target = """
+cc_library(
+    name = "torch_cuda",
+    defines = ["DTENSOR_TORCH_HAS_CUDA"],
+    linkopts = {linkopts},
+    deps = [":torch", "@cuda//:cudart"],
+    visibility = ["//visibility:public"],
+)
+""".format(linkopts = repr(_link(rpath, ["-ltorch_cuda", "-lc10_cuda"])))
     ctx.file("BUILD", """
 cc_library(
     name = "torch",
@@ -44,14 +88,15 @@ cc_library(
     linkopts = {linkopts},
     visibility = ["//visibility:public"],
 )
-""".format(linkopts = repr(linkopts)))
-    ctx.file("defs.bzl", "TORCH_HAS_CUDA = %s\nLIBTORCH_ROOT = %r\n" % (has_cuda, root or "/usr"))
+{cuda_target}
+""".format(linkopts = repr(_link(rpath, ["-ltorch_cpu", "-lc10"])), cuda_target = cuda_target))
+    ctx.file("defs.bzl", "TORCH_HAS_CUDA = %s\nLIBTORCH_ROOT = %r\nLIBTORCH_VERSION = %r\n" % (has_cuda, root, version))
 
 libtorch_repository = repository_rule(
     implementation = _libtorch_repository_impl,
-    environ = ["LIBTORCH"],
+    environ = ["LIBTORCH", "DTENSOR_LIBTORCH", "DTENSOR_HOME", "HOME"],
     local = True,
-    doc = "LibTorch: Debian's libtorch-dev under /usr, or the tree in $LIBTORCH.",
+    doc = "LibTorch: see Note [Which LibTorch].",
 )
 
 def _cuda_repository_impl(ctx):

@@ -62,7 +62,9 @@ start=$(date +%s)
 # Manual (GPU) tests stay out, as in tools/test.sh's `//...`.
 # DTENSOR_BAZEL_STARTUP: startup flags, e.g. --output_base=/tmp/ob (unset in CI).
 # shellcheck disable=SC2086
-bazel ${DTENSOR_BAZEL_STARTUP:-} test --config="$config" "${env[@]}" --keep_going \
+# --symlink_prefix=/: no bazel-bin symlink, so it keeps pointing at the main
+# build's outputs (the README runs bazel-bin/gui/dtensor_viewer after a test run).
+bazel ${DTENSOR_BAZEL_STARTUP:-} test --config="$config" "${env[@]}" --keep_going --symlink_prefix=/ \
   --cache_test_results=no --test_summary=short --test_tag_filters=-manual -- "${targets[@]}" \
   2>&1 | tee "$log"
 status=${PIPESTATUS[0]}

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Installs the Debian packages dtensor builds and tests with. Idempotent: it
-# asks apt only for what is missing, so a second run does nothing.
+# Installs what dtensor builds and tests with: Debian's packages (Bazel,
+# GoogleTest, the viewer's libraries, Debian's LibTorch 1.13 for the
+# `DTENSOR_LIBTORCH=debian` build) and PyTorch 2.11 from PyPI (its LibTorch is
+# the default build; its Python is the reference the differential tests run).
+# Idempotent: a second run installs nothing.
 #   tools/setup.sh            # as root, or with sudo available
+# Environment: DTENSOR_HOME (default ~/.cache/dtensor), PYTHON (default python3).
+# See Note [LibTorch from the PyPI wheel].
 set -euo pipefail
 
 PACKAGES=(
   bazel-bootstrap            # Bazel 4.2.3, offline (shims in third_party/)
-  g++ libtorch-dev           # LibTorch 1.13 (CPU): tensors, autograd, c10d
-  libgloo-dev                # Gloo for c10d's ProcessGroupGloo
-  python3-torch              # torchrun, to launch multi-process Gloo runs
+  g++ python3-venv
+  libtorch-dev               # Debian's LibTorch 1.13 (CPU): DTENSOR_LIBTORCH=debian
+  libgloo-dev                # Gloo headers for c10d's ProcessGroupGloo.hpp
+  python3-torch              # torchrun 1.13, for the DTENSOR_LIBTORCH=debian build
   libimgui-dev libglfw3-dev libstb-dev libgl-dev   # viewer
   nlohmann-json3-dev libfmt-dev
   googletest libgmock-dev libbenchmark-dev
@@ -23,13 +29,49 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  echo "setup: all ${#PACKAGES[@]} packages present"
-  exit 0
+  echo "setup: all ${#PACKAGES[@]} Debian packages present"
+else
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Note [LibTorch from the PyPI wheel]
+# PyPI's torch 2.11 wheel for Linux is the CUDA 13.0 build; it holds a whole
+# LibTorch (torch/include, torch/lib, torch/share/cmake). It goes into a
+# virtual environment outside the repository, with --no-deps:
+#   - the C++ CPU build links only libtorch_cpu and libc10, which need nothing
+#     from the wheel's dependencies (libtorch_cpu's libcudart.so.13 and
+#     libcupti.so.13 come from the machine's CUDA 13 toolkit);
+#   - `import torch` (the differential tests, torchrun 2.11) also loads
+#     libtorch_cuda, which needs cuSPARSELt, NVSHMEM and cuFile on top of the
+#     toolkit: three small wheels, not the 3 GB of cuDNN/cuBLAS/NCCL wheels
+#     the full dependency list would download again;
+#   - the pure-Python dependencies (sympy, networkx, ...) are installed as usual.
+# ~1.7 GB on disk, ~30 s on this machine. $DTENSOR_HOME/libtorch links to the
+# wheel's torch/ directory: third_party/system_libs.bzl builds against it.
+TORCH_VERSION=2.11.0
+DTENSOR_HOME="${DTENSOR_HOME:-$HOME/.cache/dtensor}"
+VENV="$DTENSOR_HOME/venv-torch-$TORCH_VERSION"
+PY="$VENV/bin/python"
+installed_version() { "$PY" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null; }
+if [[ "$(installed_version || true)" == "$TORCH_VERSION" ]]; then
+  echo "setup: PyTorch $TORCH_VERSION present in $VENV"
+else
+  echo "setup: installing PyTorch $TORCH_VERSION (LibTorch and Python) into $VENV"
+  mkdir -p "$DTENSOR_HOME"
+  "${PYTHON:-python3}" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "torch==$TORCH_VERSION" \
+    "nvidia-cusparselt-cu13==0.8.0" "nvidia-nvshmem-cu13==3.4.5" nvidia-cufile
+  "$VENV/bin/pip" install -q --disable-pip-version-check filelock "typing-extensions>=4.10" \
+    "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5" "setuptools<82" numpy
+  v="$(installed_version)" || { echo "setup: import torch failed in $VENV" >&2; exit 1; }
+  [[ $v == "$TORCH_VERSION" ]] || { echo "setup: got torch $v, wanted $TORCH_VERSION" >&2; exit 1; }
+fi
+TORCH_DIR="$("$PY" -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
+if [[ "$(readlink "$DTENSOR_HOME/libtorch" || true)" != "$TORCH_DIR" ]]; then
+  ln -sfn "$TORCH_DIR" "$DTENSOR_HOME/libtorch"
+fi

@@ -32,13 +32,15 @@ namespace dtensor {
 // the pieces here call the process group directly, so they are not reported.
 
 // Note [Gloo timeouts]
-// Gloo 1.13 applies one timeout to every operation of a group: the one the
-// ProcessGroupGloo was created with (the world's timeout); it ignores c10d's
-// per-collective timeouts. A collective's own timeout (options.timeout) is
-// therefore enforced by waiting on its c10d work for that long: the caller
-// gets an error in time, but the transport operation stays pending until the
-// world's timeout, and later collectives of the group queue behind it. After
-// a timeout the group is unusable; a job should end (as PyTorch jobs do).
+// A collective's timeout is options.timeout, or the world's when that is zero
+// (c10d's own "unset" is -1 ms; a literal 0 would be taken as zero time). It is
+// passed to c10d and also enforced by waiting on the c10d work for that long:
+// LibTorch 2.x's Gloo honours per-collective timeouts, 1.13's applies the
+// timeout the ProcessGroupGloo was created with (the world's) to every
+// operation, so there the caller gets its error in time but the transport
+// operation stays pending until the world's timeout, and later collectives of
+// the group queue behind it. After a timeout the group is unusable; a job
+// should end (as PyTorch jobs do).
 
 namespace {
 
@@ -263,7 +265,7 @@ WorkPtr GlooCommunicator::run_all_reduce(at::Tensor& tensor, const AllReduceOpti
   std::vector<at::Tensor> tensors{r.gloo};
   c10d::AllreduceOptions opts;
   opts.reduceOp = r.op;
-  opts.timeout = options.timeout;
+  opts.timeout = effective(options.timeout, default_timeout_);
   auto work = DTENSOR_GLOO_CALL(where, process_group_->allreduce(tensors, opts));
   const bool avg = options.reduce_op == ReduceOp::kAvg;
   const int64_t n = size();
@@ -292,7 +294,7 @@ WorkPtr GlooCommunicator::run_all_gather_into_tensor(at::Tensor& output, const a
   std::vector<std::vector<at::Tensor>> outputs{std::move(blocks)};
   std::vector<at::Tensor> inputs{as_gloo_bits(input)};
   c10d::AllgatherOptions opts;
-  opts.timeout = options.timeout;
+  opts.timeout = effective(options.timeout, default_timeout_);
   auto work = DTENSOR_GLOO_CALL(where, process_group_->allgather(outputs, inputs, opts));
   return complete("all_gather_into_tensor", std::move(work), nullptr, options.timeout,
                   options.async_op);
@@ -309,7 +311,7 @@ WorkPtr GlooCommunicator::run_reduce_scatter_tensor(at::Tensor& output, const at
   std::vector<at::Tensor> tensors{r.gloo};
   c10d::AllreduceOptions opts;
   opts.reduceOp = r.op;
-  opts.timeout = options.timeout;
+  opts.timeout = effective(options.timeout, default_timeout_);
   auto work = DTENSOR_GLOO_CALL(where, process_group_->allreduce(tensors, opts));
   const bool avg = options.reduce_op == ReduceOp::kAvg;
   const int64_t n = size();
@@ -336,7 +338,7 @@ WorkPtr GlooCommunicator::run_all_to_all_single(at::Tensor& output, const at::Te
   std::vector<int64_t> out_splits = output_split_sizes;
   std::vector<int64_t> in_splits = input_split_sizes;
   c10d::AllToAllOptions opts;
-  opts.timeout = options.timeout;
+  opts.timeout = effective(options.timeout, default_timeout_);
   auto work = DTENSOR_GLOO_CALL(
       where, process_group_->alltoall_base(out_bits, in_bits, out_splits, in_splits, opts));
   return complete("all_to_all_single", std::move(work), nullptr, options.timeout, options.async_op);
@@ -349,7 +351,7 @@ WorkPtr GlooCommunicator::run_broadcast(at::Tensor& tensor, const BroadcastOptio
   std::vector<at::Tensor> tensors{as_gloo_bits(tensor)};
   c10d::BroadcastOptions opts;
   opts.rootRank = options.root;
-  opts.timeout = options.timeout;
+  opts.timeout = effective(options.timeout, default_timeout_);
   auto work = DTENSOR_GLOO_CALL(where, process_group_->broadcast(tensors, opts));
   return complete("broadcast", std::move(work), nullptr, options.timeout, options.async_op);
 }
@@ -368,7 +370,7 @@ WorkPtr GlooCommunicator::run_scatter(at::Tensor& output, const std::vector<at::
   }
   c10d::ScatterOptions opts;
   opts.rootRank = options.root;
-  opts.timeout = options.timeout;
+  opts.timeout = effective(options.timeout, default_timeout_);
   auto work = DTENSOR_GLOO_CALL(where, process_group_->scatter(outputs, input_lists, opts));
   return complete("scatter", std::move(work), nullptr, options.timeout, options.async_op);
 }
@@ -376,7 +378,7 @@ WorkPtr GlooCommunicator::run_scatter(at::Tensor& output, const std::vector<at::
 void GlooCommunicator::run_barrier(const BarrierOptions& options) {
   const std::string where = describe("barrier");
   c10d::BarrierOptions opts;
-  opts.timeout = options.timeout;
+  opts.timeout = effective(options.timeout, default_timeout_);
   auto work = DTENSOR_GLOO_CALL(where, process_group_->barrier(opts));
   complete("barrier", std::move(work), nullptr, options.timeout, /*async_op=*/false);
 }

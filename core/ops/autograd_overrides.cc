@@ -6,7 +6,7 @@
 //  - vector norms: over a sharded dim they decompose into local partial
 //    results and one reduction (see Note [Norms of sharded dims]); the
 //    backward is LibTorch's norm_backward written in DTensor ops.
-//  - _scaled_dot_product_attention: the math path builds its causal mask as a
+//  - scaled dot-product attention (compat::kAttentionOp): the math path builds its causal mask as a
 //    plain tensor; it runs with implicit replication (the mask is Replicate),
 //    heads first when heads are sharded (Note [Attention sharded on heads]).
 // Everything else keeps LibTorch's autograd formulas.
@@ -25,6 +25,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/compat/torch_compat.h"
 #include "core/dispatch/dispatch_mode.h"
 #include "core/dtensor_impl.h"
 #include "core/ops/builtin_rules.h"
@@ -268,22 +269,50 @@ at::Tensor heads_first(const at::Tensor& t) {
   return four.transpose(0, 1);
 }
 
+bool any_heads_sharded(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value) {
+  return query.dim() == 4 && key.dim() == 4 && value.dim() == 4 &&
+         (heads_sharded(query) || heads_sharded(key) || heads_sharded(value));
+}
+
+c10::optional<at::Tensor> mask_heads_first(const c10::optional<at::Tensor>& attn_mask) {
+  c10::optional<at::Tensor> mask;
+  if (attn_mask && attn_mask->defined()) mask = heads_first(*attn_mask);
+  return mask;
+}
+
+#if DTENSOR_TORCH_AT_LEAST(2, 0)
+// aten::scaled_dot_product_attention: the math decomposition, whatever fused
+// kernel LibTorch would pick for the local tensors.
+at::Tensor sdpa_with_implicit_replication(const at::Tensor& query, const at::Tensor& key,
+                                          const at::Tensor& value, const c10::optional<at::Tensor>& attn_mask,
+                                          double dropout_p, bool is_causal, c10::optional<double> scale,
+                                          bool enable_gqa) {
+  ImplicitReplicationGuard replicate_plain_tensors;
+  if (any_heads_sharded(query, key, value)) {
+    at::Tensor out = std::get<0>(at::_scaled_dot_product_attention_math(
+        heads_first(query), heads_first(key), heads_first(value), mask_heads_first(attn_mask), dropout_p,
+        is_causal, /*dropout_mask=*/c10::nullopt, scale, enable_gqa));
+    return out.transpose(0, 1);
+  }
+  return std::get<0>(at::_scaled_dot_product_attention_math(query, key, value, attn_mask, dropout_p, is_causal,
+                                                            /*dropout_mask=*/c10::nullopt, scale, enable_gqa));
+}
+#else
+// aten::_scaled_dot_product_attention (1.13): output and attention weights.
 std::tuple<at::Tensor, at::Tensor> sdpa_with_implicit_replication(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
     const c10::optional<at::Tensor>& attn_mask, double dropout_p, bool need_attn_weights, bool is_causal) {
   ImplicitReplicationGuard replicate_plain_tensors;
-  if (query.dim() == 4 && key.dim() == 4 && value.dim() == 4 &&
-      (heads_sharded(query) || heads_sharded(key) || heads_sharded(value))) {
-    c10::optional<at::Tensor> mask;
-    if (attn_mask && attn_mask->defined()) mask = heads_first(*attn_mask);
+  if (any_heads_sharded(query, key, value)) {
     auto [out, weights] = at::_scaled_dot_product_attention_math(heads_first(query), heads_first(key),
-                                                                  heads_first(value), mask, dropout_p,
-                                                                  need_attn_weights, is_causal);
+                                                                  heads_first(value), mask_heads_first(attn_mask),
+                                                                  dropout_p, need_attn_weights, is_causal);
     return {out.transpose(0, 1), weights.defined() && weights.dim() == 4 ? weights.transpose(0, 1) : weights};
   }
   return at::_scaled_dot_product_attention_math(query, key, value, attn_mask, dropout_p, need_attn_weights,
                                                 is_causal);
 }
+#endif
 
 }  // namespace
 
@@ -301,7 +330,7 @@ void register_autograd_overrides() {
     for (const char* name : {"linalg_vector_norm", "norm.ScalarOpt_dim", "norm.Scalar"}) {
       library->impl(name, torch::CppFunction::makeFromBoxedFunction<&norm_autograd>());
     }
-    library->impl("_scaled_dot_product_attention", TORCH_FN(sdpa_with_implicit_replication));
+    library->impl(compat::kAttentionOp, TORCH_FN(sdpa_with_implicit_replication));
   });
 }
 

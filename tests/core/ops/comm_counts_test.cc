@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "core/compat/torch_compat.h"
 #include "tests/core/ops/op_harness.h"
 
 namespace dtensor::testing {
@@ -91,7 +92,7 @@ TEST(CommCountsTest, AttentionShardedOnBatchOrHeadsIsFree) {
   for (const Placements& p : {S0, S1}) {
     OpCase sdpa("sdpa", {Input::floats({4, 4, 8, 4}), Input::floats({4, 4, 8, 4}), Input::floats({4, 4, 8, 4})},
                 [](const Tensors& x) {
-                  return Tensors{std::get<0>(at::_scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, false, true))};
+                  return Tensors{compat::scaled_dot_product_attention(x[0], x[1], x[2], /*is_causal=*/true)};
                 });
     CommCounts c = comm_counts(sdpa, {4}, {p, p, p});
     EXPECT_EQ(c.forward, kNone) << to_string(p);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "core/compat/torch_compat.h"
 #include "tests/core/ops/op_harness.h"
 
 namespace dtensor::testing {
@@ -79,13 +80,13 @@ TEST(MatrixOpsTest, LinearAndEinsum) {
 }
 
 // Attention on [batch, heads, seq, head_dim], sharded on batch or heads (the
-// math path of _scaled_dot_product_attention: bmm, softmax, bmm).
+// math path of scaled dot-product attention: bmm, softmax, bmm).
 TEST(MatrixOpsTest, ScaledDotProductAttentionOnBatchAndHeads) {
   for (bool causal : {false, true}) {
     OpCase sdpa(causal ? "sdpa_causal" : "sdpa",
                 {Input::floats({4, 4, 8, 4}), Input::floats({4, 4, 8, 4}), Input::floats({4, 4, 8, 4})},
                 [causal](const Tensors& x) {
-                  return Tensors{std::get<0>(at::_scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, false, causal))};
+                  return Tensors{compat::scaled_dot_product_attention(x[0], x[1], x[2], causal)};
                 });
     for (auto& in : sdpa.inputs) in.only = {{Shard(0)}, {Shard(1)}, {Replicate()}};
     check_all_placements(sdpa, /*max_combos=*/27, /*samples_2d=*/6);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/fake/fake_world.h"
+#include "core/compat/torch_compat.h"
 #include "core/dtensor_impl.h"
 #include "core/nn/module_call.h"
 #include "core/parallel/distribute_module.h"
@@ -48,8 +49,8 @@ TORCH_MODULE(ByName);
 // Collects LibTorch's warnings. The handler is per thread (LibTorch keeps it
 // in thread-local storage): install it with WarningHandlerGuard inside each
 // rank; the ranks share one collector.
-struct WarningCollector : c10::WarningHandler {
-  void process(const c10::SourceLocation&, const std::string& msg, const bool) override {
+struct WarningCollector : compat::WarningMessageHandler {
+  void on_warning(const std::string& msg) override {
     std::lock_guard<std::mutex> lock(mutex);
     messages.push_back(msg);
   }
@@ -104,7 +105,7 @@ TEST(ModuleParamsTest, UserModuleWithBinderSeesDTensors) {
 TEST(ModuleParamsTest, ModuleReadingByNameNeedsNoBinder) {
   WarningCollector warnings;
   run_fake_world(2, [&](World&) {
-    c10::Warning::WarningHandlerGuard guard(&warnings);
+    compat::WarningHandlerGuard guard(&warnings);
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     ByName m;
     distribute_module(*m, mesh, [](const std::string&, torch::nn::Module& mod, const DeviceMesh& mesh) {
@@ -126,7 +127,7 @@ TORCH_MODULE(Unbound);
 TEST(ModuleParamsTest, StaleMemberWithoutBinderWarns) {
   WarningCollector warnings;
   run_fake_world(1, [&](World&) {
-    c10::Warning::WarningHandlerGuard guard(&warnings);
+    compat::WarningHandlerGuard guard(&warnings);
     auto mesh = DeviceMesh::init(c10::kCPU, {1});
     Unbound m;
     distribute_module(*m, mesh);
