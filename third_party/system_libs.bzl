@@ -90,7 +90,15 @@ cc_library(
 )
 {cuda_target}
 """.format(linkopts = repr(_link(rpath, ["-ltorch_cpu", "-lc10"])), cuda_target = cuda_target))
-    ctx.file("defs.bzl", "TORCH_HAS_CUDA = %s\nLIBTORCH_ROOT = %r\nLIBTORCH_VERSION = %r\n" % (has_cuda, root, version))
+    # A PyTorch package (site-packages/torch) has its torchrun in ../../../../bin.
+    torchrun = ctx.path(root + "/../../../../bin/torchrun")
+    ctx.file("defs.bzl", "\n".join([
+        "TORCH_HAS_CUDA = %s" % has_cuda,
+        "LIBTORCH_ROOT = %r" % root,
+        "LIBTORCH_VERSION = %r" % version,
+        "TORCHRUN = %r" % (str(torchrun.realpath) if torchrun.exists else ""),
+        "",
+    ]))
 
 libtorch_repository = repository_rule(
     implementation = _libtorch_repository_impl,

@@ -1,29 +1,76 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian 12 machine (Debian packages only) and runs every test.
-#   tools/test.sh                   # all tests that need no GPU
-#   tools/test.sh //tests/core/...  # a subset
+# Sets up a fresh Debian 12 machine and runs every test.
+#   tools/test.sh                   # all tests that need no GPU (what CI runs)
+#   tools/test.sh //tests/core/...  # a subset, against the default LibTorch only
+# A full run (no targets given) is, in order:
+#   1. every test against PyTorch 2.11's LibTorch (the default build);
+#   2. the ASan+UBSan subset (tools/sanitize.sh ci)    DTENSOR_SANITIZE=0 skips it;
+#   3. the CUDA configuration, built (nothing here runs it)      DTENSOR_CUDA=0 skips it;
+#   4. the core, backends and examples suites against Debian's LibTorch 1.13,
+#      in their own Bazel output base                           DTENSOR_DEBIAN=0 skips it.
+# It ends with a `targets: N passed, M failed` line over all of them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh || exit 1
+
+passed=0
+failed=0
+worst=0
+# count LOG: adds the PASSED / failed target lines of a bazel test log.
+count() {
+  passed=$((passed + $(grep -cE '^//[^ ]+ +PASSED' "$1")))
+  failed=$((failed + $(grep -cE '^//[^ ]+ +(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$1")))
+}
+note_status() { (($1 != 0)) && worst=$1; return 0; }
+stage() { echo "==== $* ($(date +%T))"; }
+
 log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+stage "LibTorch of the default build"
+bazel run --ui_event_filters=-info,-stdout,-stderr --noshow_progress //tools/build_info || exit 1
+
 # --keep_going: report every failing test, not just the first.
 # --cache_test_results=no: a test run runs the tests (objects still come from the disk cache).
+stage "tests (default LibTorch)"
 bazel test --keep_going --cache_test_results=no --test_summary=short "${@:-//...}" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-passed=$(grep -cE '^//[^ ]+ +PASSED' "$log")
-failed=$(grep -cE '^//[^ ]+ +(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log")
-rm -f "$log"
-# A full run (no targets given) also runs the ASan+UBSan subset; see tools/sanitize.sh.
-# DTENSOR_SANITIZE=0 skips it.
-san_status=0
-if (($# == 0)) && [[ ${DTENSOR_SANITIZE:-1} != 0 ]]; then
-  san_log=$(mktemp)
-  tools/sanitize.sh ci 2>&1 | tee "$san_log"
-  san_status=${PIPESTATUS[0]}
-  passed=$((passed + $(grep -cE '^//[^ ]+ +PASSED' "$san_log")))
-  failed=$((failed + $(grep -cE '^//[^ ]+ +(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$san_log")))
-  rm -f "$san_log"
+note_status "${PIPESTATUS[0]}"
+count "$log"
+
+if (($# == 0)); then
+  if [[ ${DTENSOR_SANITIZE:-1} != 0 ]]; then
+    stage "ASan+UBSan subset"
+    tools/sanitize.sh ci 2>&1 | tee "$log"
+    note_status "${PIPESTATUS[0]}"
+    count "$log"
+  fi
+
+  if [[ ${DTENSOR_CUDA:-1} != 0 ]]; then
+    stage "CUDA configuration (build only)"
+    # --symlink_prefix=/: leave bazel-bin pointing at the CPU build.
+    if bazel build --config=cuda --keep_going --symlink_prefix=/ //... 2>&1 | tee "$log"; then
+      echo "//:cuda_configuration_build PASSED"
+      passed=$((passed + 1))
+    else
+      echo "//:cuda_configuration_build FAILED"
+      failed=$((failed + 1))
+      worst=1
+    fi
+  fi
+
+  if [[ ${DTENSOR_DEBIAN:-1} != 0 ]]; then
+    stage "core, backends and examples against Debian's LibTorch 1.13"
+    # Its own output base: switching LibTorch in the main one would rebuild it all.
+    debian=(env -u LIBTORCH DTENSOR_LIBTORCH=debian
+            bazel --output_base="${DTENSOR_HOME:-$HOME/.cache/dtensor}/bazel-debian")
+    "${debian[@]}" run --symlink_prefix=/ --ui_event_filters=-info,-stdout,-stderr --noshow_progress \
+      //tools/build_info || worst=1
+    "${debian[@]}" test --keep_going --cache_test_results=no --test_summary=short --symlink_prefix=/ \
+      //tests/core/... //tests/backends/... //tests/examples/... 2>&1 | tee "$log"
+    note_status "${PIPESTATUS[0]}"
+    count "$log"
+  fi
 fi
+
 echo "targets: ${passed} passed, ${failed} failed"
-((status != 0)) && exit "$status"
-exit "$san_status"
+exit "$worst"

@@ -244,7 +244,14 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   std::vector<c10::IValue> local_stack = local_args(call, plan, u.locals);
-  op.callBoxed(&local_stack);
+  try {
+    op.callBoxed(&local_stack);
+  } catch (const c10::Error& e) {
+    // LibTorch's own message names neither the op nor the DTensor operands
+    // (2.x: "expected m1 and m2 to have the same dtype, but got: float != double").
+    C10_THROW_ERROR(Error, c10::str(call.describe(), ": the local op failed on this rank's shards: ",
+                                    e.what_without_backtrace()));
+  }
   const auto& returns = op.schema().returns();
   size_t next_output = 0;
   for (size_t r = 0; r < local_stack.size(); ++r) {

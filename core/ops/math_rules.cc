@@ -105,7 +105,9 @@ DimRule softmax_backward_rule() {
 // before they reach it, with one all_reduce of the result (PyTorch: Partial
 // norm reduced later, also one all_reduce).
 void register_math_rules(ShardingRegistry& registry) {
-  registry.add({"aten::_softmax", "aten::_log_softmax"},
+  // _safe_softmax (LibTorch 2.5+): softmax that gives 0 on fully masked rows,
+  // used by the math attention path.
+  registry.add({"aten::_softmax", "aten::_log_softmax", "aten::_safe_softmax"},
                per_mesh_dim(whole_dims_rule(DimsSpec{1, false, kKeepsDims})));
   registry.add({"aten::_softmax_backward_data", "aten::_log_softmax_backward_data"},
                per_mesh_dim(softmax_backward_rule()));

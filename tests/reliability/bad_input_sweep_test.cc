@@ -218,9 +218,9 @@ std::vector<Row> api_rows() {
          DTensor b = distribute_tensor(arange({8, 2}).to(at::kDouble), m, P{Replicate(), Replicate()});
          at::mm(a, b);
        },
-       // The message is LibTorch's ("expected scalar type Float but found Double"):
-       // it names neither the op nor the operands (reported).
-       {"Float", "Double"}},
+       // The dispatcher prefixes LibTorch's message (which differs between 1.13
+       // and 2.x and names neither the op nor the operands) with the call.
+       {"aten::mm", "Float[4, 8]", "Double[8, 2]", "local op failed"}},
       // Factories.
       {"zeros with a negative size",
        [](World&, const DeviceMesh& m) { dtensor::zeros({-1, 4}, m, P{Shard(0), Replicate()}); },

@@ -1,4 +1,5 @@
-// A Gloo job launched by torchrun (Debian's python3-torch) instead of our own
+// A Gloo job launched by torchrun (the PyTorch package whose LibTorch this
+// builds against, else Debian's python3-torch on PATH) instead of our own
 // launcher: with its default static rendezvous (the agent serves the store,
 // see Note [torchrun agent store]) and with --standalone (rank 0 serves it).
 // Skipped where torchrun is not installed.
@@ -17,6 +18,8 @@ namespace dtensor::testing {
 namespace {
 
 std::string find_torchrun() {
+  const char* chosen = std::getenv("DTENSOR_TORCHRUN");  // see BUILD
+  if (chosen != nullptr && *chosen != '\0' && access(chosen, X_OK) == 0) return chosen;
   const char* path = std::getenv("PATH");
   std::istringstream dirs(std::string(path ? path : "") + ":/usr/bin:/usr/local/bin");
   for (std::string dir; std::getline(dirs, dir, ':');) {
