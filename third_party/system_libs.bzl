@@ -39,7 +39,10 @@ def _libtorch_root(ctx):
     return root, root + "/include", root + "/lib"
 
 def _libtorch_version(ctx, include_root):
-    header = ctx.path(include_root + "/torch/csrc/api/include/torch/version.h")
+    # 2.9+ keep the numbers in torch/headeronly/version.h, older in the API's.
+    header = ctx.path(include_root + "/torch/headeronly/version.h")
+    if not header.exists:
+        header = ctx.path(include_root + "/torch/csrc/api/include/torch/version.h")
     if not header.exists:
         return "unknown"
     parts = {}

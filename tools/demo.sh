@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian 12 machine (Debian packages only) and runs the main
+# Sets up a fresh Debian 12 machine (tools/setup.sh) and runs the main
 # demo: sharding layouts, then the quickstart (the test Transformer trained
 # with tensor + sequence + data parallelism on 4 fake ranks).
 set -euo pipefail

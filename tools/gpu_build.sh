@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds the backends (world, communicator, fake, solo, nccl), dtensor_launch
-# and the NCCL smoke test with CMake, for GPU hosts without Bazel. Uses the
+# Builds libdtensor (with the NCCL backend), dtensor-launch and the NCCL smoke
+# test with the repository's CMake build, for GPU hosts without Bazel. Uses the
 # LibTorch inside the installed PyTorch unless LIBTORCH is set.
 #   tools/gpu_build.sh                      # build into build-gpu/
 #   tools/gpu_build.sh --run                # ... then run the smoke test on one GPU
-#   tools/gpu_build.sh --run --nproc 2      # ... as 2 ranks on 2 GPUs (dtensor_launch)
+#   tools/gpu_build.sh --run --nproc 2      # ... as 2 ranks on 2 GPUs (dtensor-launch)
 # Environment: LIBTORCH, TORCH_CXX11_ABI (0/1), CUDA_HOME (default /usr/local/cuda),
 # NCCL_ROOT, BUILD_DIR (default build-gpu), PYTHON (default python3).
 set -euo pipefail
@@ -49,7 +49,7 @@ if [[ -z "${NCCL_ROOT:-}" ]]; then
 fi
 
 echo "gpu_build: LIBTORCH=$LIBTORCH ABI=${TORCH_CXX11_ABI:-auto} CUDA_HOME=$CUDA_HOME NCCL_ROOT=${NCCL_ROOT:-auto}"
-cmake -S "$ROOT/tools/cmake" -B "$BUILD_DIR" \
+cmake -S "$ROOT" -B "$BUILD_DIR" -DDTENSOR_WITH_VIEWER=OFF \
   -DLIBTORCH="$LIBTORCH" \
   -DTORCH_CXX11_ABI="${TORCH_CXX11_ABI:-}" \
   -DCUDAToolkit_ROOT="$CUDA_HOME" \
@@ -62,7 +62,7 @@ if ((RUN)); then
     exit 1
   fi
   if ((NPROC > 1)); then
-    exec "$BUILD_DIR/dtensor_launch" --nproc "$NPROC" -- "$BUILD_DIR/nccl_smoke_test"
+    exec "$BUILD_DIR/dtensor-launch" --nproc "$NPROC" -- "$BUILD_DIR/nccl_smoke_test"
   fi
   exec "$BUILD_DIR/nccl_smoke_test"
 fi

@@ -16,7 +16,7 @@ PACKAGES=(
   libgloo-dev                # Gloo headers for c10d's ProcessGroupGloo.hpp
   python3-torch              # torchrun 1.13, for the DTENSOR_LIBTORCH=debian build
   libimgui-dev libglfw3-dev libstb-dev libgl-dev   # viewer
-  nlohmann-json3-dev libfmt-dev
+  nlohmann-json3-dev
   googletest libgmock-dev libbenchmark-dev
   xvfb xauth libgl1-mesa-dri fonts-dejavu-core  # headless viewer tests, font
 )
