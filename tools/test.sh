@@ -6,7 +6,9 @@
 #   1. every test against PyTorch 2.11's LibTorch (the default build);
 #   2. the ASan+UBSan subset (tools/sanitize.sh ci)    DTENSOR_SANITIZE=0 skips it;
 #   3. the CUDA configuration, built (nothing here runs it)      DTENSOR_CUDA=0 skips it;
-#   4. the core, backends and examples suites against Debian's LibTorch 1.13,
+#   4. the build-sync check, and examples/consumer built against the installed
+#      CMake package and as a Bazel workspace using @dtensor  DTENSOR_CONSUMERS=0 skips it;
+#   5. the core, backends and examples suites against Debian's LibTorch 1.13,
 #      in their own Bazel output base                           DTENSOR_DEBIAN=0 skips it.
 # It ends with a `targets: N passed, M failed` line over all of them.
 set -uo pipefail
@@ -56,6 +58,16 @@ if (($# == 0)); then
       failed=$((failed + 1))
       worst=1
     fi
+  fi
+
+  if [[ ${DTENSOR_CONSUMERS:-1} != 0 ]]; then
+    stage "build files in sync, and a user's project on the CMake package and on @dtensor"
+    { tools/check_build_sync.py && echo "//tools:check_build_sync PASSED" ||
+        echo "//tools:check_build_sync FAILED"; } 2>&1 | tee "$log"
+    tools/check_consumers.sh 2>&1 | tee -a "$log"
+    note_status "${PIPESTATUS[0]}"
+    grep -q "check_build_sync FAILED" "$log" && worst=1
+    count "$log"
   fi
 
   if [[ ${DTENSOR_DEBIAN:-1} != 0 ]]; then

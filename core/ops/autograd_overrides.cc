@@ -6,9 +6,10 @@
 //  - vector norms: over a sharded dim they decompose into local partial
 //    results and one reduction (see Note [Norms of sharded dims]); the
 //    backward is LibTorch's norm_backward written in DTensor ops.
-//  - scaled dot-product attention (compat::kAttentionOp): the math path builds its causal mask as a
-//    plain tensor; it runs with implicit replication (the mask is Replicate),
-//    heads first when heads are sharded (Note [Attention sharded on heads]).
+//  - scaled dot-product attention (compat::kAttentionOp): the math path
+//    builds its causal mask as a plain tensor; it runs with implicit
+//    replication (the mask is Replicate), heads first when heads are sharded
+//    (Note [Attention sharded on heads]).
 // Everything else keeps LibTorch's autograd formulas.
 #include <ATen/Functions.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -289,6 +290,11 @@ at::Tensor sdpa_with_implicit_replication(const at::Tensor& query, const at::Ten
                                           bool enable_gqa) {
   ImplicitReplicationGuard replicate_plain_tensors;
   if (any_heads_sharded(query, key, value)) {
+    // Heads first turns heads into the batch dim, where GQA's head broadcast
+    // would not apply.
+    TORCH_CHECK(!enable_gqa, "aten::scaled_dot_product_attention with enable_gqa=True and heads sharded (",
+                "query ", query.sizes(), ", key ", key.sizes(), "): not supported; shard the batch dim, ",
+                "or repeat the key/value heads (repeat_interleave) and pass enable_gqa=False");
     at::Tensor out = std::get<0>(at::_scaled_dot_product_attention_math(
         heads_first(query), heads_first(key), heads_first(value), mask_heads_first(attn_mask), dropout_p,
         is_causal, /*dropout_mask=*/c10::nullopt, scale, enable_gqa));

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds and tests examples/consumer, a user's project outside this build, the
+# two ways users link dtensor, and prints one `NAME PASSED|FAILED` line each:
+#   cmake: the repository's CMake build installed into a temporary prefix,
+#          then the consumer configured with find_package(dtensor) and run by ctest;
+#   bazel: the consumer's own workspace with @dtensor as an external repository.
+#   tools/check_consumers.sh [cmake] [bazel]     # default: both
+# The CMake build tree is kept in $DTENSOR_HOME/cmake-build (outside the clone)
+# so a second run recompiles only what changed. LIBTORCH: as Bazel's default.
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DTENSOR_HOME="${DTENSOR_HOME:-$HOME/.cache/dtensor}"
+LIBTORCH="${LIBTORCH:-$DTENSOR_HOME/libtorch}"
+which=("$@")
+((${#which[@]})) || which=(cmake bazel)
+status=0
+
+report() {  # NAME STATUS
+  if (($2 == 0)); then echo "$1 PASSED"; else echo "$1 FAILED"; status=1; fi
+}
+
+cmake_consumer() {
+  local build="$DTENSOR_HOME/cmake-build" prefix consumer
+  prefix="$(mktemp -d)" consumer="$(mktemp -d)"
+  cmake -S "$ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-g0 \
+      -DLIBTORCH="$LIBTORCH" -DCMAKE_INSTALL_PREFIX="$prefix" -DDTENSOR_WERROR=ON &&
+    cmake --build "$build" -j "$(nproc)" &&
+    cmake --install "$build" &&
+    cmake -S "$ROOT/examples/consumer" -B "$consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" &&
+    cmake --build "$consumer" &&
+    ctest --test-dir "$consumer" --output-on-failure
+  local rc=$?
+  rm -rf "$prefix" "$consumer"
+  return $rc
+}
+
+bazel_consumer() {
+  (cd "$ROOT/examples/consumer" &&
+     bazel test --cache_test_results=no --test_output=errors --symlink_prefix=/ //...)
+}
+
+for w in "${which[@]}"; do
+  case $w in
+    cmake) echo "==== CMake package + examples/consumer ($(date +%T))"; cmake_consumer; report "//examples/consumer:cmake_package" $? ;;
+    bazel) echo "==== Bazel external repository + examples/consumer ($(date +%T))"; bazel_consumer; report "//examples/consumer:bazel_external" $? ;;
+    *) echo "usage: tools/check_consumers.sh [cmake] [bazel]" >&2; exit 2 ;;
+  esac
+done
+exit $status
