@@ -5,7 +5,8 @@
 # A full run (no targets given) is, in order:
 #   1. every test against PyTorch 2.11's LibTorch (the default build);
 #   2. the ASan+UBSan subset (tools/sanitize.sh ci)    DTENSOR_SANITIZE=0 skips it;
-#   3. the CUDA configuration, built (nothing here runs it)      DTENSOR_CUDA=0 skips it;
+#   3. the CUDA configuration of the backends, built (nothing here runs it)
+#                                                               DTENSOR_CUDA=0 skips it;
 #   4. the build-sync check, and examples/consumer built against the installed
 #      CMake package and as a Bazel workspace using @dtensor  DTENSOR_CONSUMERS=0 skips it;
 #   5. the core, backends and examples suites against Debian's LibTorch 1.13,
@@ -49,8 +50,11 @@ if (($# == 0)); then
 
   if [[ ${DTENSOR_CUDA:-1} != 0 ]]; then
     stage "CUDA configuration (build only)"
-    # --symlink_prefix=/: leave bazel-bin pointing at the CPU build.
-    if bazel build --config=cuda --keep_going --symlink_prefix=/ //... 2>&1 | tee "$log"; then
+    # What has CUDA code paths: the backends (NCCL's streams) and what links
+    # them directly; `//...` builds too, but in its own output tree that is a
+    # second full build. --symlink_prefix=/: bazel-bin stays the CPU build's.
+    if bazel build --config=cuda --keep_going --symlink_prefix=/ //backends/... \
+        //tests/backends/nccl/... //tools/build_info 2>&1 | tee "$log"; then
       echo "//:cuda_configuration_build PASSED"
       passed=$((passed + 1))
     else
