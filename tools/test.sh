@@ -76,9 +76,10 @@ if (($# == 0)); then
 
   if [[ ${DTENSOR_DEBIAN:-1} != 0 ]]; then
     stage "core, backends and examples against Debian's LibTorch 1.13"
-    # Its own output base: switching LibTorch in the main one would rebuild it all.
-    debian=(env -u LIBTORCH DTENSOR_LIBTORCH=debian
-            bazel --output_base="${DTENSOR_HOME:-$HOME/.cache/dtensor}/bazel-debian")
+    # Its own output base (one per checkout, as Bazel's own): switching
+    # LibTorch in the main one would rebuild it all. The disk cache is shared.
+    debian=(env -u LIBTORCH DTENSOR_LIBTORCH=debian bazel
+            --output_base="${DTENSOR_HOME:-$HOME/.cache/dtensor}/bazel-debian-$(pwd | md5sum | cut -c1-8)")
     "${debian[@]}" run --symlink_prefix=/ --ui_event_filters=-info,-stdout,-stderr --noshow_progress \
       //tools/build_info || worst=1
     "${debian[@]}" test --keep_going --cache_test_results=no --test_summary=short --symlink_prefix=/ \
