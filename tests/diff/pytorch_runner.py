@@ -1,0 +1,249 @@
+"""Runs differential-test programs (tests/diff/README.md) with PyTorch's own
+DTensor and writes one record per program.
+
+    python tests/diff/pytorch_runner.py programs.json records.json
+
+Ranks are simulated by PyTorch's LocalTensorMode (torch.distributed._local_tensor)
+over a "fake" process group: one process holds every rank's real values, the
+same machinery PyTorch's own LocalDTensorTestBase uses. See the README for why.
+"""
+
+import json
+import logging
+import sys
+import warnings
+
+import torch
+import torch.distributed as dist
+from torch.distributed._local_tensor import LocalTensor, LocalTensorMode
+from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
+from torch.distributed.tensor.debug import CommDebugMode
+
+warnings.filterwarnings("ignore")
+logging.getLogger("torch").setLevel(logging.ERROR)
+
+FORMAT = "dtensor-diff/1"
+
+
+# ---------------------------------------------------------------- placements
+
+def parse_placement(text):
+    text = text.strip()
+    if text == "R":
+        return Replicate()
+    if text.startswith("S(") and text.endswith(")"):
+        return Shard(int(text[2:-1]))
+    if text == "P":
+        return Partial("sum")
+    if text.startswith("P(") and text.endswith(")"):
+        return Partial(text[2:-1])
+    raise ValueError(f"bad placement {text!r}")
+
+
+def placement_str(p):
+    if isinstance(p, Replicate):
+        return "R"
+    if isinstance(p, Shard):
+        return f"S({p.dim})"
+    if isinstance(p, Partial):
+        return f"P({p.reduce_op})"
+    return str(p)  # _StridedShard and friends: never equal to ours
+
+
+# ---------------------------------------------------------------- values
+
+def global_values(shape, spec, variant):
+    """The deterministic generator both runners implement (README, "Inputs")."""
+    n = 1
+    for s in shape:
+        n *= s
+    seed = spec["seed"] + 101 * variant
+    a = 1 + (seed * 389) % 1008
+    b = (seed * 7) % 1009
+    i = torch.arange(n, dtype=torch.int64)
+    raw = (i * a + b) % 1009
+    if spec.get("dtype", "float64") == "int64":
+        return (raw % spec["high"]).reshape(shape)
+    x = raw.to(torch.float64) / 1009.0 - 0.5
+    return (x * spec.get("scale", 1.0) + spec.get("offset", 0.0)).reshape(shape)
+
+
+def partial_index(coord, mesh_shape, placements):
+    """Row-major index of a rank among the Partial mesh dims (0 when none)."""
+    k = 0
+    for d, p in enumerate(placements):
+        if p.is_partial():
+            k = k * mesh_shape[d] + coord[d]
+    return k
+
+
+def make_input(spec, mesh, world):
+    placements = [parse_placement(p) for p in spec["placements"]]
+    shape = list(spec["shape"])
+    plain = [Replicate() if p.is_partial() else p for p in placements]
+    locals_by_variant = {}
+    per_rank = {}
+    for r in range(world):
+        coord = [int(c) for c in (mesh.mesh == r).nonzero()[0].tolist()]
+        k = partial_index(coord, mesh.shape, placements)
+        if k not in locals_by_variant:
+            with torch.distributed._local_tensor.maybe_disable_local_tensor_mode():
+                g = global_values(shape, spec, k)
+            d = torch.distributed.tensor.distribute_tensor(g, mesh, plain, src_data_rank=None)
+            locals_by_variant[k] = d.to_local()
+        lt = locals_by_variant[k]
+        per_rank[r] = (lt._local_tensors[r] if isinstance(lt, LocalTensor) else lt).clone()
+    local = LocalTensor(per_rank)
+    stride = torch.empty(shape).stride()
+    x = DTensor.from_local(local, mesh, placements, shape=torch.Size(shape), stride=stride)
+    if spec.get("requires_grad", False):
+        x.requires_grad_(True)
+    return x
+
+
+def encode_values(t):
+    flat = t.detach().to(torch.float64).reshape(-1).tolist()
+    out = []
+    for v in flat:
+        if v != v:
+            out.append("nan")
+        elif v in (float("inf"), float("-inf")):
+            out.append("inf" if v > 0 else "-inf")
+        else:
+            out.append(float(f"{v:.15g}"))
+    return out
+
+
+def rank0(t):
+    return t._local_tensors[0] if isinstance(t, LocalTensor) else t
+
+
+def describe(t):
+    """Record of one step output: placements, shape, global values."""
+    if not isinstance(t, torch.Tensor):
+        return {"kind": "other", "value": repr(t)}
+    if isinstance(t, DTensor):
+        with torch.no_grad():
+            full = t.full_tensor()
+        return {"placements": [placement_str(p) for p in t.placements],
+                "shape": list(t.shape), "values": encode_values(rank0(full))}
+    return {"placements": None, "shape": list(t.shape), "values": encode_values(rank0(t))}
+
+
+def comm_counts(mode):
+    out = {}
+    for k, v in mode.get_comm_counts().items():
+        name = str(k).split(".")[-1]
+        out[name] = out.get(name, 0) + v
+    return out
+
+
+# ---------------------------------------------------------------- steps
+
+def resolve(arg, env):
+    if isinstance(arg, dict) and "t" in arg:
+        return env[arg["t"]]
+    if isinstance(arg, list):
+        return [resolve(a, env) for a in arg]
+    return arg
+
+
+def flatten_outputs(result):
+    if isinstance(result, (tuple, list)):
+        out = []
+        for r in result:
+            out.extend(flatten_outputs(r))
+        return out
+    return [result]
+
+
+def aten_op(name):
+    ns, rest = name.split("::")
+    base, _, overload = rest.partition(".")
+    packet = getattr(getattr(torch.ops, ns), base)
+    return getattr(packet, overload or "default")
+
+
+def run_step(step, env, mesh, grads_of):
+    kind = step["kind"]
+    if kind == "op":
+        fn = aten_op(step["op"])
+        args = [resolve(a, env) for a in step.get("args", [])]
+        kwargs = {k: resolve(v, env) for k, v in step.get("kwargs", {}).items()}
+        return flatten_outputs(fn(*args, **kwargs)), True
+    x = env[step["t"]]
+    if kind == "redistribute":
+        return [x.redistribute(mesh, [parse_placement(p) for p in step["placements"]])], True
+    if kind == "full_tensor":
+        return [x.full_tensor()], False
+    if kind == "backward":
+        x.sum().backward()
+        return [grads_of[i].grad for i in step.get("grads", [])], False
+    raise ValueError(f"unknown step kind {kind!r}")
+
+
+def error_text(e):
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first}"[:300]
+
+
+def run_program(prog, mesh):
+    world = prog["world_size"]
+    try:
+        env = [make_input(spec, mesh, world) for spec in prog["inputs"]]
+    except Exception as e:  # noqa: BLE001 - e.g. mixed Partial reduce ops
+        return {"id": prog["id"], "inputs_raised": True, "error": error_text(e), "steps": []}
+    inputs = list(env)
+    steps = []
+    for step in prog["steps"]:
+        rec = {"raised": False}
+        mode = CommDebugMode()
+        try:
+            with mode:
+                outs, keep = run_step(step, env, mesh, inputs)
+            rec["comms"] = comm_counts(mode)
+            rec["outputs"] = [None if o is None else describe(o) for o in outs]
+            if keep:
+                env.extend(outs)
+        except Exception as e:  # noqa: BLE001 - raising is what we record
+            rec["raised"] = True
+            rec["error"] = error_text(e)
+            steps.append(rec)
+            break
+        steps.append(rec)
+    return {"id": prog["id"], "steps": steps}
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.exit(__doc__)
+    with open(argv[1]) as f:
+        doc = json.load(f)
+    if doc.get("format") != FORMAT:
+        sys.exit(f"{argv[1]}: not a {FORMAT} file")
+    programs = doc["programs"]
+    records = [None] * len(programs)
+    by_world = {}
+    for i, p in enumerate(programs):
+        by_world.setdefault(p["world_size"], []).append(i)
+    for world, idxs in sorted(by_world.items()):
+        dist.init_process_group("fake", rank=0, world_size=world)
+        meshes = {}
+        with LocalTensorMode(frozenset(range(world))):
+            for i in idxs:
+                p = programs[i]
+                key = (tuple(p["mesh"]["shape"]), tuple(p["mesh"].get("names") or ()))
+                if key not in meshes:
+                    meshes[key] = DeviceMesh("cpu", torch.arange(world).reshape(key[0]),
+                                             mesh_dim_names=key[1] or None)
+                torch.manual_seed(0)
+                records[i] = run_program(p, meshes[key])
+        dist.destroy_process_group()
+    out = {"format": FORMAT, "producer": f"pytorch {torch.__version__}", "records": records}
+    with open(argv[2], "w") as f:
+        json.dump(out, f, separators=(",", ":"))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
