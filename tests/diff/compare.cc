@@ -36,23 +36,38 @@ std::string values_diff(const json& a, const json& b) {
   return "";
 }
 
-json nonzero(const json& counts) {
+}  // namespace
+
+// Note [Collective names]
+// PyTorch 2.11 runs Shard(i) -> Shard(j) through its own op
+// _dtensor.shard_dim_alltoall (an all_to_all_single underneath), and its
+// CommDebugMode counts it under that name; ours counts the all_to_all_single.
+// The comparer maps the name (deviation row "alltoall-name" documents it).
+json normalized_comms(const json& counts) {
   json out = json::object();
   if (!counts.is_object()) return out;
   for (const auto& [k, v] : counts.items()) {
-    if (v.get<int64_t>() != 0) out[k] = v;
+    if (v.get<int64_t>() == 0) continue;
+    const std::string name = k == "shard_dim_alltoall" ? "all_to_all_single" : k;
+    const int64_t before = out.contains(name) ? out.at(name).get<int64_t>() : 0;
+    out[name] = before + v.get<int64_t>();
   }
   return out;
 }
 
+bool values_agree(const json& a, const json& b) { return values_diff(a, b).empty(); }
+
+namespace {
+
 class Comparer {
  public:
-  Comparer(const Program& p, ProgramComparison* out) : program_(p), out_(out) {}
+  Comparer(const Program& p, const json& ours, const json& theirs, const json& reference, ProgramComparison* out)
+      : program_(p), ours_(ours), theirs_(theirs), reference_(reference), out_(out) {}
 
   void add(int step, const std::string& field, const std::string& detail, const json& ours,
            const json& theirs, int output = -1) {
     FieldDiff d{step, label_of(program_, step), field, detail, ""};
-    DiffContext ctx{program_, step, field, ours, theirs, output};
+    DiffContext ctx{program_, step, field, ours, theirs, ours_, theirs_, reference_, output};
     for (const Deviation& dev : deviations()) {
       if (dev.explains(ctx)) {
         d.deviation = dev.id;
@@ -90,7 +105,7 @@ class Comparer {
       return;
     }
     if (ra) return;  // both raised: messages are not compared
-    json ca = nonzero(a.at("comms")), cb = nonzero(b.at("comms"));
+    json ca = normalized_comms(a.at("comms")), cb = normalized_comms(b.at("comms"));
     if (ca != cb) add(s, "comms", "ours " + ca.dump() + " pytorch " + cb.dump(), a, b);
     const json& oa = a.at("outputs");
     const json& ob = b.at("outputs");
@@ -101,7 +116,31 @@ class Comparer {
     for (size_t i = 0; i < oa.size(); ++i) output(s, static_cast<int>(i), oa[i], ob[i], a, b);
   }
 
-  void run(const json& ours, const json& theirs) {
+  // Our values against the single-device run, for every step we completed.
+  void against_reference() {
+    if (reference_.is_null() || ours_.value("inputs_raised", false)) return;
+    const json& sa = ours_.at("steps");
+    const json& sr = reference_.at("steps");
+    for (size_t s = 0; s < sa.size() && s < sr.size(); ++s) {
+      if (sa[s].value("raised", false) || sr[s].value("raised", false)) return;
+      const json& oa = sa[s].at("outputs");
+      const json& orf = sr[s].at("outputs");
+      for (size_t i = 0; i < oa.size() && i < orf.size(); ++i) {
+        if (oa[i].is_null() || orf[i].is_null()) continue;
+        const std::string v = values_diff(oa[i].at("values"), orf[i].at("values"));
+        if (!v.empty()) {
+          FieldDiff d{static_cast<int>(s), label_of(program_, static_cast<int>(s)), "reference",
+                      "output " + std::to_string(i) + " against the single-device run: " + v, ""};
+          out_->diffs.push_back(std::move(d));
+        }
+      }
+    }
+  }
+
+  void run() {
+    against_reference();
+    const json& ours = ours_;
+    const json& theirs = theirs_;
     const bool ia = ours.value("inputs_raised", false), ib = theirs.value("inputs_raised", false);
     if (ia != ib) {
       add(-1, "raised", ia ? "ours raised making inputs: " + ours.value("error", std::string())
@@ -114,7 +153,7 @@ class Comparer {
     const size_t n = std::min(sa.size(), sb.size());
     for (size_t i = 0; i < n; ++i) step(static_cast<int>(i), sa[i], sb[i]);
     // A raise ends a program; both raising at the same step keeps lengths equal.
-    if (sa.size() != sb.size() && out_->diffs.empty()) {
+    if (sa.size() != sb.size() && n > 0 && !sa[n - 1].value("raised", false) && !sb[n - 1].value("raised", false)) {
       add(static_cast<int>(n), "steps", "ours ran " + std::to_string(sa.size()) + " steps, pytorch " +
           std::to_string(sb.size()), ours, theirs);
     }
@@ -122,6 +161,9 @@ class Comparer {
 
  private:
   const Program& program_;
+  const json& ours_;
+  const json& theirs_;
+  const json& reference_;
   ProgramComparison* out_;
 };
 
@@ -131,10 +173,19 @@ bool ProgramComparison::agrees() const {
   return std::all_of(diffs.begin(), diffs.end(), [](const FieldDiff& d) { return !d.deviation.empty(); });
 }
 
-ProgramComparison compare_records(const Program& program, const json& ours, const json& theirs) {
+ProgramComparison compare_records(const Program& program, const json& ours, const json& theirs,
+                                  const json& reference) {
   ProgramComparison out;
   out.id = program.id;
-  Comparer(program, &out).run(ours, theirs);
+  Comparer(program, ours, theirs, reference, &out).run();
+  return out;
+}
+
+std::vector<std::string> unexplained_keys(const ProgramComparison& c) {
+  std::vector<std::string> out;
+  for (const FieldDiff& d : c.diffs) {
+    if (d.deviation.empty()) out.push_back(c.id + " " + std::to_string(d.step) + " " + d.step_label + " " + d.field);
+  }
   return out;
 }
 

@@ -21,7 +21,8 @@ inline constexpr double kTolerance = 1e-10;
 struct FieldDiff {
   int step = -1;             // -1: input creation
   std::string step_label;    // "aten::mul.Tensor", "redistribute", ...
-  std::string field;         // "raised", "comms", "outputs", "placements", "shape", "values"
+  std::string field;         // "raised", "comms", "outputs", "placements", "shape", "values",
+                             // "reference" (ours differs from the single-device run)
   std::string detail;        // "ours ... pytorch ..."
   std::string deviation;     // id of the deviation-table row that explains it, or empty
 };
@@ -35,10 +36,24 @@ struct ProgramComparison {
   bool identical() const { return diffs.empty(); }
 };
 
-/// Compares the records of one program. Precondition: both records have
-/// program.id.
+/// Compares the records of one program. `reference` is run_reference's
+/// single-device record (or null): our values must also match it (field
+/// "reference", never explained by a deviation), and deviation rows use it to
+/// tell which side is right. Precondition: the records have program.id.
 ProgramComparison compare_records(const Program& program, const nlohmann::json& ours,
-                                  const nlohmann::json& theirs);
+                                  const nlohmann::json& theirs, const nlohmann::json& reference);
+
+/// True when two value lists agree to kTolerance ("nan" equals "nan").
+bool values_agree(const nlohmann::json& a, const nlohmann::json& b);
+
+/// Collective counts without zero entries, PyTorch's names mapped to ours
+/// (See Note [Collective names] in compare.cc).
+nlohmann::json normalized_comms(const nlohmann::json& counts);
+
+/// One line per unexplained difference, "id step label field" (no values:
+/// stable across reruns), as tests/diff/testdata/known_divergences.txt lists
+/// them.
+std::vector<std::string> unexplained_keys(const ProgramComparison& comparison);
 
 /// A readable report of many comparisons: totals, differences by field and by
 /// op, deviation rows used, and the first `max_listed` unexplained differences.

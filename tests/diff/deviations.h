@@ -21,6 +21,9 @@ struct DiffContext {
   const std::string& field;          // "raised", "comms", "placements", ...
   const nlohmann::json& ours;        // our step record (or whole record for inputs)
   const nlohmann::json& theirs;      // PyTorch's
+  const nlohmann::json& ours_record;       // whole records (ours, PyTorch's, single-device)
+  const nlohmann::json& theirs_record;
+  const nlohmann::json& reference_record;  // null when there is none
   int output = -1;                   // output index for per-output fields
 };
 

@@ -3,6 +3,7 @@
 //   bazel run //tests/diff:diff_runner -- --programs P.json --pytorch R.json --report out.txt
 //   diff_runner --programs P.json --records ours.json          # our records only
 //   diff_runner --programs P.json --pytorch R.json --only g18_00012 --verbose
+//   diff_runner ... --write-known known_divergences.txt   # appends the unexplained differences
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -24,7 +25,7 @@ json read_json(const std::string& path) {
 
 int usage() {
   std::cerr << "usage: diff_runner --programs P.json [--pytorch R.json] [--records OUT.json] "
-               "[--report OUT.txt] [--only ID] [--verbose]\n";
+               "[--report OUT.txt] [--list N] [--write-known APPEND.txt] [--only ID] [--verbose]\n";
   return 2;
 }
 
@@ -56,19 +57,36 @@ int main(int argc, char** argv) {
     std::vector<ProgramComparison> comparisons;
     for (const Program& p : programs) {
       if (opt.count("only") && p.id != opt["only"]) continue;
-      json ours = run_program(p);
+      json ours;
+      try {
+        ours = run_program(p);
+      } catch (const std::exception& e) {
+        throw std::runtime_error(p.id + ": " + e.what());
+      }
       if (verbose) std::cout << "ours    " << ours.dump() << "\n";
       if (theirs.count(p.id)) {
         if (verbose) std::cout << "pytorch " << theirs[p.id].dump() << "\n";
-        comparisons.push_back(compare_records(p, ours, theirs[p.id]));
+        json reference = run_reference(p);
+        if (verbose) std::cout << "single  " << reference.dump() << "\n";
+        try {
+          comparisons.push_back(compare_records(p, ours, theirs[p.id], reference));
+        } catch (const std::exception& e) {
+          throw std::runtime_error(p.id + " (comparing): " + e.what());
+        }
       }
       records.push_back(std::move(ours));
     }
     if (opt.count("records")) {
       std::ofstream(opt["records"]) << json{{"format", kFormat}, {"producer", "dtensor"}, {"records", records}}.dump();
     }
+    if (opt.count("write-known")) {
+      std::ofstream known(opt["write-known"], std::ios::app);
+      for (const auto& c : comparisons) {
+        for (const std::string& k : unexplained_keys(c)) known << k << "\n";
+      }
+    }
     if (!theirs.empty()) {
-      std::string report = comparison_report(comparisons);
+      std::string report = comparison_report(comparisons, opt.count("list") ? std::stoul(opt["list"]) : 40);
       if (opt.count("report")) std::ofstream(opt["report"]) << report;
       std::cout << report;
       for (const auto& c : comparisons) {

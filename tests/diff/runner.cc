@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
@@ -133,6 +134,58 @@ StepResult run_step(const Step& step, std::vector<at::Tensor>& env, const std::v
   return {};
 }
 
+// The global value of a (possibly Partial) input; false when mixed.
+bool reference_input(const InputSpec& spec, const std::vector<int64_t>& mesh_shape, at::Tensor* out) {
+  Placements placements = parse(spec.placements);
+  std::optional<ReduceOp> op;
+  int64_t variants = 1;
+  for (size_t d = 0; d < placements.size(); ++d) {
+    if (!placements[d].is_partial()) continue;
+    if (op && *op != placements[d].reduce_op()) return false;
+    op = placements[d].reduce_op();
+    variants *= mesh_shape[d];
+  }
+  std::vector<at::Tensor> vs;
+  for (int64_t k = 0; k < variants; ++k) vs.push_back(global_values(spec, k));
+  at::Tensor all = at::stack(vs);
+  if (!op) {
+    *out = vs[0];
+  } else if (*op == ReduceOp::kSum) {
+    *out = all.sum(0);
+  } else if (*op == ReduceOp::kAvg) {
+    *out = all.mean(0);
+  } else if (*op == ReduceOp::kMax) {
+    *out = std::get<0>(all.max(0));
+  } else if (*op == ReduceOp::kMin) {
+    *out = std::get<0>(all.min(0));
+  } else {
+    *out = all.prod(0);
+  }
+  if (spec.requires_grad) out->set_requires_grad(true);
+  return true;
+}
+
+StepResult run_reference_step(const Step& step, std::vector<at::Tensor>& env,
+                              const std::vector<at::Tensor>& inputs) {
+  const json& j = step.json;
+  if (step.kind == "op") {
+    return {call_aten(j.at("op").get<std::string>(), j.value("args", json::array()),
+                      j.value("kwargs", json::object()), env),
+            true};
+  }
+  const at::Tensor& x = env_at(env, j);
+  if (step.kind == "redistribute") return {{x}, true};
+  if (step.kind == "full_tensor") return {{x}, false};
+  if (step.kind == "backward") {
+    x.sum().backward();
+    StepResult r{{}, false};
+    for (const json& i : j.value("grads", json::array())) r.outputs.push_back(inputs.at(i.get<size_t>()).grad());
+    return r;
+  }
+  TORCH_CHECK(false, "diff program: unknown step kind ", step.kind);
+  return {};
+}
+
 json run_on_rank(const Program& program) {
   std::vector<std::string> names = program.mesh_names;
   DeviceMesh mesh = DeviceMesh::init(c10::kCPU, program.mesh_shape, names);
@@ -174,6 +227,40 @@ json run_on_rank(const Program& program) {
 }
 
 }  // namespace
+
+json run_reference(const Program& program) {
+  json record = {{"id", program.id}, {"steps", json::array()}};
+  std::vector<at::Tensor> env;
+  try {
+    for (const InputSpec& spec : program.inputs) {
+      at::Tensor t;
+      if (!reference_input(spec, program.mesh_shape, &t)) return nullptr;
+      env.push_back(t);
+    }
+  } catch (const std::exception& e) {
+    record["inputs_raised"] = true;
+    record["error"] = first_line(e.what());
+    return record;
+  }
+  const std::vector<at::Tensor> inputs = env;
+  for (const Step& step : program.steps) {
+    json rec = {{"raised", false}, {"comms", json::object()}};
+    try {
+      StepResult r = run_reference_step(step, env, inputs);
+      json outs = json::array();
+      for (const at::Tensor& t : r.outputs) outs.push_back(describe(t));
+      rec["outputs"] = outs;
+      if (r.keep) env.insert(env.end(), r.outputs.begin(), r.outputs.end());
+    } catch (const std::exception& e) {
+      rec["raised"] = true;
+      rec["error"] = first_line(e.what());
+      record["steps"].push_back(rec);
+      break;
+    }
+    record["steps"].push_back(rec);
+  }
+  return record;
+}
 
 json run_program(const Program& program) {
   json record;

@@ -17,4 +17,11 @@ namespace dtensor::diff {
 /// runner. Malformed steps (unknown op, bad argument) raise like any error.
 nlohmann::json run_program(const Program& program);
 
+/// The single-device reference of `program`: the same steps on plain global
+/// tensors (a Partial input is the reduction of its rank variants;
+/// redistribute and full_tensor return their input). Same record layout,
+/// with "placements": null and empty "comms". Returns null for inputs with
+/// mixed Partial reduce ops (no single global value).
+nlohmann::json run_reference(const Program& program);
+
 }  // namespace dtensor::diff
