@@ -21,6 +21,8 @@ using testing::expected_local;
 using testing::placement_alphabet;
 using testing::trace;
 using testing::without_partial;
+using testing::makes_new_partial;
+using testing::redistribute_or_internal;
 
 struct MeshCase {
   std::vector<int64_t> mesh;
@@ -70,27 +72,6 @@ std::vector<std::pair<Placements, Placements>> pairs_to_test(const std::vector<P
     pairs.emplace_back(lists[rng() % lists.size()], lists[rng() % lists.size()]);
   }
   return pairs;
-}
-
-// True when `to` makes a new Partial on some mesh dim: the public
-// redistribute refuses that (See Note [Redistribute to Partial is internal]).
-bool makes_new_partial(const Placements& from, const Placements& to) {
-  for (size_t i = 0; i < to.size(); ++i) {
-    if (to[i].is_partial() && !(from[i] == to[i])) return true;
-  }
-  return false;
-}
-
-// x.redistribute(to); for a new Partial, checks that the public API refuses it
-// and takes the internal path (what sharding propagation uses) instead.
-DTensor redistribute_or_internal(const DTensor& x, const Placements& to) {
-  if (!makes_new_partial(x.placements(), to)) return x.redistribute(to);
-  EXPECT_THROW(x.redistribute(to), c10::Error);
-  FromLocalOptions options;
-  options.shape = x.spec().meta.shape;
-  options.stride = x.spec().meta.stride;
-  return DTensor::from_local(redistribute_local(x.local_tensor(), x.spec(), to), x.device_mesh(), to,
-                             options);
 }
 
 void check_round_trips(const MeshCase& c, const Placements& alphabet, size_t max_pairs) {
