@@ -2,6 +2,7 @@
 DTensor and writes one record per program.
 
     python tests/diff/pytorch_runner.py programs.json records.json
+    python tests/diff/pytorch_runner.py --gloo-crosscheck programs.json records.json EVERY_NTH
 
 Ranks are simulated by PyTorch's LocalTensorMode (torch.distributed._local_tensor)
 over a "fake" process group: one process holds every rank's real values, the
@@ -10,6 +11,7 @@ same machinery PyTorch's own LocalDTensorTestBase uses. See the README for why.
 
 import json
 import logging
+import os
 import sys
 import warnings
 
@@ -24,6 +26,7 @@ warnings.filterwarnings("ignore")
 logging.getLogger("torch").setLevel(logging.ERROR)
 
 FORMAT = "dtensor-diff/1"
+LOCAL_MODE = True  # False in the Gloo cross-check workers
 
 
 # ---------------------------------------------------------------- placements
@@ -82,6 +85,13 @@ def make_input(spec, mesh, world):
     placements = [parse_placement(p) for p in spec["placements"]]
     shape = list(spec["shape"])
     plain = [Replicate() if p.is_partial() else p for p in placements]
+    if not LOCAL_MODE:  # a real process group: this process is one rank
+        k = partial_index(mesh.get_coordinate(), mesh.shape, placements)
+        d = torch.distributed.tensor.distribute_tensor(global_values(shape, spec, k), mesh, plain,
+                                                       src_data_rank=None)
+        x = DTensor.from_local(d.to_local().clone(), mesh, placements, shape=torch.Size(shape),
+                               stride=torch.empty(shape).stride())
+        return x.requires_grad_(True) if spec.get("requires_grad", False) else x
     locals_by_variant = {}
     per_rank = {}
     for r in range(world):
@@ -215,7 +225,78 @@ def run_program(prog, mesh):
     return {"id": prog["id"], "steps": steps}
 
 
+def gloo_worker(rank, world, programs, out_path, port):
+    """One rank of the Gloo cross-check: real processes, real collectives."""
+    global LOCAL_MODE
+    LOCAL_MODE = False
+    import datetime
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
+    torch.set_num_threads(1)
+    meshes, records = {}, []
+    for p in programs:
+        key = (tuple(p["mesh"]["shape"]), tuple(p["mesh"].get("names") or ()))
+        if key not in meshes:
+            meshes[key] = DeviceMesh("cpu", torch.arange(world).reshape(key[0]), mesh_dim_names=key[1] or None)
+        torch.manual_seed(0)
+        records.append(run_program(p, meshes[key]))
+    dist.destroy_process_group()
+    if rank == 0:
+        with open(out_path, "w") as f:
+            json.dump({"format": FORMAT, "producer": f"pytorch {torch.__version__} gloo", "records": records}, f)
+
+
+def same_record(a, b):
+    """Equal raising, counts, placements, shapes; values to 1e-10."""
+    if a.get("inputs_raised", False) != b.get("inputs_raised", False) or len(a["steps"]) != len(b["steps"]):
+        return False
+    for x, y in zip(a["steps"], b["steps"]):
+        if x["raised"] != y["raised"]:
+            return False
+        if x["raised"]:
+            continue
+        if x["comms"] != y["comms"] or len(x["outputs"]) != len(y["outputs"]):
+            return False
+        for o, q in zip(x["outputs"], y["outputs"]):
+            if (o is None) != (q is None):
+                return False
+            if o is None:
+                continue
+            if o["placements"] != q["placements"] or o["shape"] != q["shape"]:
+                return False
+            for u, v in zip(o["values"], q["values"]):
+                if isinstance(u, str) or isinstance(v, str):
+                    if u != v:
+                        return False
+                elif abs(u - v) > 1e-10 * max(1.0, abs(v)):
+                    return False
+    return True
+
+
+def gloo_crosscheck(programs_path, records_path, sample):
+    """Runs every `sample`-th world-4 program on 4 Gloo processes and compares
+    with the LocalTensorMode records: the simulation must be faithful."""
+    import tempfile
+    import torch.multiprocessing as mp
+    with open(programs_path) as f:
+        programs = [p for p in json.load(f)["programs"] if p["world_size"] == 4][::sample]
+    with open(records_path) as f:
+        local = {r["id"]: r for r in json.load(f)["records"]}
+    out = tempfile.mktemp(suffix=".json")
+    mp.start_processes(gloo_worker, args=(4, programs, out, 29600 + os.getpid() % 300), nprocs=4,
+                       start_method="spawn")
+    with open(out) as f:
+        gloo = json.load(f)["records"]
+    bad = [r["id"] for r in gloo if not same_record(r, local[r["id"]])]
+    print(f"gloo cross-check: {len(gloo)} programs, {len(gloo) - len(bad)} identical to LocalTensorMode"
+          + (f"; differ: {bad}" if bad else ""))
+    return not bad
+
+
 def main(argv):
+    if len(argv) == 5 and argv[1] == "--gloo-crosscheck":
+        sys.exit(0 if gloo_crosscheck(argv[2], argv[3], int(argv[4])) else 1)
     if len(argv) != 3:
         sys.exit(__doc__)
     with open(argv[1]) as f:
