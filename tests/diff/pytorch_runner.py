@@ -247,8 +247,19 @@ def gloo_worker(rank, world, programs, out_path, port):
             json.dump({"format": FORMAT, "producer": f"pytorch {torch.__version__} gloo", "records": records}, f)
 
 
-def same_record(a, b):
-    """Equal raising, counts, placements, shapes; values to 1e-10."""
+def gloo_comms(counts):
+    """On Gloo (no all_to_all on CPU), PyTorch's shard_dim_alltoall falls
+    back to all_gather + local chunk: map LocalTensorMode's counts to that."""
+    out = dict(counts)
+    k = out.pop("shard_dim_alltoall", 0)
+    if k:
+        out["all_gather_into_tensor"] = out.get("all_gather_into_tensor", 0) + k
+    return out
+
+
+def same_record(a, b, backend_only=False):
+    """Equal raising, counts, placements, shapes; values to 1e-10. With
+    backend_only, b's counts are first mapped by gloo_comms."""
     if a.get("inputs_raised", False) != b.get("inputs_raised", False) or len(a["steps"]) != len(b["steps"]):
         return False
     for x, y in zip(a["steps"], b["steps"]):
@@ -256,7 +267,9 @@ def same_record(a, b):
             return False
         if x["raised"]:
             continue
-        if x["comms"] != y["comms"] or len(x["outputs"]) != len(y["outputs"]):
+        if x["comms"] != (gloo_comms(y["comms"]) if backend_only else y["comms"]):
+            return False
+        if len(x["outputs"]) != len(y["outputs"]):
             return False
         for o, q in zip(x["outputs"], y["outputs"]):
             if (o is None) != (q is None):
@@ -288,9 +301,20 @@ def gloo_crosscheck(programs_path, records_path, sample):
                        start_method="spawn")
     with open(out) as f:
         gloo = json.load(f)["records"]
-    bad = [r["id"] for r in gloo if not same_record(r, local[r["id"]])]
-    print(f"gloo cross-check: {len(gloo)} programs, {len(gloo) - len(bad)} identical to LocalTensorMode"
+    # A rank-dependent failure (one rank raises, the others wait) times out
+    # the group; later programs then fail too and are not compared.
+    for n, r in enumerate(gloo):
+        if any("timeout" in s.get("error", "") for s in r["steps"]):
+            gloo = gloo[:n]
+            print(f"gloo cross-check: {r['id']} timed out (a rank-dependent failure); stopping there")
+            break
+    same = [r["id"] for r in gloo if same_record(r, local[r["id"]])]
+    backend = [r["id"] for r in gloo if r["id"] not in same and same_record(r, local[r["id"]], True)]
+    bad = [r["id"] for r in gloo if r["id"] not in same and r["id"] not in backend]
+    print(f"gloo cross-check: {len(gloo)} programs: {len(same)} identical to LocalTensorMode, "
+          f"{len(backend)} identical but for Gloo's all_gather fallback of shard_dim_alltoall"
           + (f"; differ: {bad}" if bad else ""))
+    os.remove(out)
     return not bad
 
 
