@@ -9,9 +9,9 @@
 #include <sstream>
 #include <utility>
 
-#include "core/layout/layout_error.h"
-#include "core/layout/redistribute_plan.h"
+#include "core/layout/comm_cost.h"
 #include "core/layout/shard_layout.h"
+#include "core/redistribute.h"
 
 namespace dtensor {
 
@@ -49,27 +49,43 @@ double local_bytes_of(const DTensorSpec& spec) {
 }  // namespace
 
 // Note [Choosing among candidates]
-// Costs are bytes per rank of the collective the change needs, with ring
-// formulas (n = mesh dim size, b = the largest shard's bytes before the change, the same on every rank):
+// Costs are the alpha-beta time of the collective the change needs, in bytes
+// per rank plus a latency of kLatencyBytes per collective (CommCostModel's
+// latency times its bandwidth: 5 us at 50 GB/s = 250 kB), with ring formulas
+// (n = mesh dim size, b = the largest shard's bytes before the change, the
+// same on every rank):
 //   S->R all_gather (n-1)*b; P->R all_reduce 2(n-1)/n*b; P->S reduce_scatter
 //   (n-1)/n*b; S(i)->S(j) all_to_all (n-1)/n*b; R->S and R->P(sum) are local
 //   and free; S->P impossible. A tiny epsilon per change prefers candidates that
-//   keep placements when bytes tie (e.g. empty tensors).
+//   keep placements when costs tie (e.g. empty tensors).
+// The latency term is PyTorch's choice too (its redistribute_cost is latency
+// plus bandwidth): for small tensors one all_reduce beats a reduce_scatter
+// plus an all_gather although it moves more bytes; issue #18's differential
+// test found 23 of its remaining divergences there.
+static double latency_bytes() {
+  static const double value = [] {
+    CommCostModel model;
+    return model.latency_us * model.bandwidth_gbytes_per_s * 1e3;
+  }();
+  return value;
+}
+
 double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placement& from,
                              const Placement& to) {
   if (from == to) return 0.0;
   const double n = static_cast<double>(spec.mesh.size(mesh_dim));
   const double b = local_bytes_of(spec);
   const double epsilon = 1e-3;
+  const double l = latency_bytes();
   if (n == 1) return epsilon;
   if (from.is_shard()) {
-    if (to.is_replicate()) return (n - 1) * b + epsilon;
-    if (to.is_shard()) return (n - 1) / n * b + epsilon;
+    if (to.is_replicate()) return l + (n - 1) * b + epsilon;
+    if (to.is_shard()) return l + (n - 1) / n * b + epsilon;
     return kImpossible;
   }
   if (from.is_partial()) {
-    if (to.is_replicate()) return 2 * (n - 1) / n * b + epsilon;
-    if (to.is_shard()) return (n - 1) / n * b + epsilon;
+    if (to.is_replicate()) return l + 2 * (n - 1) / n * b + epsilon;
+    if (to.is_shard()) return l + (n - 1) / n * b + epsilon;
     return kImpossible;  // Partial(op1) -> Partial(op2)
   }
   // from Replicate
@@ -121,24 +137,25 @@ bool nested(const Placements& placements) {
   return false;
 }
 
-// The whole-mesh cost of moving every input to `targets`: bytes per rank and
-// collectives of the real redistribute plans; nullopt when a plan is refused.
-std::optional<std::pair<int64_t, int>> planned_cost(const OpCall& call, const std::vector<Placements>& targets) {
+// The whole-mesh cost of moving every input to `targets` with the real
+// redistribute plans, as Note [Choosing among candidates] counts it (bytes
+// per rank plus a latency per collective), then the number of collectives;
+// nullopt when a plan is refused.
+std::optional<std::pair<double, int>> planned_cost(const OpCall& call, const std::vector<Placements>& targets) {
   int64_t bytes = 0;
   int collectives = 0;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const DTensorSpec& in = call.inputs[i];
     if (in.placements == targets[i]) continue;
     try {
-      RedistributePlan plan = plan_redistribute(in.meta.shape, static_cast<int64_t>(c10::elementSize(in.meta.dtype)),
-                                                in.mesh.mesh_shape(), in.placements, targets[i]);
+      const RedistributePlan& plan = redistribute_plan(in, targets[i]);
       bytes += plan.total_bytes_per_rank();
       collectives += plan.num_collectives();
-    } catch (const LayoutError&) {
+    } catch (const c10::Error&) {
       return std::nullopt;
     }
   }
-  return std::make_pair(bytes, collectives);
+  return std::make_pair(static_cast<double>(bytes) + collectives * latency_bytes(), collectives);
 }
 
 // Note [Whole-mesh check of nested shards]
@@ -150,7 +167,7 @@ std::optional<std::pair<int64_t, int>> planned_cost(const OpCall& call, const st
 // planned two all_gathers (issue #18's differential test found it). So when an
 // input or a chosen target nests shards, every combination of the per-dim
 // candidates (at most kMaxCombinations) is costed with the real redistribute
-// plans (bytes, then collectives), and the cheapest replaces the per-dim pick.
+// plans, and the cheapest replaces the per-dim pick.
 constexpr size_t kMaxCombinations = 256;
 
 void refine_nested(const OpCall& call, const std::vector<std::vector<const DimStrategy*>>& options,

@@ -104,6 +104,33 @@ DimRule pointwise(Linearity lin) {
   };
 }
 
+// maximum / minimum keep Partial(max) / Partial(min): max(max_r a_r, b) =
+// max_r max(a_r, b). Inputs that are Partial(op) stay, the others become
+// Replicate (a Partial of another kind is reduced), as PyTorch's
+// partial_preserving_ops do.
+std::optional<DimStrategy> preserving_candidate(const OpCall& call, int mesh_dim, ReduceOp op) {
+  DimStrategy s;
+  bool any = false;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const Placement& p = placement_of(call, i, mesh_dim);
+    const bool keep = p.is_partial() && p.reduce_op() == op;
+    any = any || keep;
+    s.inputs.push_back(keep ? p : Replicate());
+  }
+  if (!any) return std::nullopt;
+  s.outputs.assign(call.outputs.size(), Partial(op));
+  return s;
+}
+
+DimRule preserving(ReduceOp op) {
+  DimRule base = pointwise(Linearity::kNone);
+  return [base, op](const OpCall& call, int mesh_dim) {
+    std::vector<DimStrategy> candidates = base(call, mesh_dim);
+    if (auto c = preserving_candidate(call, mesh_dim, op)) candidates.push_back(*c);
+    return candidates;
+  };
+}
+
 std::vector<std::string> with_inplace(const std::vector<std::string>& names) {
   std::vector<std::string> all = names;
   for (const auto& n : names) all.push_back(n + "_");
@@ -149,7 +176,9 @@ void register_pointwise_rules(ShardingRegistry& registry) {
                     "aten::tan", "aten::asin", "aten::acos", "aten::atan", "aten::sinh",
                     "aten::cosh", "aten::frac", "aten::xlogy", "aten::hypot"}),
       per_mesh_dim(pointwise(Linearity::kNone)));
-  registry.add({"aten::maximum", "aten::minimum", "aten::where", "aten::isnan", "aten::isinf",
+  registry.add({"aten::maximum"}, per_mesh_dim(preserving(ReduceOp::kMax)));
+  registry.add({"aten::minimum"}, per_mesh_dim(preserving(ReduceOp::kMin)));
+  registry.add({"aten::where", "aten::isnan", "aten::isinf",
                 "aten::isfinite", "aten::logical_xor"},
                per_mesh_dim(pointwise(Linearity::kNone)));
 }

@@ -72,6 +72,29 @@ TEST(DeviationTest, WrongValueRowNeedsOursToMatchTheSingleDeviceRun) {
   EXPECT_FALSE(c.agrees());  // ours is the wrong one: a "values" and a "reference" difference
 }
 
+TEST(DeviationTest, WrongValueRowAlsoExcusesThatStepsCollectives) {
+  json ours = record({step({{"all_reduce", 1}}, {out({"R"}, {1.0})})});
+  json theirs = record({step({}, {out({"P(sum)"}, {2.0})})});
+  json right = record({step({}, {out({}, {1.0})})});
+  ProgramComparison c = compare_records(program_with_steps(1), ours, theirs, right);
+  EXPECT_TRUE(c.agrees());
+  for (const FieldDiff& d : c.diffs) EXPECT_EQ(d.deviation, "pytorch-wrong-value") << d.field;
+  json theirs_right = record({step({}, {out({"P(sum)"}, {1.0})})});
+  EXPECT_FALSE(compare_records(program_with_steps(1), ours, theirs_right, right).agrees());
+}
+
+TEST(DeviationTest, NormRowNeedsPyTorchsNormPartialAndOneAllReducePerMeshDim) {
+  Program p = program_with_steps(1);
+  p.steps[0].json["op"] = "aten::linalg_vector_norm";
+  json ours = record({step({{"all_reduce", 1}}, {out({"R"}, {1.0})})});
+  json theirs = record({step({}, {out({"P(norm2)"}, {1.0})})});
+  ProgramComparison c = compare_records(p, ours, theirs, nullptr);
+  ASSERT_EQ(c.diffs.size(), 2u);  // comms and placements
+  for (const FieldDiff& d : c.diffs) EXPECT_EQ(d.deviation, "norm-partial") << d.field;
+  json more = record({step({{"all_reduce", 2}}, {out({"R"}, {1.0})})});
+  EXPECT_FALSE(compare_records(p, more, theirs, nullptr).agrees());  // 2 all_reduces on a 1-D mesh
+}
+
 TEST(DeviationTest, RefusesRowNeedsPyTorchToRaiseAndOursToRun) {
   json ours = record({step({}, {out({"R"}, {1.0})})});
   json theirs = record({json{{"raised", true}, {"error", "NotImplementedError: no strategy"}}});

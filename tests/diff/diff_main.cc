@@ -4,6 +4,7 @@
 //   diff_runner --programs P.json --records ours.json          # our records only
 //   diff_runner --programs P.json --pytorch R.json --only g18_00012 --verbose
 //   diff_runner ... --write-known known_divergences.txt   # appends the unexplained differences
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -58,11 +59,14 @@ int main(int argc, char** argv) {
     for (const Program& p : programs) {
       if (opt.count("only") && p.id != opt["only"]) continue;
       json ours;
+      const auto start = std::chrono::steady_clock::now();
       try {
         ours = run_program(p);
       } catch (const std::exception& e) {
         throw std::runtime_error(p.id + ": " + e.what());
       }
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (ms > 1000) std::cerr << "diff_runner: " << p.id << " took " << ms << " ms\n";
       if (verbose) std::cout << "ours    " << ours.dump() << "\n";
       if (theirs.count(p.id)) {
         if (verbose) std::cout << "pytorch " << theirs[p.id].dump() << "\n";

@@ -49,6 +49,8 @@ def placement_str(p):
         return "R"
     if isinstance(p, Shard):
         return f"S({p.dim})"
+    if type(p).__name__ == "_NormPartial":  # a p-norm's partial: sum of |x|^p, reduced with the root
+        return f"P(norm{p.norm_type:g})"
     if isinstance(p, Partial):
         return f"P({p.reduce_op})"
     return str(p)  # _StridedShard and friends: never equal to ours
@@ -314,6 +316,12 @@ def gloo_crosscheck(programs_path, records_path, sample):
     print(f"gloo cross-check: {len(gloo)} programs: {len(same)} identical to LocalTensorMode, "
           f"{len(backend)} identical but for Gloo's all_gather fallback of shard_dim_alltoall"
           + (f"; differ: {bad}" if bad else ""))
+    for pid in bad[:5]:  # show where the first few differ
+        g, l = next(r for r in gloo if r["id"] == pid), local[pid]
+        for k, (x, y) in enumerate(zip(g["steps"], l["steps"])):
+            if not same_record({"steps": [x]}, {"steps": [y]}, True):
+                print(f"  {pid} step {k}: gloo {json.dumps(x)[:200]}\n  {' ' * len(pid)} local {json.dumps(y)[:200]}")
+                break
     os.remove(out)
     return not bad
 
