@@ -177,9 +177,35 @@ at::Tensor DTensor::to_local(std::optional<Placements> grad_placements) const {
   return out;
 }
 
+namespace {
+
+// Note [Redistribute to Partial is internal]
+// As in PyTorch's DTensor.redistribute, the public API refuses to make a NEW
+// Partial on any mesh dim (Replicate -> Partial would divide values by the
+// group size, Shard -> Partial zero-fills: layouts only sharding propagation
+// and backward passes need). Keeping an existing Partial unchanged on a mesh
+// dim ([P, S(0)] -> [P, S(1)]) is allowed. Internal callers (sharding
+// propagation, backward nodes, to_local's grad_placements) go through
+// redistribute_local / redistribute_dtensor_no_grad, which still plan every
+// transition the layout planner knows.
+void check_no_new_partial(const DTensorSpec& s, const Placements& to) {
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (!to[i].is_partial() || s.placements[i] == to[i]) continue;
+    TORCH_CHECK(false, "DTensor::redistribute on rank ", s.mesh.global_rank(), ": can not redistribute ",
+                c10::toString(s.meta.dtype), c10::IntArrayRef(s.meta.shape), " on ", s.mesh.to_string(),
+                " from ", dtensor::to_string(s.placements), " to ", dtensor::to_string(to), ": mesh dim ", i,
+                " would become ", to[i].to_string(), " (was ", s.placements[i].to_string(),
+                "); redistributing to a new Partial is for internal use only (as in PyTorch). "
+                "Keep the existing Partial on that dim, or redistribute to Replicate or Shard");
+  }
+}
+
+}  // namespace
+
 DTensor DTensor::redistribute(Placements placements, const RedistributeOptions& options) const {
   const DTensorSpec& s = spec();
   placements = checked_placements(placements, s.mesh, s.ndim(), "DTensor::redistribute");
+  check_no_new_partial(s, placements);
   at::Tensor out;
   {
     at::AutoDispatchBelowADInplaceOrView guard;

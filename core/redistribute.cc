@@ -247,6 +247,10 @@ at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
   return current;
 }
 
+const RedistributePlan& redistribute_plan(const DTensorSpec& from, const Placements& to) {
+  return cached_plan(from, to);
+}
+
 RedistributePlanCacheStats redistribute_plan_cache_stats() {
   RedistributePlanCacheStats stats = plan_cache().stats;
   stats.size = plan_cache().plans.size();

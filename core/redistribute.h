@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "core/dtensor_spec.h"
+#include "core/layout/redistribute_plan.h"
 
 namespace dtensor {
 
@@ -17,6 +18,12 @@ namespace dtensor {
 /// mesh and rank) for transitions that are refused, e.g. Partial(max) -> Partial(sum).
 at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
                               const Placements& to);
+
+/// The plan redistribute_local runs for `from` -> `to`, from the same caches
+/// (See Note [Redistribute plan cache] in redistribute.cc): sharding
+/// propagation costs candidates with it. Throws c10::Error (naming
+/// placements, shape, mesh and rank) for refused transitions.
+const RedistributePlan& redistribute_plan(const DTensorSpec& from, const Placements& to);
 
 /// Plan cache statistics of the calling thread (misses include plans found
 /// in the process-wide cache). See Note [Redistribute plan

@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <utility>
 
+#include "core/layout/comm_cost.h"
 #include "core/layout/shard_layout.h"
+#include "core/redistribute.h"
 
 namespace dtensor {
 
@@ -45,27 +49,43 @@ double local_bytes_of(const DTensorSpec& spec) {
 }  // namespace
 
 // Note [Choosing among candidates]
-// Costs are bytes per rank of the collective the change needs, with ring
-// formulas (n = mesh dim size, b = the largest shard's bytes before the change, the same on every rank):
+// Costs are the alpha-beta time of the collective the change needs, in bytes
+// per rank plus a latency of kLatencyBytes per collective (CommCostModel's
+// latency times its bandwidth: 5 us at 50 GB/s = 250 kB), with ring formulas
+// (n = mesh dim size, b = the largest shard's bytes before the change, the
+// same on every rank):
 //   S->R all_gather (n-1)*b; P->R all_reduce 2(n-1)/n*b; P->S reduce_scatter
 //   (n-1)/n*b; S(i)->S(j) all_to_all (n-1)/n*b; R->S and R->P(sum) are local
 //   and free; S->P impossible. A tiny epsilon per change prefers candidates that
-//   keep placements when bytes tie (e.g. empty tensors).
+//   keep placements when costs tie (e.g. empty tensors).
+// The latency term is PyTorch's choice too (its redistribute_cost is latency
+// plus bandwidth): for small tensors one all_reduce beats a reduce_scatter
+// plus an all_gather although it moves more bytes; issue #18's differential
+// test found 23 of its remaining divergences there.
+static double latency_bytes() {
+  static const double value = [] {
+    CommCostModel model;
+    return model.latency_us * model.bandwidth_gbytes_per_s * 1e3;
+  }();
+  return value;
+}
+
 double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placement& from,
                              const Placement& to) {
   if (from == to) return 0.0;
   const double n = static_cast<double>(spec.mesh.size(mesh_dim));
   const double b = local_bytes_of(spec);
   const double epsilon = 1e-3;
+  const double l = latency_bytes();
   if (n == 1) return epsilon;
   if (from.is_shard()) {
-    if (to.is_replicate()) return (n - 1) * b + epsilon;
-    if (to.is_shard()) return (n - 1) / n * b + epsilon;
+    if (to.is_replicate()) return l + (n - 1) * b + epsilon;
+    if (to.is_shard()) return l + (n - 1) / n * b + epsilon;
     return kImpossible;
   }
   if (from.is_partial()) {
-    if (to.is_replicate()) return 2 * (n - 1) / n * b + epsilon;
-    if (to.is_shard()) return (n - 1) / n * b + epsilon;
+    if (to.is_replicate()) return l + 2 * (n - 1) / n * b + epsilon;
+    if (to.is_shard()) return l + (n - 1) / n * b + epsilon;
     return kImpossible;  // Partial(op1) -> Partial(op2)
   }
   // from Replicate
@@ -103,14 +123,96 @@ std::string candidates_text(const std::vector<DimStrategy>& candidates) {
   return out.str();
 }
 
+
+// True when some tensor dim is sharded on two or more mesh dims.
+bool nested(const Placements& placements) {
+  for (size_t a = 0; a < placements.size(); ++a) {
+    for (size_t b = a + 1; b < placements.size(); ++b) {
+      if (placements[a].is_shard() && placements[b].is_shard() &&
+          placements[a].shard_dim() == placements[b].shard_dim()) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The whole-mesh cost of moving every input to `targets` with the real
+// redistribute plans, as Note [Choosing among candidates] counts it (bytes
+// per rank plus a latency per collective), then the number of collectives;
+// nullopt when a plan is refused.
+std::optional<std::pair<double, int>> planned_cost(const OpCall& call, const std::vector<Placements>& targets) {
+  int64_t bytes = 0;
+  int collectives = 0;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const DTensorSpec& in = call.inputs[i];
+    if (in.placements == targets[i]) continue;
+    try {
+      const RedistributePlan& plan = redistribute_plan(in, targets[i]);
+      bytes += plan.total_bytes_per_rank();
+      collectives += plan.num_collectives();
+    } catch (const c10::Error&) {
+      return std::nullopt;
+    }
+  }
+  return std::make_pair(static_cast<double>(bytes) + collectives * latency_bytes(), collectives);
+}
+
+// Note [Whole-mesh check of nested shards]
+// Per-mesh-dim costs add up exactly except when a tensor dim is sharded on
+// several mesh dims (S(0) on both dims of a 2x2 mesh): changing the outer one
+// then needs the inner one undone first, a collective the per-dim estimate
+// does not see. PyTorch enumerates whole-mesh strategies and finds e.g. "one
+// all_to_all so that both mesh dims contract" where the per-dim choice
+// planned two all_gathers (issue #18's differential test found it). So when an
+// input or a chosen target nests shards, every combination of the per-dim
+// candidates (at most kMaxCombinations) is costed with the real redistribute
+// plans, and the cheapest replaces the per-dim pick.
+constexpr size_t kMaxCombinations = 256;
+
+void refine_nested(const OpCall& call, const std::vector<std::vector<const DimStrategy*>>& options,
+                   ShardingPlan& plan) {
+  bool any_nested = false;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    any_nested = any_nested || nested(call.inputs[i].placements) || nested(plan.input_placements[i]);
+  }
+  size_t combos = 1;
+  for (const auto& o : options) combos *= std::max<size_t>(o.size(), 1);
+  if (!any_nested || combos > kMaxCombinations || combos <= 1) return;
+  auto best = planned_cost(call, plan.input_placements);
+  if (!best) return;
+  std::vector<size_t> pick(options.size(), 0);
+  for (size_t n = 0; n < combos; ++n) {
+    size_t rest = n;
+    for (size_t d = 0; d < options.size(); ++d) {
+      pick[d] = rest % options[d].size();
+      rest /= options[d].size();
+    }
+    ShardingPlan trial = plan;
+    for (size_t d = 0; d < options.size(); ++d) {
+      const DimStrategy& c = *options[d][pick[d]];
+      for (size_t i = 0; i < call.inputs.size(); ++i) trial.input_placements[i][d] = c.inputs[i];
+      for (size_t o = 0; o < call.outputs.size(); ++o) trial.output_placements[o][d] = c.outputs[o];
+    }
+    auto cost = planned_cost(call, trial.input_placements);
+    if (cost && *cost < *best) {
+      best = cost;
+      plan = std::move(trial);
+    }
+  }
+}
+
 }  // namespace
 
 ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
   ShardingPlan plan;
   plan.input_placements.assign(call.inputs.size(), Placements(call.mesh_ndim()));
   plan.output_placements.assign(call.outputs.size(), Placements(call.mesh_ndim()));
+  std::vector<std::vector<DimStrategy>> all(static_cast<size_t>(call.mesh_ndim()));
+  std::vector<std::vector<const DimStrategy*>> options(static_cast<size_t>(call.mesh_ndim()));
   for (int d = 0; d < call.mesh_ndim(); ++d) {
-    std::vector<DimStrategy> candidates = rule(call, d);
+    std::vector<DimStrategy>& candidates = all[static_cast<size_t>(d)];
+    candidates = rule(call, d);
     const DimStrategy* best = nullptr;
     double best_cost = kImpossible;
     for (const auto& c : candidates) {
@@ -118,6 +220,7 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
                             c.outputs.size() == call.outputs.size());
       if (!keeps_self(call, d, c)) continue;
       double cost = strategy_cost(call, d, c);
+      if (cost < kImpossible) options[static_cast<size_t>(d)].push_back(&c);
       if (cost < best_cost) {
         best = &c;
         best_cost = cost;
@@ -132,6 +235,7 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
     for (size_t i = 0; i < call.inputs.size(); ++i) plan.input_placements[i][d] = best->inputs[i];
     for (size_t o = 0; o < call.outputs.size(); ++o) plan.output_placements[o][d] = best->outputs[o];
   }
+  if (call.mesh_ndim() > 1) refine_nested(call, options, plan);
   return plan;
 }
 

@@ -33,8 +33,9 @@ using DimRule = std::function<std::vector<DimStrategy>(const OpCall&, int mesh_d
 ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule);
 ShardingRule per_mesh_dim(DimRule rule);
 
-/// Cost of moving one tensor's data on one mesh dim from `from` to `to`, in
-/// bytes per rank (infinite when impossible, e.g. Shard -> Partial).
+/// Cost of moving one tensor's data on one mesh dim from `from` to `to`:
+/// bytes per rank plus a per-collective latency in bytes (See Note [Choosing
+/// among candidates]); infinite when impossible, e.g. Shard -> Partial.
 double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placement& from,
                              const Placement& to);
 

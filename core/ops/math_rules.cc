@@ -1,6 +1,6 @@
 // Math ops that need a whole dim at once: softmax / log_softmax and their
 // backward, logsumexp, var / std (and var_mean / std_mean), cumsum, topk,
-// sort, and vector norms. A shard of that dim is gathered first (the output
+// sort, tril / triu, and vector norms. A shard of that dim is gathered first (the output
 // is Replicate there, as in PyTorch DTensor); shards of other dims stay.
 //   _softmax([S(0)] f[8,6], dim=1) -> S(0);  _softmax([S(1)], dim=1) -> input gathered, R
 //   topk([S(1)], k, dim=1) -> 1 all_gather;  var([S(0)], dim=1) -> S(0)
@@ -94,6 +94,23 @@ DimRule softmax_backward_rule() {
   };
 }
 
+// tril / triu(self, diagonal): the mask depends on global row and column
+// indices, so the last two dims stay whole; batch dims may stay sharded, and
+// the op is linear (tril(a + b) = tril(a) + tril(b)), so Partial(sum/avg)
+// stays. PyTorch replicates everything here (linalg_replicate_strategy).
+DimRule triangle_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const int64_t ndim = detail::ndim_of(call, 0);
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    if ((p.is_shard() && p.shard_dim() < ndim - 2) ||
+        (p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg))) {
+      candidates.push_back(detail::uniform(call, p));
+    }
+    return candidates;
+  };
+}
+
 }  // namespace
 
 // Note [Norms of sharded dims]
@@ -116,6 +133,7 @@ void register_math_rules(ShardingRegistry& registry) {
                 "aten::std_mean.correction"},
                per_mesh_dim(whole_dims_rule(DimsSpec{1, true, 3})));
   registry.add({"aten::cumsum", "aten::cumsum_"}, per_mesh_dim(cumsum_rule()));
+  registry.add({"aten::tril", "aten::triu", "aten::tril_", "aten::triu_"}, per_mesh_dim(triangle_rule()));
   registry.add({"aten::cumprod", "aten::logcumsumexp", "aten::cummax", "aten::cummin"},
                per_mesh_dim(whole_dims_rule(DimsSpec{1, false, kKeepsDims})));
   registry.add({"aten::topk"}, per_mesh_dim(whole_dims_rule(DimsSpec{2, false, kKeepsDims})));

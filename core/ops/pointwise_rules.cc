@@ -47,25 +47,41 @@ DimStrategy sharded_on(const OpCall& call, int64_t out_dim, const Broadcast& b) 
   return s;
 }
 
-std::optional<DimStrategy> partial_candidate(const OpCall& call, int mesh_dim, Linearity lin) {
+bool linear_partial(const Placement& p) {
+  return p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg);
+}
+
+// Candidates that keep a Partial input Partial (See Note [Partial through
+// pointwise ops]). Multiplicative ops with several Partial inputs get one
+// candidate per Partial input (that one stays Partial, the others are reduced
+// to Replicate): P * P costs one all_reduce, as in PyTorch, not two.
+std::vector<DimStrategy> partial_candidates(const OpCall& call, int mesh_dim, Linearity lin) {
   std::vector<size_t> partial;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const Placement& p = placement_of(call, i, mesh_dim);
     if (p.is_partial()) partial.push_back(i);
   }
-  if (partial.empty() || lin == Linearity::kNone) return std::nullopt;
-  const Placement p = placement_of(call, partial[0], mesh_dim);
-  if (p.reduce_op() != ReduceOp::kSum && p.reduce_op() != ReduceOp::kAvg) return std::nullopt;
-  DimStrategy s;
+  if (partial.empty() || lin == Linearity::kNone) return {};
+  std::vector<DimStrategy> out;
   if (lin == Linearity::kAdditive) {
+    const Placement p = placement_of(call, partial[0], mesh_dim);
+    if (!linear_partial(p)) return {};
+    DimStrategy s;
     for (size_t i = 0; i < call.inputs.size(); ++i) s.inputs.push_back(p);  // all must be Partial
-  } else {
-    if (partial.size() != 1) return std::nullopt;
-    if (lin == Linearity::kFirstArgLinear && partial[0] != 0) return std::nullopt;
-    for (size_t i = 0; i < call.inputs.size(); ++i) s.inputs.push_back(i == partial[0] ? p : Replicate());
+    s.outputs.assign(call.outputs.size(), p);
+    out.push_back(std::move(s));
+    return out;
   }
-  s.outputs.assign(call.outputs.size(), p);
-  return s;
+  for (size_t kept : partial) {
+    if (lin == Linearity::kFirstArgLinear && kept != 0) continue;
+    const Placement p = placement_of(call, kept, mesh_dim);
+    if (!linear_partial(p)) continue;
+    DimStrategy s;
+    for (size_t i = 0; i < call.inputs.size(); ++i) s.inputs.push_back(i == kept ? p : Replicate());
+    s.outputs.assign(call.outputs.size(), p);
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 DimRule pointwise(Linearity lin) {
@@ -83,7 +99,34 @@ DimRule pointwise(Linearity lin) {
         candidates.push_back(sharded_on(call, out_dim, b));
       }
     }
-    if (auto partial = partial_candidate(call, mesh_dim, lin)) candidates.push_back(*partial);
+    for (DimStrategy& partial : partial_candidates(call, mesh_dim, lin)) candidates.push_back(std::move(partial));
+    return candidates;
+  };
+}
+
+// maximum / minimum keep Partial(max) / Partial(min): max(max_r a_r, b) =
+// max_r max(a_r, b). Inputs that are Partial(op) stay, the others become
+// Replicate (a Partial of another kind is reduced), as PyTorch's
+// partial_preserving_ops do.
+std::optional<DimStrategy> preserving_candidate(const OpCall& call, int mesh_dim, ReduceOp op) {
+  DimStrategy s;
+  bool any = false;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const Placement& p = placement_of(call, i, mesh_dim);
+    const bool keep = p.is_partial() && p.reduce_op() == op;
+    any = any || keep;
+    s.inputs.push_back(keep ? p : Replicate());
+  }
+  if (!any) return std::nullopt;
+  s.outputs.assign(call.outputs.size(), Partial(op));
+  return s;
+}
+
+DimRule preserving(ReduceOp op) {
+  DimRule base = pointwise(Linearity::kNone);
+  return [base, op](const OpCall& call, int mesh_dim) {
+    std::vector<DimStrategy> candidates = base(call, mesh_dim);
+    if (auto c = preserving_candidate(call, mesh_dim, op)) candidates.push_back(*c);
     return candidates;
   };
 }
@@ -133,7 +176,9 @@ void register_pointwise_rules(ShardingRegistry& registry) {
                     "aten::tan", "aten::asin", "aten::acos", "aten::atan", "aten::sinh",
                     "aten::cosh", "aten::frac", "aten::xlogy", "aten::hypot"}),
       per_mesh_dim(pointwise(Linearity::kNone)));
-  registry.add({"aten::maximum", "aten::minimum", "aten::where", "aten::isnan", "aten::isinf",
+  registry.add({"aten::maximum"}, per_mesh_dim(preserving(ReduceOp::kMax)));
+  registry.add({"aten::minimum"}, per_mesh_dim(preserving(ReduceOp::kMin)));
+  registry.add({"aten::where", "aten::isnan", "aten::isinf",
                 "aten::isfinite", "aten::logical_xor"},
                per_mesh_dim(pointwise(Linearity::kNone)));
 }

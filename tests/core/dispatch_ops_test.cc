@@ -290,8 +290,11 @@ TEST(DispatchPlacementsTest, PartialLinearity) {
     DTensor shifted = pa + 1.0;
     EXPECT_FALSE(shifted.spec().has_partial());
     EXPECT_TRUE(at::allclose(shifted.full_tensor(), a + 1.0));
+    // P * P: one operand is reduced, the product stays Partial (as PyTorch).
+    counter.clear();
     DTensor squared = pa * pa;
-    EXPECT_FALSE(squared.spec().has_partial());
+    EXPECT_EQ(squared.placements(), parse_placements("P"));
+    EXPECT_EQ(counter.counts(), (testing::Counts{{"all_reduce", 1}}));
     EXPECT_TRUE(at::allclose(squared.full_tensor(), a * a));
     DTensor mixed = pa + rb;
     EXPECT_TRUE(at::allclose(mixed.full_tensor(), a + b));

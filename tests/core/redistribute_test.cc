@@ -10,6 +10,7 @@
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
+#include "core/redistribute.h"
 #include "tests/core/test_util.h"
 
 namespace dtensor {
@@ -20,6 +21,8 @@ using testing::expected_local;
 using testing::placement_alphabet;
 using testing::trace;
 using testing::without_partial;
+using testing::makes_new_partial;
+using testing::redistribute_or_internal;
 
 struct MeshCase {
   std::vector<int64_t> mesh;
@@ -83,7 +86,7 @@ void check_round_trips(const MeshCase& c, const Placements& alphabet, size_t max
       SCOPED_TRACE(case_name(c) + " " + trace(from, to, c.shape) + " rank " +
                    std::to_string(mesh.global_rank()));
       if (!x || x->placements() != from) x = distribute_tensor(global, mesh, from);
-      DTensor y = x->redistribute(to);
+      DTensor y = redistribute_or_internal(*x, to);
       ASSERT_EQ(y.placements(), to);
       ASSERT_EQ(y.sizes(), global.sizes());
       ASSERT_EQ(y.local_tensor().sizes().vec(), y.spec().local_shape());
@@ -167,18 +170,47 @@ TEST(RedistributeTest, PartialOnBothMeshDimsReducesWithTheRightMultiplier) {
   });
 }
 
-TEST(RedistributeTest, ReplicateToPartialDividesForSumOnly) {
+TEST(RedistributeTest, ReplicateToPartialDividesForSumOnlyInternally) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     at::Tensor g = at::arange(4, at::kDouble);
     DTensor r = distribute_tensor(g, mesh, {Replicate()});
-    DTensor p = r.redistribute({Partial()});
-    EXPECT_TRUE(at::allclose(p.local_tensor(), g / 2));
-    DTensor a = r.redistribute({Partial(ReduceOp::kAvg)});
-    EXPECT_TRUE(at::equal(a.local_tensor(), g));
+    // The internal path (sharding propagation, backward) still makes new Partials.
+    EXPECT_TRUE(at::allclose(redistribute_local(r.local_tensor(), r.spec(), {Partial()}), g / 2));
+    EXPECT_TRUE(at::equal(redistribute_local(r.local_tensor(), r.spec(), {Partial(ReduceOp::kAvg)}), g));
     for (ReduceOp op : {ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kProduct}) {
-      EXPECT_THROW(r.redistribute({Partial(op)}), c10::Error);
+      EXPECT_THROW(redistribute_local(r.local_tensor(), r.spec(), {Partial(op)}), c10::Error);
     }
+  });
+}
+
+// See Note [Redistribute to Partial is internal] (core/dtensor.cc): PyTorch's
+// public redistribute refuses a new Partial on any mesh dim.
+TEST(RedistributeTest, PublicRedistributeToNewPartialIsRefused) {
+  run_fake_world(4, [](World&) {
+    auto mesh1 = DeviceMesh::init(c10::kCPU, {4});
+    DTensor r = distribute_tensor(at::arange(8, at::kDouble), mesh1, {Replicate()});
+    try {
+      r.redistribute({Partial()});
+      ADD_FAILURE() << "R -> P(sum) must be refused";
+    } catch (const c10::Error& e) {
+      const std::string msg = e.what();
+      for (const char* part : {"[R]", "[P(sum)]", "[8]", "rank", "internal use only"}) {
+        EXPECT_NE(msg.find(part), std::string::npos) << part << " missing in: " << msg;
+      }
+    }
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
+    at::Tensor g = at::arange(16, at::kDouble).reshape({4, 4});
+    DTensor sr = distribute_tensor(g, mesh, {Shard(0), Replicate()});
+    DTensor ss = distribute_tensor(g, mesh, {Shard(0), Shard(1)});
+    EXPECT_THROW(sr.redistribute({Shard(0), Partial()}), c10::Error);
+    EXPECT_THROW(sr.redistribute({Replicate(), Partial()}), c10::Error);
+    EXPECT_THROW(ss.redistribute({Replicate(), Partial()}), c10::Error);
+    // Keeping an existing Partial on its mesh dim is allowed.
+    DTensor p = DTensor::from_local(at::ones({2, 4}, at::kDouble), mesh, {Partial(), Shard(0)});
+    DTensor q = p.redistribute({Partial(), Shard(1)});
+    EXPECT_EQ(to_string(q.placements()), "[P(sum), S(1)]");
+    EXPECT_TRUE(at::equal(q.full_tensor(), at::full({4, 4}, 2.0, at::kDouble)));
   });
 }
 
@@ -203,7 +235,7 @@ TEST(RedistributeTest, SizeOneMeshDimsIssueNoCollective) {
     at::Tensor g = at::arange(12, at::kDouble).reshape({4, 3});
     DTensor x = distribute_tensor(g, mesh, {Shard(0), Shard(1), Shard(1)});
     testing::CollectiveCounter counter(world);
-    DTensor y = x.redistribute({Replicate(), Shard(1), Partial()});
+    DTensor y = x.redistribute({Replicate(), Shard(1), Replicate()});
     EXPECT_EQ(counter.total(), 0);
     DTensor z = y.redistribute({Shard(1), Shard(0), Replicate()});
     EXPECT_EQ(counter.counts(), (testing::Counts{{"all_to_all_single", 1}}));
@@ -222,6 +254,7 @@ void check_gradients(const std::vector<int64_t>& mesh_shape, const std::vector<i
   run_fake_world(num_ranks(mesh_shape), [&](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, mesh_shape);
     for (const auto& [from, to] : pairs_to_test(all_placement_lists(mesh.ndim(), alphabet), max_pairs, seed)) {
+      if (makes_new_partial(from, to)) continue;  // refused: see redistribute_or_internal
       for (bool partial_grad : {false, true}) {
         const Placements grad_placements = partial_grad ? to : without_partial(to);
         if (partial_grad && grad_placements == without_partial(to)) continue;

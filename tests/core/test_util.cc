@@ -3,10 +3,13 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
+
+#include "core/redistribute.h"
 
 namespace dtensor::testing {
 
@@ -88,6 +91,23 @@ std::string trace(const Placements& from, const Placements& to, const std::vecto
   std::ostringstream out;
   out << to_string(from) << " -> " << to_string(to) << " shape " << c10::IntArrayRef(shape);
   return out.str();
+}
+
+bool makes_new_partial(const Placements& from, const Placements& to) {
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (to[i].is_partial() && !(from[i] == to[i])) return true;
+  }
+  return false;
+}
+
+DTensor redistribute_or_internal(const DTensor& x, const Placements& to) {
+  if (!makes_new_partial(x.placements(), to)) return x.redistribute(to);
+  EXPECT_THROW(x.redistribute(to), c10::Error);
+  FromLocalOptions options;
+  options.shape = x.spec().meta.shape;
+  options.stride = x.spec().meta.stride;
+  return DTensor::from_local(redistribute_local(x.local_tensor(), x.spec(), to), x.device_mesh(), to,
+                             options);
 }
 
 }  // namespace dtensor::testing

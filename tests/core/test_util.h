@@ -49,6 +49,16 @@ std::vector<Placements> all_placement_lists(int mesh_ndim, const Placements& alp
 /// R, S(0) .. S(tensor_ndim - 1), and the given Partials.
 Placements placement_alphabet(int64_t tensor_ndim, const std::vector<ReduceOp>& partials = {ReduceOp::kSum});
 
+/// True when `to` makes a new Partial on some mesh dim (a Partial that
+/// differs from `from` there): the public redistribute refuses that (See Note
+/// [Redistribute to Partial is internal] in core/dtensor.cc).
+bool makes_new_partial(const Placements& from, const Placements& to);
+
+/// x.redistribute(to), or, for a new Partial, checks that the public API
+/// refuses it (EXPECT) and takes the internal path sharding propagation uses
+/// (redistribute_local) instead. Collectives are the same either way.
+DTensor redistribute_or_internal(const DTensor& x, const Placements& to);
+
 /// Placements with every Partial replaced by Replicate.
 Placements without_partial(const Placements& placements);
 

@@ -124,6 +124,16 @@ inline bool must_refuse(const MeshShape& mesh, const Placements& from, const Pla
   return false;
 }
 
+// Whether the public DTensor::redistribute refuses `from` -> `to` although the
+// planner would plan it: a new Partial on any mesh dim (See Note [Redistribute
+// to Partial is internal] in core/dtensor.cc; as PyTorch's redistribute).
+inline bool public_api_refuses(const Placements& from, const Placements& to) {
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (to[i].is_partial() && !(from[i] == to[i])) return true;
+  }
+  return false;
+}
+
 inline std::string shape_string(const std::vector<int64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);

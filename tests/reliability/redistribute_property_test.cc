@@ -21,6 +21,7 @@
 #include "core/device_mesh.h"
 #include "core/dtensor.h"
 #include "core/layout/shard_layout.h"
+#include "core/redistribute.h"
 #include "tests/reliability/property_util.h"
 
 namespace dtensor::reliability {
@@ -131,7 +132,22 @@ void run_case(PropertyRng& rng, int64_t world_size, std::map<std::vector<int64_t
     }
     fail("a refused transition did not throw");
   }
-  const DTensor out = source.redistribute(to);
+  DTensor out = source;
+  if (public_api_refuses(norm_from, norm_to)) {
+    // Refused by the public API; sharding propagation still makes new
+    // Partials through the internal path, checked here.
+    bool refused = false;
+    try {
+      source.redistribute(to);
+    } catch (const c10::Error& e) {
+      refused = std::string(e.what()).find("internal use only") != std::string::npos;
+    }
+    if (!refused) fail("a new Partial target was not refused by DTensor::redistribute");
+    out = DTensor::from_local(redistribute_local(source.local_tensor(), source.spec(), to), mesh, to,
+                              from_local_options);
+  } else {
+    out = source.redistribute(to);
+  }
   if (out.placements() != norm_to) fail("result placements are " + to_string(out.placements()));
   if (out.sizes().vec() != shape) fail("result global shape is " + shape_string(out.sizes().vec()));
   const at::Tensor got = out.local_tensor();

@@ -1,0 +1,115 @@
+// The comparer and the deviation rows: each row explains a difference only
+// when its claim holds.
+#include "tests/diff/compare.h"
+
+#include <gtest/gtest.h>
+
+namespace dtensor::diff {
+namespace {
+
+using nlohmann::json;
+
+Program program_with_steps(int n) {
+  Program p;
+  p.id = "t";
+  p.world_size = 4;
+  p.mesh_shape = {4};
+  for (int i = 0; i < n; ++i) p.steps.push_back(Step{"op", json{{"kind", "op"}, {"op", "aten::mm"}}});
+  return p;
+}
+
+json out(std::vector<std::string> placements, std::vector<double> values) {
+  return json{{"placements", placements}, {"shape", {values.size()}}, {"values", values}};
+}
+
+json step(json comms, std::vector<json> outputs) {
+  return json{{"raised", false}, {"comms", comms}, {"outputs", outputs}};
+}
+
+json record(std::vector<json> steps) { return json{{"id", "t"}, {"steps", steps}}; }
+
+std::string only_deviation(const ProgramComparison& c) {
+  EXPECT_EQ(c.diffs.size(), 1u);
+  return c.diffs.empty() ? "?" : c.diffs[0].deviation;
+}
+
+TEST(CompareTest, IdenticalRecordsAgree) {
+  json r = record({step({{"all_reduce", 1}}, {out({"R"}, {1.0, 2.0})})});
+  EXPECT_TRUE(compare_records(program_with_steps(1), r, r, nullptr).identical());
+}
+
+TEST(CompareTest, ValuesUseTheTolerance) {
+  EXPECT_TRUE(values_agree(json{1.0, 100.0}, json{1.0 + 5e-11, 100.0 + 5e-9}));
+  EXPECT_FALSE(values_agree(json{1.0}, json{1.0 + 5e-10}));
+  EXPECT_TRUE(values_agree(json{"nan", "inf"}, json{"nan", "inf"}));
+  EXPECT_FALSE(values_agree(json{"nan"}, json{0.0}));
+}
+
+TEST(CompareTest, ShardDimAllToAllIsOurAllToAllSingle) {
+  EXPECT_EQ(normalized_comms(json{{"shard_dim_alltoall", 2}, {"all_reduce", 0}}),
+            (json{{"all_to_all_single", 2}}));
+  json ours = record({step({{"all_to_all_single", 1}}, {out({"S(1)"}, {1.0})})});
+  json theirs = record({step({{"shard_dim_alltoall", 1}}, {out({"S(1)"}, {1.0})})});
+  EXPECT_TRUE(compare_records(program_with_steps(1), ours, theirs, nullptr).identical());
+}
+
+TEST(DeviationTest, StrategyRowNeedsNoMoreCollectivesSoFar) {
+  json fewer = record({step({{"all_gather_into_tensor", 1}}, {out({"S(0)"}, {1.0})})});
+  json more = record({step({{"all_reduce", 1}, {"all_gather_into_tensor", 1}}, {out({"R"}, {1.0})})});
+  ProgramComparison ok = compare_records(program_with_steps(1), fewer, more, nullptr);
+  EXPECT_TRUE(ok.agrees());
+  ProgramComparison bad = compare_records(program_with_steps(1), more, fewer, nullptr);
+  EXPECT_FALSE(bad.agrees());
+}
+
+TEST(DeviationTest, WrongValueRowNeedsOursToMatchTheSingleDeviceRun) {
+  json ours = record({step({}, {out({"R"}, {1.0})})});
+  json theirs = record({step({}, {out({"R"}, {2.0})})});
+  json right = record({step({}, {out({}, {1.0})})});
+  EXPECT_EQ(only_deviation(compare_records(program_with_steps(1), ours, theirs, right)), "pytorch-wrong-value");
+  json wrong = record({step({}, {out({}, {2.0})})});
+  ProgramComparison c = compare_records(program_with_steps(1), ours, theirs, wrong);
+  EXPECT_FALSE(c.agrees());  // ours is the wrong one: a "values" and a "reference" difference
+}
+
+TEST(DeviationTest, WrongValueRowAlsoExcusesThatStepsCollectives) {
+  json ours = record({step({{"all_reduce", 1}}, {out({"R"}, {1.0})})});
+  json theirs = record({step({}, {out({"P(sum)"}, {2.0})})});
+  json right = record({step({}, {out({}, {1.0})})});
+  ProgramComparison c = compare_records(program_with_steps(1), ours, theirs, right);
+  EXPECT_TRUE(c.agrees());
+  for (const FieldDiff& d : c.diffs) EXPECT_EQ(d.deviation, "pytorch-wrong-value") << d.field;
+  json theirs_right = record({step({}, {out({"P(sum)"}, {1.0})})});
+  EXPECT_FALSE(compare_records(program_with_steps(1), ours, theirs_right, right).agrees());
+}
+
+TEST(DeviationTest, NormRowNeedsPyTorchsNormPartialAndOneAllReducePerMeshDim) {
+  Program p = program_with_steps(1);
+  p.steps[0].json["op"] = "aten::linalg_vector_norm";
+  json ours = record({step({{"all_reduce", 1}}, {out({"R"}, {1.0})})});
+  json theirs = record({step({}, {out({"P(norm2)"}, {1.0})})});
+  ProgramComparison c = compare_records(p, ours, theirs, nullptr);
+  ASSERT_EQ(c.diffs.size(), 2u);  // comms and placements
+  for (const FieldDiff& d : c.diffs) EXPECT_EQ(d.deviation, "norm-partial") << d.field;
+  json more = record({step({{"all_reduce", 2}}, {out({"R"}, {1.0})})});
+  EXPECT_FALSE(compare_records(p, more, theirs, nullptr).agrees());  // 2 all_reduces on a 1-D mesh
+}
+
+TEST(DeviationTest, RefusesRowNeedsPyTorchToRaiseAndOursToRun) {
+  json ours = record({step({}, {out({"R"}, {1.0})})});
+  json theirs = record({json{{"raised", true}, {"error", "NotImplementedError: no strategy"}}});
+  json ref = record({step({}, {out({}, {1.0})})});
+  EXPECT_EQ(only_deviation(compare_records(program_with_steps(1), ours, theirs, ref)), "pytorch-refuses");
+  EXPECT_FALSE(compare_records(program_with_steps(1), theirs, ours, ref).agrees());  // ours raising is never ok
+}
+
+TEST(DeviationTest, MixedPartialRowOnlyForPyTorchsMixedPartialError) {
+  json ours = record({});
+  json theirs = {{"id", "t"}, {"inputs_raised", true}, {"error", "ValueError: Mixed Partial reduce types"}, {"steps", json::array()}};
+  EXPECT_EQ(only_deviation(compare_records(program_with_steps(0), ours, theirs, nullptr)), "mixed-partial");
+  theirs["error"] = "ValueError: something else";
+  EXPECT_FALSE(compare_records(program_with_steps(0), ours, theirs, nullptr).agrees());
+}
+
+}  // namespace
+}  // namespace dtensor::diff

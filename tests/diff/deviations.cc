@@ -1,0 +1,139 @@
+// The rows of the deviation table. Keep in step with tests/diff/README.md
+// ("Deviations"); each predicate checks the row's claim, not just its shape.
+#include "tests/diff/deviations.h"
+
+#include <algorithm>
+
+#include "tests/diff/compare.h"
+
+namespace dtensor::diff {
+namespace {
+
+using nlohmann::json;
+
+int64_t total(const json& counts) {
+  int64_t n = 0;
+  const json normalized = normalized_comms(counts);  // named: items() of a temporary would dangle
+  for (const auto& [k, v] : normalized.items()) n += v.get<int64_t>();
+  return n;
+}
+
+// Collectives issued by steps 0..step of a record.
+int64_t total_through(const json& record, int step) {
+  int64_t n = 0;
+  const json& steps = record.at("steps");
+  for (int s = 0; s <= step && s < static_cast<int>(steps.size()); ++s) {
+    if (steps[static_cast<size_t>(s)].contains("comms")) n += total(steps[static_cast<size_t>(s)].at("comms"));
+  }
+  return n;
+}
+
+const json* reference_output(const DiffContext& c) {
+  if (c.reference_record.is_null() || c.step < 0 || c.output < 0) return nullptr;
+  const json& steps = c.reference_record.at("steps");
+  if (c.step >= static_cast<int>(steps.size())) return nullptr;
+  const json& s = steps[static_cast<size_t>(c.step)];
+  if (s.value("raised", false) || c.output >= static_cast<int>(s.at("outputs").size())) return nullptr;
+  const json& o = s.at("outputs")[static_cast<size_t>(c.output)];
+  return o.is_null() ? nullptr : &o;
+}
+
+// Output `output` of this step: ours equals the single-device run, PyTorch's does not.
+bool pytorch_wrong_at(const DiffContext& c, int output) {
+  DiffContext at{c.program, c.step, c.field, c.ours, c.theirs, c.ours_record, c.theirs_record,
+                 c.reference_record, output};
+  const json* ref = reference_output(at);
+  if (ref == nullptr) return false;
+  const json& ours = c.ours.at("outputs")[static_cast<size_t>(output)];
+  const json& theirs = c.theirs.at("outputs")[static_cast<size_t>(output)];
+  if (ours.is_null() || theirs.is_null()) return false;
+  return values_agree(ours.at("values"), ref->at("values")) &&
+         !values_agree(theirs.at("values"), ref->at("values"));
+}
+
+// pytorch-wrong-value: ours equals the single-device run, PyTorch's does not;
+// the collectives and placements of such a step differ with it (PyTorch's
+// cheaper plan is the wrong one), so they are excused on that step too.
+bool pytorch_wrong_value(const DiffContext& c) {
+  if (c.field == "values") return pytorch_wrong_at(c, c.output);
+  if ((c.field != "comms" && c.field != "placements") || c.step < 0) return false;
+  if (!c.ours.contains("outputs") || !c.theirs.contains("outputs")) return false;
+  const size_t n = std::min(c.ours.at("outputs").size(), c.theirs.at("outputs").size());
+  for (size_t i = 0; i < n; ++i) {
+    if (pytorch_wrong_at(c, static_cast<int>(i))) return true;
+  }
+  return false;
+}
+
+// pytorch-refuses: PyTorch raised, ours ran; our values are then checked
+// against the single-device run (the comparer's "reference" field), so the
+// row needs a reference that completed this step.
+bool pytorch_refuses(const DiffContext& c) {
+  if (c.field != "raised" || c.step < 0) return false;
+  if (!c.theirs.value("raised", false) || c.ours.value("raised", false)) return false;
+  if (c.reference_record.is_null()) return false;
+  const json& steps = c.reference_record.at("steps");
+  return c.step < static_cast<int>(steps.size()) && !steps[static_cast<size_t>(c.step)].value("raised", false);
+}
+
+// strategy: another sharding strategy or redistribute plan, with no more
+// collectives than PyTorch's over the program so far.
+bool other_strategy(const DiffContext& c) {
+  if (c.field != "comms" && c.field != "placements") return false;
+  if (c.step < 0) return false;
+  return total_through(c.ours_record, c.step) <= total_through(c.theirs_record, c.step);
+}
+
+// mixed-partial: an input with different Partial reduce ops on different
+// mesh dims ([P(sum), P(max)]): PyTorch 2.11's from_local refuses it, ours
+// accepts it (the planner reduces mesh dims in order).
+bool mixed_partial(const DiffContext& c) {
+  if (c.field != "raised" || c.step != -1) return false;
+  if (!c.theirs.value("inputs_raised", false) || c.ours.value("inputs_raised", false)) return false;
+  return c.theirs.value("error", std::string()).find("Mixed Partial") != std::string::npos;
+}
+
+// norm-partial: a p-norm over sharded dims. PyTorch keeps a _NormPartial
+// (sum of |x|^p; recorded as "P(normP)") and reduces it later; ours reduces
+// at once (Note [Norms of sharded dims] in core/ops/math_rules.cc) with at
+// most one all_reduce per mesh dim and nothing else.
+bool norm_partial(const DiffContext& c) {
+  if ((c.field != "comms" && c.field != "placements") || c.step < 0) return false;
+  const Step& step = c.program.steps[static_cast<size_t>(c.step)];
+  if (step.kind != "op") return false;
+  const std::string op = step.json.at("op").get<std::string>();
+  if (op.rfind("aten::linalg_vector_norm", 0) != 0 && op.rfind("aten::norm", 0) != 0) return false;
+  bool theirs_norm = false;
+  for (const json& o : c.theirs.at("outputs")) {
+    if (o.is_null() || !o.at("placements").is_array()) continue;
+    for (const json& p : o.at("placements")) theirs_norm = theirs_norm || p.get<std::string>().rfind("P(norm", 0) == 0;
+  }
+  const json ours = normalized_comms(c.ours.at("comms"));
+  for (const auto& [k, v] : ours.items()) {
+    if (k != "all_reduce" || v.get<int64_t>() > static_cast<int64_t>(c.program.mesh_shape.size())) return false;
+  }
+  return theirs_norm;
+}
+
+}  // namespace
+
+const std::vector<Deviation>& deviations() {
+  static const std::vector<Deviation> rows = {
+      {"pytorch-wrong-value", "PyTorch's value differs from the single-device run; ours equals it",
+       pytorch_wrong_value},
+      {"pytorch-refuses", "PyTorch raises (no strategy, or a layout it will not reshard); ours runs and "
+                          "equals the single-device run",
+       pytorch_refuses},
+      {"norm-partial", "a p-norm over sharded dims: PyTorch keeps a _NormPartial, ours reduces at once "
+                       "(at most one all_reduce per mesh dim)",
+       norm_partial},
+      {"mixed-partial", "ours accepts mixed Partial reduce ops across mesh dims; PyTorch's from_local refuses",
+       mixed_partial},
+      {"strategy", "another sharding strategy / redistribute plan, with no more collectives than PyTorch's "
+                   "over the program so far",
+       other_strategy},
+  };
+  return rows;
+}
+
+}  // namespace dtensor::diff

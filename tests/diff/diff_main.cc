@@ -1,0 +1,105 @@
+// The differential-test command line: runs programs on dtensor's fake world,
+// writes our records, and compares them with PyTorch's.
+//   bazel run //tests/diff:diff_runner -- --programs P.json --pytorch R.json --report out.txt
+//   diff_runner --programs P.json --records ours.json          # our records only
+//   diff_runner --programs P.json --pytorch R.json --only g18_00012 --verbose
+//   diff_runner ... --write-known known_divergences.txt   # appends the unexplained differences
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "tests/diff/compare.h"
+#include "tests/diff/runner.h"
+
+namespace {
+
+using nlohmann::json;
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return json::parse(in);
+}
+
+int usage() {
+  std::cerr << "usage: diff_runner --programs P.json [--pytorch R.json] [--records OUT.json] "
+               "[--report OUT.txt] [--list N] [--write-known APPEND.txt] [--only ID] [--verbose]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> opt;
+  bool verbose = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--verbose") {
+      verbose = true;
+    } else if (a.rfind("--", 0) == 0 && i + 1 < argc) {
+      opt[a.substr(2)] = argv[++i];
+    } else {
+      return usage();
+    }
+  }
+  if (!opt.count("programs")) return usage();
+  try {
+    using namespace dtensor::diff;
+    std::vector<Program> programs = parse_programs(read_json(opt["programs"]));
+    std::map<std::string, json> theirs;
+    if (opt.count("pytorch")) {
+      const json doc = read_json(opt["pytorch"]);  // named: a temporary would dangle in the loop
+      for (const json& r : doc.at("records")) theirs[r.at("id").get<std::string>()] = r;
+    }
+    json records = json::array();
+    std::vector<ProgramComparison> comparisons;
+    for (const Program& p : programs) {
+      if (opt.count("only") && p.id != opt["only"]) continue;
+      json ours;
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        ours = run_program(p);
+      } catch (const std::exception& e) {
+        throw std::runtime_error(p.id + ": " + e.what());
+      }
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (ms > 1000) std::cerr << "diff_runner: " << p.id << " took " << ms << " ms\n";
+      if (verbose) std::cout << "ours    " << ours.dump() << "\n";
+      if (theirs.count(p.id)) {
+        if (verbose) std::cout << "pytorch " << theirs[p.id].dump() << "\n";
+        json reference = run_reference(p);
+        if (verbose) std::cout << "single  " << reference.dump() << "\n";
+        try {
+          comparisons.push_back(compare_records(p, ours, theirs[p.id], reference));
+        } catch (const std::exception& e) {
+          throw std::runtime_error(p.id + " (comparing): " + e.what());
+        }
+      }
+      records.push_back(std::move(ours));
+    }
+    if (opt.count("records")) {
+      std::ofstream(opt["records"]) << json{{"format", kFormat}, {"producer", "dtensor"}, {"records", records}}.dump();
+    }
+    if (opt.count("write-known")) {
+      std::ofstream known(opt["write-known"], std::ios::app);
+      for (const auto& c : comparisons) {
+        for (const std::string& k : unexplained_keys(c)) known << k << "\n";
+      }
+    }
+    if (!theirs.empty()) {
+      std::string report = comparison_report(comparisons, opt.count("list") ? std::stoul(opt["list"]) : 40);
+      if (opt.count("report")) std::ofstream(opt["report"]) << report;
+      std::cout << report;
+      for (const auto& c : comparisons) {
+        if (!c.agrees()) return 1;
+      }
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "diff_runner: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

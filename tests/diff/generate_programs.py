@@ -1,0 +1,431 @@
+"""Generates the differential-test corpus (format: tests/diff/README.md).
+
+    python3 tests/diff/generate_programs.py --seed 18 --count 2400 --out DIR [--shards 8]
+
+Plain Python (no torch needed): seeded, so the same command writes the same
+files. Every program is one op template (OPS below) applied to inputs with
+random placements on one of the meshes (4), (2, 2), (2, 2, 2), optionally
+followed by a redistribute, a full_tensor and a backward.
+"""
+
+import argparse
+import json
+import os
+import random
+
+FORMAT = "dtensor-diff/1"
+MESHES = [((4,), ["x"], 4), ((2, 2), ["dp", "tp"], 4), ((2, 2, 2), ["a", "b", "c"], 8)]
+
+
+class Gen:
+    def __init__(self, rng):
+        self.rng = rng
+        self.seed_counter = 0
+
+    def dims(self, ndim, lo=1, hi=6):
+        return [self.rng.randint(lo, hi) for _ in range(ndim)]
+
+    def shape(self, lo_nd=1, hi_nd=3):
+        return self.dims(self.rng.randint(lo_nd, hi_nd))
+
+    def t(self, shape, **kw):
+        self.seed_counter += 1
+        spec = {"shape": list(shape), "seed": self.rng.randint(0, 10000)}
+        spec.update(kw)
+        return spec
+
+    def idx(self, shape, high):
+        return self.t(shape, dtype="int64", high=high)
+
+    def pos(self, shape):
+        return self.t(shape, offset=1.0)
+
+    def dim(self, ndim):
+        d = self.rng.randrange(ndim)
+        return d - ndim if self.rng.random() < 0.2 else d
+
+    def dimlist(self, ndim):
+        k = self.rng.randint(1, ndim)
+        return sorted(self.rng.sample(range(ndim), k))
+
+    def broadcast_pair(self):
+        a = self.shape(1, 3)
+        b = list(a)
+        r = self.rng.random()
+        if r < 0.3:
+            b = b[self.rng.randint(1, len(b)):] or [1]
+            if b == [1] and len(a) >= 1:
+                b = [a[-1]]
+        elif r < 0.6:
+            i = self.rng.randrange(len(b))
+            b[i] = 1
+        if self.rng.random() < 0.5:
+            a, b = b, a
+        return a, b
+
+
+def op(name, *args, **kwargs):
+    return {"kind": "op", "op": name, "args": list(args), "kwargs": kwargs}
+
+
+def T(i):
+    return {"t": i}
+
+
+UNARY = ["abs", "neg", "relu", "sigmoid", "tanh", "exp", "sin", "cos", "gelu", "silu", "erf",
+         "atan", "sinh", "cosh", "expm1", "floor", "ceil", "round", "trunc", "sign", "frac",
+         "tan", "asin", "acos", "exp2", "clone", "zeros_like", "ones_like", "square"]
+POSITIVE_UNARY = ["log", "sqrt", "rsqrt", "reciprocal", "log1p", "log2"]
+BINARY = ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "minimum", "atan2",
+          "hypot", "eq.Tensor", "gt.Tensor", "lt.Tensor", "ge.Tensor", "le.Tensor", "ne.Tensor"]
+
+
+def unary(g, name):
+    spec = g.pos(g.shape()) if name in POSITIVE_UNARY else g.t(g.shape())
+    return [spec], [op(f"aten::{name}", T(0))]
+
+
+def binary(g, name):
+    a, b = g.broadcast_pair()
+    second = g.pos(b) if name.startswith("div") else g.t(b)
+    return [g.t(a), second], [op(f"aten::{name}", T(0), T(1))]
+
+
+def scalar_ops(g):
+    s = g.shape()
+    x = g.t(s)
+    choice = g.rng.choice([
+        op("aten::mul.Scalar", T(0), 2.5), op("aten::div.Scalar", T(0), 4.0),
+        op("aten::add.Scalar", T(0), 1.5), op("aten::pow.Tensor_Scalar", T(0), 2),
+        op("aten::clamp", T(0), -0.2, 0.3), op("aten::leaky_relu", T(0), 0.1),
+        op("aten::hardtanh", T(0), -0.25, 0.25), op("aten::softplus", T(0), 1, 20),
+        op("aten::elu", T(0)), op("aten::rsub.Scalar", T(0), 1.0),
+        op("aten::add.Tensor", T(0), T(0), alpha=2), op("aten::gelu", T(0), approximate="tanh")])
+    return [x], [choice]
+
+
+def pointwise3(g):
+    a, b = g.broadcast_pair()
+    kind = g.rng.choice(["addcmul", "where", "lerp", "pow", "xlogy"])
+    if kind == "addcmul":
+        return [g.t(a), g.t(b), g.t(a)], [op("aten::addcmul", T(0), T(1), T(2), value=0.5)]
+    if kind == "where":
+        return [g.t(a), g.t(b)], [op("aten::gt.Tensor", T(0), T(1)), op("aten::where.self", T(2), T(0), T(1))]
+    if kind == "lerp":
+        return [g.t(a), g.t(b)], [op("aten::lerp.Scalar", T(0), T(1), 0.3)]
+    if kind == "pow":
+        return [g.pos(a), g.t(b)], [op("aten::pow.Tensor_Tensor", T(0), T(1))]
+    return [g.t(a), g.pos(b)], [op("aten::xlogy.Tensor", T(0), T(1))]
+
+
+def reduction(g):
+    s = g.shape()
+    nd = len(s)
+    kd = g.rng.random() < 0.4
+    kind = g.rng.choice(["sum", "sum_all", "mean", "mean_all", "amax", "amin", "max_dim", "min_dim",
+                         "argmax", "argmin", "prod", "var", "std", "norm", "logsumexp", "cumsum",
+                         "max_all"])
+    x = g.pos(s) if kind in ("prod",) else g.t(s)
+    d = g.dim(nd)
+    ops = {
+        "sum": op("aten::sum.dim_IntList", T(0), g.dimlist(nd), kd),
+        "sum_all": op("aten::sum", T(0)),
+        "mean": op("aten::mean.dim", T(0), g.dimlist(nd), kd),
+        "mean_all": op("aten::mean", T(0)),
+        "amax": op("aten::amax", T(0), g.dimlist(nd), kd),
+        "amin": op("aten::amin", T(0), g.dimlist(nd), kd),
+        "max_dim": op("aten::max.dim", T(0), d, kd),
+        "min_dim": op("aten::min.dim", T(0), d, kd),
+        "argmax": op("aten::argmax", T(0), d, kd),
+        "argmin": op("aten::argmin", T(0), d, kd),
+        "prod": op("aten::prod.dim_int", T(0), d, kd),
+        "var": op("aten::var.correction", T(0), g.dimlist(nd), correction=1, keepdim=kd),
+        "std": op("aten::std.correction", T(0), g.dimlist(nd), correction=1, keepdim=kd),
+        "norm": op("aten::linalg_vector_norm", T(0), 2, g.dimlist(nd), kd),
+        "logsumexp": op("aten::logsumexp", T(0), g.dimlist(nd), kd),
+        "cumsum": op("aten::cumsum", T(0), d),
+        "max_all": op("aten::max", T(0)),
+    }
+    return [x], [ops[kind]]
+
+
+def matmul(g):
+    m, k, n, b = g.dims(4)
+    kind = g.rng.choice(["mm", "bmm", "addmm", "matmul", "baddbmm", "linear", "dot", "mv", "t",
+                         "matmul3"])
+    if kind == "mm":
+        return [g.t([m, k]), g.t([k, n])], [op("aten::mm", T(0), T(1))]
+    if kind == "bmm":
+        return [g.t([b, m, k]), g.t([b, k, n])], [op("aten::bmm", T(0), T(1))]
+    if kind == "addmm":
+        bias = [n] if g.rng.random() < 0.5 else [m, n]
+        return [g.t(bias), g.t([m, k]), g.t([k, n])], [op("aten::addmm", T(0), T(1), T(2))]
+    if kind == "matmul":
+        return [g.t([b, m, k]), g.t([k, n])], [op("aten::matmul", T(0), T(1))]
+    if kind == "matmul3":
+        return [g.t([m, k]), g.t([b, k, n])], [op("aten::matmul", T(0), T(1))]
+    if kind == "baddbmm":
+        return [g.t([b, m, n]), g.t([b, m, k]), g.t([b, k, n])], [op("aten::baddbmm", T(0), T(1), T(2))]
+    if kind == "linear":
+        return [g.t([b, m, k]), g.t([n, k]), g.t([n])], [op("aten::linear", T(0), T(1), T(2))]
+    if kind == "dot":
+        return [g.t([k + 2]), g.t([k + 2])], [op("aten::dot", T(0), T(1))]
+    if kind == "mv":
+        return [g.t([m, k]), g.t([k])], [op("aten::mv", T(0), T(1))]
+    return [g.t([m, k])], [op("aten::t", T(0))]
+
+
+def view(g):
+    s = g.shape(1, 3)
+    nd = len(s)
+    kind = g.rng.choice(["view", "reshape", "transpose", "permute", "unsqueeze", "squeeze",
+                         "flatten", "unflatten", "expand", "slice", "select", "narrow", "movedim",
+                         "tril", "view_split", "contiguous_t", "index_select", "repeat"])
+    if kind in ("view", "reshape"):
+        s = g.rng.choice([[2, 6], [4, 3], [3, 2, 2], [6, 4], [2, 3, 4], [4, 4]])
+        total = 1
+        for v in s:
+            total *= v
+        target = g.rng.choice([[total], [-1, s[-1]], [s[0], -1]] + ([[s[0] * s[1]] + s[2:]] if len(s) > 2 else [[s[1], s[0]]]))
+        return [g.t(s)], [op(f"aten::{kind}", T(0), target)]
+    if kind == "transpose":
+        return [g.t(s)], [op("aten::transpose.int", T(0), g.dim(nd), g.dim(nd))]
+    if kind == "permute":
+        p = list(range(nd))
+        g.rng.shuffle(p)
+        return [g.t(s)], [op("aten::permute", T(0), p)]
+    if kind == "unsqueeze":
+        return [g.t(s)], [op("aten::unsqueeze", T(0), g.rng.randint(0, nd))]
+    if kind == "squeeze":
+        s[g.rng.randrange(nd)] = 1
+        return [g.t(s)], [op("aten::squeeze.dim", T(0), g.dim(nd))]
+    if kind == "flatten":
+        s = g.dims(3)
+        return [g.t(s)], [op("aten::flatten.using_ints", T(0), g.rng.choice([0, 1]), 2)]
+    if kind == "unflatten":
+        s = [g.rng.choice([4, 6, 8]), g.rng.randint(1, 4)]
+        return [g.t(s)], [op("aten::unflatten.int", T(0), 0, [2, -1])]
+    if kind == "expand":
+        s2 = list(s)
+        s2[g.rng.randrange(nd)] = 1
+        target = [g.rng.randint(2, 4) if v == 1 else v for v in s2]
+        return [g.t(s2)], [op("aten::expand", T(0), target)]
+    if kind == "slice":
+        d = g.rng.randrange(nd)
+        return [g.t(s)], [op("aten::slice.Tensor", T(0), d, 0, max(1, s[d] - 1), g.rng.choice([1, 2]))]
+    if kind == "select":
+        d = g.rng.randrange(nd)
+        return [g.t(s)], [op("aten::select.int", T(0), d, s[d] - 1)]
+    if kind == "narrow":
+        d = g.rng.randrange(nd)
+        return [g.t(s)], [op("aten::narrow", T(0), d, 0, max(1, s[d] // 2))]
+    if kind == "movedim":
+        return [g.t(s)], [op("aten::movedim.int", T(0), g.dim(nd), g.dim(nd))]
+    if kind == "tril":
+        return [g.t(g.dims(2, 2, 5))], [op("aten::tril", T(0), g.rng.choice([0, 1, -1]))]
+    if kind == "view_split":
+        return [g.t([4, 6])], [op("aten::view", T(0), [4, 2, 3]), op("aten::transpose.int", T(1), 0, 1)]
+    if kind == "contiguous_t":
+        return [g.t(g.dims(2))], [op("aten::t", T(0)), op("aten::clone", T(1), memory_format=0)]
+    if kind == "index_select":
+        d = g.rng.randrange(nd)
+        return [g.t(s), g.idx([3], s[d])], [op("aten::index_select", T(0), d, T(1))]
+    return [g.t(s)], [op("aten::repeat", T(0), [2] + [1] * (nd - 1))]
+
+
+def concat(g):
+    s = g.shape(1, 3)
+    nd = len(s)
+    d = g.rng.randrange(nd)
+    kind = g.rng.choice(["cat", "stack", "split", "chunk", "split_sizes", "unbind"])
+    if kind == "cat":
+        s2 = list(s)
+        s2[d] = g.rng.randint(1, 5)
+        return [g.t(s), g.t(s2)], [op("aten::cat", [T(0), T(1)], d)]
+    if kind == "stack":
+        return [g.t(s), g.t(s)], [op("aten::stack", [T(0), T(1)], g.rng.randint(0, nd))]
+    s[d] = g.rng.randint(2, 7)
+    if kind == "split":
+        return [g.t(s)], [op("aten::split.Tensor", T(0), g.rng.randint(1, 3), d)]
+    if kind == "chunk":
+        return [g.t(s)], [op("aten::chunk", T(0), g.rng.randint(2, 3), d)]
+    if kind == "split_sizes":
+        first = g.rng.randint(1, s[d] - 1)
+        return [g.t(s)], [op("aten::split_with_sizes", T(0), [first, s[d] - first], d)]
+    return [g.t(s)], [op("aten::unbind.int", T(0), d)]
+
+
+def nn(g):
+    kind = g.rng.choice(["softmax", "log_softmax", "_softmax", "_log_softmax", "layer_norm",
+                         "native_layer_norm", "embedding", "cross_entropy", "mse", "sdpa",
+                         "dropout_eval", "nll"])
+    s = g.shape(2, 3)
+    nd = len(s)
+    if kind in ("softmax", "log_softmax"):
+        return [g.t(s)], [op(f"aten::{kind}.int", T(0), g.dim(nd))]
+    if kind in ("_softmax", "_log_softmax"):
+        return [g.t(s)], [op(f"aten::{kind}", T(0), g.dim(nd), False)]
+    if kind in ("layer_norm", "native_layer_norm"):
+        h = s[-1] + 1
+        s[-1] = h
+        args = [T(0), [h], T(1), T(2)]
+        if kind == "layer_norm":
+            return [g.t(s), g.t([h], offset=1.0), g.t([h])], [op("aten::layer_norm", *args, 1e-5)]
+        return [g.t(s), g.t([h], offset=1.0), g.t([h])], [op("aten::native_layer_norm", *args, 1e-5)]
+    if kind == "embedding":
+        v, e = g.rng.randint(3, 9), g.rng.randint(2, 6)
+        return [g.t([v, e]), g.idx(g.dims(g.rng.randint(1, 2), 1, 5), v)], [op("aten::embedding", T(0), T(1))]
+    if kind in ("cross_entropy", "nll"):
+        n, c = g.rng.randint(2, 7), g.rng.randint(2, 6)
+        name = "aten::cross_entropy_loss" if kind == "cross_entropy" else "aten::nll_loss"
+        red = g.rng.choice([0, 1, 2])
+        return [g.t([n, c]), g.idx([n], c)], [op(name, T(0), T(1), None, red, -100)]
+    if kind == "mse":
+        return [g.t(s), g.t(s)], [op("aten::mse_loss", T(0), T(1), g.rng.choice([0, 1, 2]))]
+    if kind == "sdpa":
+        b, h, l, e = g.rng.randint(1, 2), g.rng.choice([2, 4]), g.rng.randint(2, 5), g.rng.randint(2, 4)
+        qs = [b, h, l, e]
+        return [g.t(qs), g.t(qs), g.t(qs)], [op("aten::scaled_dot_product_attention", T(0), T(1), T(2),
+                                                is_causal=g.rng.random() < 0.5)]
+    return [g.t(s)], [op("aten::dropout", T(0), 0.0, False)]
+
+
+FAMILIES = [("unary", 18), ("positive", 6), ("binary", 22), ("scalar", 8),
+            ("pointwise3", 6), ("reduction", 16), ("matmul", 16), ("view", 16), ("concat", 10),
+            ("nn", 16), ("redistribute", 20)]
+
+
+def placement(g, ndim, mesh_ndim, allow_partial):
+    # One reduce op per input (PyTorch refuses mixed ones), rarely a mix.
+    op_of_input = g.rng.choices(["P(sum)", "P(avg)", "P(max)", "P(min)"], [6, 2, 1, 1])[0]
+    mixed = g.rng.random() < 0.03
+    out = []
+    for _ in range(mesh_ndim):
+        r = g.rng.random()
+        if r < 0.32 or ndim == 0:
+            p = "R"
+        elif r < 0.72:
+            p = f"S({g.rng.randrange(ndim)})"
+        elif not allow_partial:
+            p = "R"
+        else:
+            p = g.rng.choices(["P(sum)", "P(avg)", "P(max)", "P(min)"], [6, 2, 1, 1])[0] if mixed else op_of_input
+        out.append(p)
+    return out
+
+
+def redistribute_target(g, ndim, mesh_ndim, current):
+    out = []
+    for d in range(mesh_ndim):
+        r = g.rng.random()
+        if current[d].startswith("P") and r < 0.25:
+            out.append(current[d])  # keep the existing Partial: allowed
+        elif r < 0.06:
+            out.append("P(sum)")  # a new Partial: PyTorch refuses unless already P(sum)
+        elif r < 0.45 or ndim == 0:
+            out.append("R")
+        else:
+            out.append(f"S({g.rng.randrange(ndim)})")
+    return out
+
+
+def build(g, family):
+    if family == "unary":
+        return unary(g, g.rng.choice(UNARY))
+    if family == "positive":
+        return unary(g, g.rng.choice(POSITIVE_UNARY))
+    if family == "binary":
+        return binary(g, g.rng.choice(BINARY))
+    if family == "scalar":
+        return scalar_ops(g)
+    if family == "pointwise3":
+        return pointwise3(g)
+    return {"reduction": reduction, "matmul": matmul, "view": view, "concat": concat, "nn": nn}[family](g)
+
+
+NON_DIFF = ("aten::eq", "aten::gt", "aten::lt", "aten::ge", "aten::le", "aten::ne", "aten::argm",
+            "aten::sign", "aten::floor", "aten::ceil", "aten::round", "aten::trunc", "aten::zeros_like",
+            "aten::ones_like")
+
+
+def program(g, pid):
+    mesh_shape, names, world = g.rng.choice(MESHES)
+    family = g.rng.choices([f for f, _ in FAMILIES], [w for _, w in FAMILIES])[0]
+    if family == "redistribute":
+        inputs, steps = [g.t(g.shape(1, 3))], []
+    else:
+        inputs, steps = build(g, family)
+    for spec in inputs:
+        nd = len(spec["shape"])
+        partial_ok = spec.get("dtype", "float64") == "float64"
+        spec["placements"] = placement(g, nd, len(mesh_shape), partial_ok)
+    n_in = len(inputs)
+    last = n_in + len(steps) - 1  # first output of the last op (multi-output: its first)
+    if family == "redistribute":
+        last = 0
+    # a Partial input to a view or nn op often has no reduce op in PyTorch; keep most of them
+    diff_ok = all(not s["op"].startswith(NON_DIFF) for s in steps) and any(
+        s.get("dtype", "float64") == "float64" for s in inputs)
+    outputs_float = diff_ok
+    r = g.rng.random()
+    if family == "redistribute":
+        src, nd = inputs[0]["placements"], len(inputs[0]["shape"])
+        target = redistribute_target(g, nd, len(mesh_shape), src)
+        steps.append({"kind": "redistribute", "t": last, "placements": target})
+        last = n_in + len(steps) - 1
+    elif r < 0.2 and len(steps) == 1:
+        steps.append({"kind": "redistribute", "t": last, "placements": ["R"] * len(mesh_shape)})
+        last = n_in + len(steps) - 1
+    if g.rng.random() < 0.35:
+        steps.append({"kind": "full_tensor", "t": last})
+    want_grad = outputs_float and g.rng.random() < 0.45
+    if want_grad:
+        grads = [i for i, s in enumerate(inputs) if s.get("dtype", "float64") == "float64"]
+        for i in grads:
+            inputs[i]["requires_grad"] = True
+        steps.append({"kind": "backward", "t": last, "grads": grads})
+    return {"id": pid, "world_size": world, "mesh": {"shape": list(mesh_shape), "names": names},
+            "inputs": inputs, "steps": steps}
+
+
+def issue_programs():
+    """The two divergences of issue #18, spelled out."""
+    ones = {"shape": [2, 2], "seed": 0, "offset": 1.0, "scale": 0.0}
+    progs = [{"id": "issue18_pp_mul", "world_size": 4, "mesh": {"shape": [4], "names": ["x"]},
+              "inputs": [dict(ones, placements=["P(sum)"]), dict(ones, placements=["P(sum)"])],
+              "steps": [op("aten::mul.Tensor", T(0), T(1)), {"kind": "full_tensor", "t": 2}]}]
+    cases = [("r_p", [4], ["R"], ["P(sum)"]), ("sr_sp", [2, 2], ["S(0)", "R"], ["S(0)", "P(sum)"]),
+             ("sr_rp", [2, 2], ["S(0)", "R"], ["R", "P(sum)"]),
+             ("ss_rp", [2, 2], ["S(0)", "S(1)"], ["R", "P(sum)"]),
+             ("keep_p", [2, 2], ["P(sum)", "S(0)"], ["P(sum)", "S(1)"])]
+    for name, mesh, src, dst in cases:
+        progs.append({"id": f"issue18_{name}", "world_size": 4,
+                      "mesh": {"shape": mesh, "names": ["x"] if len(mesh) == 1 else ["dp", "tp"]},
+                      "inputs": [{"shape": [4, 4], "seed": 7, "placements": src}],
+                      "steps": [{"kind": "redistribute", "t": 0, "placements": dst},
+                                {"kind": "full_tensor", "t": 1}]})
+    return progs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--seed", type=int, default=18)
+    ap.add_argument("--count", type=int, default=2400)
+    ap.add_argument("--shards", type=int, default=8)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    g = Gen(random.Random(a.seed))
+    progs = issue_programs() + [program(g, f"g{a.seed}_{i:05d}") for i in range(a.count)]
+    os.makedirs(a.out, exist_ok=True)
+    per = (len(progs) + a.shards - 1) // a.shards
+    for s in range(a.shards):
+        chunk = progs[s * per:(s + 1) * per]
+        with open(os.path.join(a.out, f"programs_{s:02d}.json"), "w") as f:
+            json.dump({"format": FORMAT, "generator": f"generate_programs.py --seed {a.seed}",
+                       "programs": chunk}, f, separators=(",", ":"))
+            f.write("\n")
+    print(f"{len(progs)} programs in {a.shards} shards under {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+// Runs the checked-in corpus (tests/diff/testdata) on the fake world and
+// compares it with PyTorch's recorded results, without Python: values must
+// agree with PyTorch (or PyTorch must be the one that is wrong, by the
+// single-device run) and with the single-device run, and every other
+// difference must be a deviation row or listed in known_divergences.txt.
+// Regenerate the goldens: tests/diff/regenerate_goldens.sh (README.md).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tests/diff/compare.h"
+#include "tests/diff/runner.h"
+
+namespace dtensor::diff {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kShards = 8;
+
+std::string testdata(const std::string& name) {
+  const std::string rel = "tests/diff/testdata/" + name;
+  if (const char* srcdir = std::getenv("TEST_SRCDIR")) {
+    const std::string full = std::string(srcdir) + "/dtensor/" + rel;
+    if (std::ifstream(full).good()) return full;
+  }
+  return rel;
+}
+
+json read_json(const std::string& name) {
+  std::ifstream in(testdata(name));
+  if (!in) throw std::runtime_error("cannot read " + testdata(name));
+  return json::parse(in);
+}
+
+std::string shard_name(const char* stem, int shard) {
+  std::ostringstream out;
+  out << stem << (shard < 10 ? "_0" : "_") << shard << ".json";
+  return out.str();
+}
+
+std::set<std::string> known_divergences() {
+  std::ifstream in(testdata("known_divergences.txt"));
+  std::set<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] != '#') out.insert(line);
+  }
+  return out;
+}
+
+class GoldenShard : public ::testing::TestWithParam<int> {};
+
+TEST_P(GoldenShard, AgreesWithPyTorch) {
+  const int shard = GetParam();
+  const json doc = read_json(shard_name("pytorch", shard));
+  ASSERT_EQ(doc.value("format", ""), kFormat);
+  ASSERT_EQ(doc.value("producer", "").rfind("pytorch 2.11", 0), 0u) << doc.value("producer", "");
+  std::map<std::string, json> theirs;
+  for (const json& r : doc.at("records")) theirs[r.at("id").get<std::string>()] = r;
+  const std::vector<Program> programs = parse_programs(read_json(shard_name("programs", shard)));
+  ASSERT_FALSE(programs.empty());
+  const std::set<std::string> known = known_divergences();
+  std::set<std::string> expected, found;
+  std::vector<ProgramComparison> comparisons;
+  for (const Program& p : programs) {
+    SCOPED_TRACE(p.id);
+    ASSERT_TRUE(theirs.count(p.id)) << "no PyTorch record; regenerate the goldens";
+    comparisons.push_back(compare_records(p, run_program(p), theirs[p.id], run_reference(p)));
+    for (const FieldDiff& d : comparisons.back().diffs) {
+      if (d.deviation.empty() && (d.field == "values" || d.field == "reference")) {
+        ADD_FAILURE() << p.id << " step " << d.step << " " << d.step_label << " " << d.field << ": " << d.detail;
+      }
+    }
+    for (const std::string& k : unexplained_keys(comparisons.back())) found.insert(k);
+    for (auto it = known.lower_bound(p.id + " "); it != known.end() && it->rfind(p.id + " ", 0) == 0; ++it) {
+      expected.insert(*it);
+    }
+  }
+  std::ostringstream extra, fixed;
+  for (const std::string& k : found) {
+    if (!expected.count(k)) extra << "  " << k << "\n";
+  }
+  for (const std::string& k : expected) {
+    if (!found.count(k)) fixed << "  " << k << "\n";
+  }
+  EXPECT_TRUE(extra.str().empty()) << "new differences from PyTorch (fix them, or add a deviation row):\n"
+                                   << extra.str() << comparison_report(comparisons);
+  EXPECT_TRUE(fixed.str().empty()) << "listed divergences that no longer occur (remove them from "
+                                      "known_divergences.txt):\n" << fixed.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, GoldenShard, ::testing::Range(0, kShards));
+
+}  // namespace
+}  // namespace dtensor::diff

@@ -1,0 +1,104 @@
+// Parsing of differential-test programs and the shared input generator.
+#include "tests/diff/program.h"
+
+#include <ATen/ATen.h>
+
+#include <stdexcept>
+
+namespace dtensor::diff {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& where, const std::string& what) {
+  throw std::invalid_argument("diff program " + where + ": " + what);
+}
+
+const json& field(const json& j, const char* name, const std::string& where) {
+  if (!j.is_object() || !j.contains(name)) bad(where, std::string("missing field \"") + name + "\"");
+  return j.at(name);
+}
+
+std::vector<int64_t> int_list(const json& j, const std::string& where) {
+  if (!j.is_array()) bad(where, "expected a list of integers, got " + j.dump());
+  std::vector<int64_t> out;
+  for (const json& v : j) {
+    if (!v.is_number_integer()) bad(where, "expected an integer, got " + v.dump());
+    out.push_back(v.get<int64_t>());
+  }
+  return out;
+}
+
+InputSpec parse_input(const json& j, const std::string& where) {
+  InputSpec s;
+  s.shape = int_list(field(j, "shape", where), where + ".shape");
+  for (const json& p : field(j, "placements", where)) s.placements.push_back(p.get<std::string>());
+  s.seed = field(j, "seed", where).get<int64_t>();
+  const std::string dtype = j.value("dtype", std::string("float64"));
+  if (dtype != "float64" && dtype != "int64") bad(where, "dtype must be float64 or int64, got " + dtype);
+  s.is_int = dtype == "int64";
+  s.high = j.value("high", int64_t{1});
+  if (s.is_int && s.high < 1) bad(where, "high must be >= 1");
+  s.scale = j.value("scale", 1.0);
+  s.offset = j.value("offset", 0.0);
+  s.requires_grad = j.value("requires_grad", false);
+  return s;
+}
+
+}  // namespace
+
+std::vector<Program> parse_programs(const json& doc) {
+  if (!doc.is_object() || doc.value("format", std::string()) != kFormat) {
+    bad("file", std::string("not a ") + kFormat + " document");
+  }
+  std::vector<Program> out;
+  for (const json& j : field(doc, "programs", "file")) {
+    Program p;
+    p.id = field(j, "id", "?").get<std::string>();
+    p.world_size = field(j, "world_size", p.id).get<int64_t>();
+    const json& mesh = field(j, "mesh", p.id);
+    p.mesh_shape = int_list(field(mesh, "shape", p.id + ".mesh"), p.id + ".mesh.shape");
+    if (mesh.contains("names") && !mesh.at("names").is_null()) {
+      p.mesh_names = mesh.at("names").get<std::vector<std::string>>();
+    }
+    int64_t ranks = 1;
+    for (int64_t s : p.mesh_shape) ranks *= s;
+    if (ranks != p.world_size) bad(p.id, "mesh size " + std::to_string(ranks) + " != world_size");
+    const json& inputs = field(j, "inputs", p.id);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      p.inputs.push_back(parse_input(inputs[i], p.id + ".inputs[" + std::to_string(i) + "]"));
+      if (p.inputs.back().placements.size() != p.mesh_shape.size()) {
+        bad(p.id, "input " + std::to_string(i) + " needs one placement per mesh dim");
+      }
+    }
+    for (const json& s : field(j, "steps", p.id)) {
+      p.steps.push_back(Step{field(s, "kind", p.id + ".steps").get<std::string>(), s});
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// Note [Input values]
+// Both runners compute, with the same tensor ops in the same order (so the
+// float64 results are bit-identical, no PRNG involved):
+//   s = seed + 101 * variant; a = 1 + (s * 389) % 1008; b = (s * 7) % 1009
+//   raw[i] = (i * a + b) % 1009                       (int64, i = 0..n-1)
+//   int64:   raw % high
+//   float64: (raw / 1009.0 - 0.5) * scale + offset
+// `variant` tells the ranks of a Partial group apart: each rank's local tensor
+// is its shard of the variant given by its row-major index among the Partial
+// mesh dims, so partial values differ across the group (README, "Inputs").
+at::Tensor global_values(const InputSpec& spec, int64_t variant) {
+  int64_t n = 1;
+  for (int64_t s : spec.shape) n *= s;
+  const int64_t seed = spec.seed + 101 * variant;
+  const int64_t a = 1 + (seed * 389) % 1008;
+  const int64_t b = (seed * 7) % 1009;
+  at::Tensor raw = (at::arange(n, at::kLong) * a + b) % 1009;
+  if (spec.is_int) return (raw % spec.high).reshape(spec.shape);
+  at::Tensor x = raw.to(at::kDouble) / 1009.0 - 0.5;
+  return (x * spec.scale + spec.offset).reshape(spec.shape);
+}
+
+}  // namespace dtensor::diff

@@ -1,0 +1,56 @@
+// Differential-test programs (format: tests/diff/README.md) as C++ values,
+// parsed from JSON, and the deterministic input values both runners compute.
+//   std::vector<Program> programs = parse_programs(nlohmann::json::parse(text));
+//   at::Tensor g = global_values(programs[0].inputs[0], /*variant=*/0);
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace dtensor::diff {
+
+/// The format tag of program, record and golden files.
+inline constexpr const char* kFormat = "dtensor-diff/1";
+
+/// One input: global shape, placements (strings such as "S(0)", "P(max)"),
+/// and how its values are generated (See Note [Input values]).
+struct InputSpec {
+  std::vector<int64_t> shape;
+  std::vector<std::string> placements;
+  int64_t seed = 0;
+  bool is_int = false;       // "dtype": "int64" (else float64)
+  int64_t high = 1;          // int64 values lie in [0, high)
+  double scale = 1.0;        // float values: (base - 0.5) * scale + offset
+  double offset = 0.0;
+  bool requires_grad = false;
+};
+
+/// One step; `json` keeps the step as written (kind "op", "redistribute",
+/// "full_tensor" or "backward"; see the README for the fields of each).
+struct Step {
+  std::string kind;
+  nlohmann::json json;
+};
+
+struct Program {
+  std::string id;
+  int64_t world_size = 0;
+  std::vector<int64_t> mesh_shape;
+  std::vector<std::string> mesh_names;
+  std::vector<InputSpec> inputs;
+  std::vector<Step> steps;
+};
+
+/// Parses a programs file ({"format": kFormat, "programs": [...]}); throws
+/// std::invalid_argument naming the program and field for malformed input.
+std::vector<Program> parse_programs(const nlohmann::json& doc);
+
+/// The global values of `spec` for Partial variant `variant` (0 when the
+/// input has no Partial placement). See Note [Input values].
+at::Tensor global_values(const InputSpec& spec, int64_t variant);
+
+}  // namespace dtensor::diff

@@ -1,0 +1,362 @@
+"""Runs differential-test programs (tests/diff/README.md) with PyTorch's own
+DTensor and writes one record per program.
+
+    python tests/diff/pytorch_runner.py programs.json records.json
+    python tests/diff/pytorch_runner.py --gloo-crosscheck programs.json records.json EVERY_NTH
+
+Ranks are simulated by PyTorch's LocalTensorMode (torch.distributed._local_tensor)
+over a "fake" process group: one process holds every rank's real values, the
+same machinery PyTorch's own LocalDTensorTestBase uses. See the README for why.
+"""
+
+import json
+import logging
+import os
+import sys
+import warnings
+
+import torch
+import torch.distributed as dist
+from torch.distributed._local_tensor import LocalTensor, LocalTensorMode
+from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
+from torch.distributed.tensor.debug import CommDebugMode
+
+warnings.filterwarnings("ignore")
+logging.getLogger("torch").setLevel(logging.ERROR)
+
+FORMAT = "dtensor-diff/1"
+LOCAL_MODE = True  # False in the Gloo cross-check workers
+
+
+# ---------------------------------------------------------------- placements
+
+def parse_placement(text):
+    text = text.strip()
+    if text == "R":
+        return Replicate()
+    if text.startswith("S(") and text.endswith(")"):
+        return Shard(int(text[2:-1]))
+    if text == "P":
+        return Partial("sum")
+    if text.startswith("P(") and text.endswith(")"):
+        return Partial(text[2:-1])
+    raise ValueError(f"bad placement {text!r}")
+
+
+def placement_str(p):
+    if isinstance(p, Replicate):
+        return "R"
+    if isinstance(p, Shard):
+        return f"S({p.dim})"
+    if type(p).__name__ == "_NormPartial":  # a p-norm's partial: sum of |x|^p, reduced with the root
+        return f"P(norm{p.norm_type:g})"
+    if isinstance(p, Partial):
+        return f"P({p.reduce_op})"
+    return str(p)  # _StridedShard and friends: never equal to ours
+
+
+# ---------------------------------------------------------------- values
+
+def global_values(shape, spec, variant):
+    """The deterministic generator both runners implement (README, "Inputs")."""
+    n = 1
+    for s in shape:
+        n *= s
+    seed = spec["seed"] + 101 * variant
+    a = 1 + (seed * 389) % 1008
+    b = (seed * 7) % 1009
+    i = torch.arange(n, dtype=torch.int64)
+    raw = (i * a + b) % 1009
+    if spec.get("dtype", "float64") == "int64":
+        return (raw % spec["high"]).reshape(shape)
+    x = raw.to(torch.float64) / 1009.0 - 0.5
+    return (x * spec.get("scale", 1.0) + spec.get("offset", 0.0)).reshape(shape)
+
+
+def partial_index(coord, mesh_shape, placements):
+    """Row-major index of a rank among the Partial mesh dims (0 when none)."""
+    k = 0
+    for d, p in enumerate(placements):
+        if p.is_partial():
+            k = k * mesh_shape[d] + coord[d]
+    return k
+
+
+def make_input(spec, mesh, world):
+    placements = [parse_placement(p) for p in spec["placements"]]
+    shape = list(spec["shape"])
+    plain = [Replicate() if p.is_partial() else p for p in placements]
+    if not LOCAL_MODE:  # a real process group: this process is one rank
+        k = partial_index(mesh.get_coordinate(), mesh.shape, placements)
+        d = torch.distributed.tensor.distribute_tensor(global_values(shape, spec, k), mesh, plain,
+                                                       src_data_rank=None)
+        x = DTensor.from_local(d.to_local().clone(), mesh, placements, shape=torch.Size(shape),
+                               stride=torch.empty(shape).stride())
+        return x.requires_grad_(True) if spec.get("requires_grad", False) else x
+    locals_by_variant = {}
+    per_rank = {}
+    for r in range(world):
+        coord = [int(c) for c in (mesh.mesh == r).nonzero()[0].tolist()]
+        k = partial_index(coord, mesh.shape, placements)
+        if k not in locals_by_variant:
+            with torch.distributed._local_tensor.maybe_disable_local_tensor_mode():
+                g = global_values(shape, spec, k)
+            d = torch.distributed.tensor.distribute_tensor(g, mesh, plain, src_data_rank=None)
+            locals_by_variant[k] = d.to_local()
+        lt = locals_by_variant[k]
+        per_rank[r] = (lt._local_tensors[r] if isinstance(lt, LocalTensor) else lt).clone()
+    local = LocalTensor(per_rank)
+    stride = torch.empty(shape).stride()
+    x = DTensor.from_local(local, mesh, placements, shape=torch.Size(shape), stride=stride)
+    if spec.get("requires_grad", False):
+        x.requires_grad_(True)
+    return x
+
+
+def encode_values(t):
+    flat = t.detach().to(torch.float64).reshape(-1).tolist()
+    out = []
+    for v in flat:
+        if v != v:
+            out.append("nan")
+        elif v in (float("inf"), float("-inf")):
+            out.append("inf" if v > 0 else "-inf")
+        else:
+            out.append(float(f"{v:.15g}"))
+    return out
+
+
+def rank0(t):
+    return t._local_tensors[0] if isinstance(t, LocalTensor) else t
+
+
+def describe(t):
+    """Record of one step output: placements, shape, global values."""
+    if not isinstance(t, torch.Tensor):
+        return {"kind": "other", "value": repr(t)}
+    if isinstance(t, DTensor):
+        with torch.no_grad():
+            full = t.full_tensor()
+        return {"placements": [placement_str(p) for p in t.placements],
+                "shape": list(t.shape), "values": encode_values(rank0(full))}
+    return {"placements": None, "shape": list(t.shape), "values": encode_values(rank0(t))}
+
+
+def comm_counts(mode):
+    out = {}
+    for k, v in mode.get_comm_counts().items():
+        name = str(k).split(".")[-1]
+        out[name] = out.get(name, 0) + v
+    return out
+
+
+# ---------------------------------------------------------------- steps
+
+def resolve(arg, env):
+    if isinstance(arg, dict) and "t" in arg:
+        return env[arg["t"]]
+    if isinstance(arg, list):
+        return [resolve(a, env) for a in arg]
+    return arg
+
+
+def flatten_outputs(result):
+    if isinstance(result, (tuple, list)):
+        out = []
+        for r in result:
+            out.extend(flatten_outputs(r))
+        return out
+    return [result]
+
+
+def aten_op(name):
+    ns, rest = name.split("::")
+    base, _, overload = rest.partition(".")
+    packet = getattr(getattr(torch.ops, ns), base)
+    return getattr(packet, overload or "default")
+
+
+def run_step(step, env, mesh, grads_of):
+    kind = step["kind"]
+    if kind == "op":
+        fn = aten_op(step["op"])
+        args = [resolve(a, env) for a in step.get("args", [])]
+        kwargs = {k: resolve(v, env) for k, v in step.get("kwargs", {}).items()}
+        return flatten_outputs(fn(*args, **kwargs)), True
+    x = env[step["t"]]
+    if kind == "redistribute":
+        return [x.redistribute(mesh, [parse_placement(p) for p in step["placements"]])], True
+    if kind == "full_tensor":
+        return [x.full_tensor()], False
+    if kind == "backward":
+        x.sum().backward()
+        return [grads_of[i].grad for i in step.get("grads", [])], False
+    raise ValueError(f"unknown step kind {kind!r}")
+
+
+def error_text(e):
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first}"[:300]
+
+
+def run_program(prog, mesh):
+    world = prog["world_size"]
+    try:
+        env = [make_input(spec, mesh, world) for spec in prog["inputs"]]
+    except Exception as e:  # noqa: BLE001 - e.g. mixed Partial reduce ops
+        return {"id": prog["id"], "inputs_raised": True, "error": error_text(e), "steps": []}
+    inputs = list(env)
+    steps = []
+    for step in prog["steps"]:
+        rec = {"raised": False}
+        mode = CommDebugMode()
+        try:
+            with mode:
+                outs, keep = run_step(step, env, mesh, inputs)
+            rec["comms"] = comm_counts(mode)
+            rec["outputs"] = [None if o is None else describe(o) for o in outs]
+            if keep:
+                env.extend(outs)
+        except Exception as e:  # noqa: BLE001 - raising is what we record
+            rec["raised"] = True
+            rec["error"] = error_text(e)
+            steps.append(rec)
+            break
+        steps.append(rec)
+    return {"id": prog["id"], "steps": steps}
+
+
+def gloo_worker(rank, world, programs, out_path, port):
+    """One rank of the Gloo cross-check: real processes, real collectives."""
+    global LOCAL_MODE
+    LOCAL_MODE = False
+    import datetime
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
+    torch.set_num_threads(1)
+    meshes, records = {}, []
+    for p in programs:
+        key = (tuple(p["mesh"]["shape"]), tuple(p["mesh"].get("names") or ()))
+        if key not in meshes:
+            meshes[key] = DeviceMesh("cpu", torch.arange(world).reshape(key[0]), mesh_dim_names=key[1] or None)
+        torch.manual_seed(0)
+        records.append(run_program(p, meshes[key]))
+    dist.destroy_process_group()
+    if rank == 0:
+        with open(out_path, "w") as f:
+            json.dump({"format": FORMAT, "producer": f"pytorch {torch.__version__} gloo", "records": records}, f)
+
+
+def gloo_comms(counts):
+    """On Gloo (no all_to_all on CPU), PyTorch's shard_dim_alltoall falls
+    back to all_gather + local chunk: map LocalTensorMode's counts to that."""
+    out = dict(counts)
+    k = out.pop("shard_dim_alltoall", 0)
+    if k:
+        out["all_gather_into_tensor"] = out.get("all_gather_into_tensor", 0) + k
+    return out
+
+
+def same_record(a, b, backend_only=False):
+    """Equal raising, counts, placements, shapes; values to 1e-10. With
+    backend_only, b's counts are first mapped by gloo_comms."""
+    if a.get("inputs_raised", False) != b.get("inputs_raised", False) or len(a["steps"]) != len(b["steps"]):
+        return False
+    for x, y in zip(a["steps"], b["steps"]):
+        if x["raised"] != y["raised"]:
+            return False
+        if x["raised"]:
+            continue
+        if x["comms"] != (gloo_comms(y["comms"]) if backend_only else y["comms"]):
+            return False
+        if len(x["outputs"]) != len(y["outputs"]):
+            return False
+        for o, q in zip(x["outputs"], y["outputs"]):
+            if (o is None) != (q is None):
+                return False
+            if o is None:
+                continue
+            if o["placements"] != q["placements"] or o["shape"] != q["shape"]:
+                return False
+            for u, v in zip(o["values"], q["values"]):
+                if isinstance(u, str) or isinstance(v, str):
+                    if u != v:
+                        return False
+                elif abs(u - v) > 1e-10 * max(1.0, abs(v)):
+                    return False
+    return True
+
+
+def gloo_crosscheck(programs_path, records_path, sample):
+    """Runs every `sample`-th world-4 program on 4 Gloo processes and compares
+    with the LocalTensorMode records: the simulation must be faithful."""
+    import tempfile
+    import torch.multiprocessing as mp
+    with open(programs_path) as f:
+        programs = [p for p in json.load(f)["programs"] if p["world_size"] == 4][::sample]
+    with open(records_path) as f:
+        local = {r["id"]: r for r in json.load(f)["records"]}
+    out = tempfile.mktemp(suffix=".json")
+    mp.start_processes(gloo_worker, args=(4, programs, out, 29600 + os.getpid() % 300), nprocs=4,
+                       start_method="spawn")
+    with open(out) as f:
+        gloo = json.load(f)["records"]
+    # A rank-dependent failure (one rank raises, the others wait) times out
+    # the group; later programs then fail too and are not compared.
+    for n, r in enumerate(gloo):
+        if any("timeout" in s.get("error", "") for s in r["steps"]):
+            gloo = gloo[:n]
+            print(f"gloo cross-check: {r['id']} timed out (a rank-dependent failure); stopping there")
+            break
+    same = [r["id"] for r in gloo if same_record(r, local[r["id"]])]
+    backend = [r["id"] for r in gloo if r["id"] not in same and same_record(r, local[r["id"]], True)]
+    bad = [r["id"] for r in gloo if r["id"] not in same and r["id"] not in backend]
+    print(f"gloo cross-check: {len(gloo)} programs: {len(same)} identical to LocalTensorMode, "
+          f"{len(backend)} identical but for Gloo's all_gather fallback of shard_dim_alltoall"
+          + (f"; differ: {bad}" if bad else ""))
+    for pid in bad[:5]:  # show where the first few differ
+        g, l = next(r for r in gloo if r["id"] == pid), local[pid]
+        for k, (x, y) in enumerate(zip(g["steps"], l["steps"])):
+            if not same_record({"steps": [x]}, {"steps": [y]}, True):
+                print(f"  {pid} step {k}: gloo {json.dumps(x)[:200]}\n  {' ' * len(pid)} local {json.dumps(y)[:200]}")
+                break
+    os.remove(out)
+    return not bad
+
+
+def main(argv):
+    if len(argv) == 5 and argv[1] == "--gloo-crosscheck":
+        sys.exit(0 if gloo_crosscheck(argv[2], argv[3], int(argv[4])) else 1)
+    if len(argv) != 3:
+        sys.exit(__doc__)
+    with open(argv[1]) as f:
+        doc = json.load(f)
+    if doc.get("format") != FORMAT:
+        sys.exit(f"{argv[1]}: not a {FORMAT} file")
+    programs = doc["programs"]
+    records = [None] * len(programs)
+    by_world = {}
+    for i, p in enumerate(programs):
+        by_world.setdefault(p["world_size"], []).append(i)
+    for world, idxs in sorted(by_world.items()):
+        dist.init_process_group("fake", rank=0, world_size=world)
+        meshes = {}
+        with LocalTensorMode(frozenset(range(world))):
+            for i in idxs:
+                p = programs[i]
+                key = (tuple(p["mesh"]["shape"]), tuple(p["mesh"].get("names") or ()))
+                if key not in meshes:
+                    meshes[key] = DeviceMesh("cpu", torch.arange(world).reshape(key[0]),
+                                             mesh_dim_names=key[1] or None)
+                torch.manual_seed(0)
+                records[i] = run_program(p, meshes[key])
+        dist.destroy_process_group()
+    out = {"format": FORMAT, "producer": f"pytorch {torch.__version__}", "records": records}
+    with open(argv[2], "w") as f:
+        json.dump(out, f, separators=(",", ":"))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
