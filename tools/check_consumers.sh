@@ -5,8 +5,10 @@
 #          then the consumer configured with find_package(dtensor) and run by ctest;
 #   bazel: the consumer's own workspace with @dtensor as an external repository.
 #   tools/check_consumers.sh [cmake] [bazel]     # default: both
-# The CMake build tree is kept in $DTENSOR_HOME/cmake-build (outside the clone)
-# so a second run recompiles only what changed. LIBTORCH: as Bazel's default.
+# The CMake build tree is kept outside the clone, one per checkout
+# ($DTENSOR_HOME/cmake-build-<hash>), and compiles through ccache
+# ($DTENSOR_HOME/ccache, paths relative to the checkout), so a fresh clone
+# reuses the objects of an earlier one. LIBTORCH: as Bazel's default.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DTENSOR_HOME="${DTENSOR_HOME:-$HOME/.cache/dtensor}"
@@ -20,9 +22,14 @@ report() {  # NAME STATUS
 }
 
 cmake_consumer() {
-  local build="$DTENSOR_HOME/cmake-build" prefix consumer
+  local build prefix consumer launcher=()
+  build="$DTENSOR_HOME/cmake-build-$(echo "$ROOT" | md5sum | cut -c1-8)"
   prefix="$(mktemp -d)" consumer="$(mktemp -d)"
-  cmake -S "$ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-g0 \
+  if command -v ccache > /dev/null; then
+    export CCACHE_DIR="$DTENSOR_HOME/ccache" CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
+  cmake -S "$ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-g0 "${launcher[@]}" \
       -DLIBTORCH="$LIBTORCH" -DCMAKE_INSTALL_PREFIX="$prefix" -DDTENSOR_WERROR=ON &&
     cmake --build "$build" -j "$(nproc)" &&
     cmake --install "$build" &&

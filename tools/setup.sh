@@ -11,7 +11,7 @@ set -euo pipefail
 
 PACKAGES=(
   bazel-bootstrap            # Bazel 4.2.3, offline (shims in third_party/)
-  g++ python3-venv cmake ninja-build   # cmake: the CMake package (tools/check_consumers.sh)
+  g++ python3-venv cmake ninja-build ccache   # the CMake package (tools/check_consumers.sh)
   libtorch-dev               # Debian's LibTorch 1.13 (CPU): DTENSOR_LIBTORCH=debian
   libgloo-dev                # Gloo headers for c10d's ProcessGroupGloo.hpp
   python3-torch              # torchrun 1.13, for the DTENSOR_LIBTORCH=debian build
