@@ -6,24 +6,9 @@
 
 namespace dtensor {
 
-const char* collective_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return "all_reduce";
-    case CollectiveKind::kAllGatherIntoTensor:
-      return "all_gather_into_tensor";
-    case CollectiveKind::kReduceScatterTensor:
-      return "reduce_scatter_tensor";
-    case CollectiveKind::kAllToAllSingle:
-      return "all_to_all_single";
-    case CollectiveKind::kBroadcast:
-      return "broadcast";
-    case CollectiveKind::kScatter:
-      return "scatter";
-    case CollectiveKind::kBarrier:
-      return "barrier";
-  }
-  return "unknown";
+std::string MeshDimTag::dim_name() const {
+  if (mesh_dim < 0 || static_cast<size_t>(mesh_dim) >= mesh_dim_names.size()) return "";
+  return mesh_dim_names[static_cast<size_t>(mesh_dim)];
 }
 
 namespace {

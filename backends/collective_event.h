@@ -14,24 +14,24 @@
 #include <string>
 #include <vector>
 
-#include "backends/reduce_op.h"
+#include "core/layout/collective_kind.h"
+#include "core/layout/reduce_op.h"
 
 namespace dtensor {
 
-/// The logical collectives, named as PyTorch's functional collectives.
-enum class CollectiveKind {
-  kAllReduce,
-  kAllGatherIntoTensor,
-  kReduceScatterTensor,
-  kAllToAllSingle,
-  kBroadcast,
-  kScatter,
-  kBarrier,
-};
+/// Which mesh dim a collective runs over, as core/collectives tags it: dim
+/// `mesh_dim` of a mesh of `mesh_shape` (dims named `mesh_dim_names`, empty
+/// when unnamed) on `device`. DeviceMesh builds one per dim, once; sub-meshes
+/// (mesh["tp"]) have their own, with their own dim index and the same name.
+struct MeshDimTag {
+  int mesh_dim = -1;
+  std::vector<int64_t> mesh_shape;
+  std::vector<std::string> mesh_dim_names;
+  std::string device;  // "cpu", "cuda:0", "meta"
 
-/// "all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor",
-/// "all_to_all_single", "broadcast", "scatter", "barrier".
-const char* collective_name(CollectiveKind kind);
+  /// The dim's name, "" when the mesh is unnamed.
+  std::string dim_name() const;
+};
 
 /// One collective as this rank issued it. Shapes are of this rank's tensors.
 struct CollectiveEvent {
@@ -48,6 +48,9 @@ struct CollectiveEvent {
   std::optional<ReduceOp> reduce_op;  // all_reduce, reduce_scatter_tensor
   std::optional<int64_t> root;        // broadcast, scatter (group rank)
   bool async_op = false;
+  /// The mesh dim it ran over; null when issued on a Communicator directly
+  /// rather than through core/collectives.
+  std::shared_ptr<const MeshDimTag> mesh;
 
   /// One line: `all_reduce(sum) f32[4, 8] group=[0, 1] seq=3`.
   std::string to_string() const;

@@ -143,7 +143,8 @@ bool Communicator::observed() const { return observers_ && !observers_->empty();
 CollectiveEvent Communicator::make_event(CollectiveKind kind, uint64_t seq,
                                          c10::ArrayRef<const at::Tensor*> inputs,
                                          c10::ArrayRef<const at::Tensor*> outputs,
-                                         c10::ScalarType dtype, bool async_op) const {
+                                         c10::ScalarType dtype, bool async_op,
+                                         std::shared_ptr<const MeshDimTag> mesh_tag) const {
   CollectiveEvent event;
   event.kind = kind;
   event.group_ranks = group_ranks_;
@@ -152,6 +153,7 @@ CollectiveEvent Communicator::make_event(CollectiveKind kind, uint64_t seq,
   event.seq = seq;
   event.dtype = dtype;
   event.async_op = async_op;
+  event.mesh = std::move(mesh_tag);
   for (const at::Tensor* t : inputs) {
     event.input_shapes.push_back(t->sizes().vec());
     event.input_bytes += bytes_of(*t);
@@ -165,7 +167,8 @@ CollectiveEvent Communicator::make_event(CollectiveKind kind, uint64_t seq,
 
 void Communicator::report(const CollectiveEvent& event) { observers_->notify(event); }
 
-WorkPtr Communicator::all_reduce(at::Tensor& tensor, const AllReduceOptions& options) {
+WorkPtr Communicator::all_reduce(at::Tensor& tensor, const AllReduceOptions& options,
+                                 std::shared_ptr<const MeshDimTag> mesh) {
   const Where where{this, "all_reduce"};
   check_tensor(where, tensor, "tensor");
   TORCH_CHECK(options.reduce_op != ReduceOp::kAvg || at::isFloatingType(tensor.scalar_type()) ||
@@ -175,7 +178,7 @@ WorkPtr Communicator::all_reduce(at::Tensor& tensor, const AllReduceOptions& opt
   const uint64_t seq = next_seq_++;
   if (observed()) {  // See Note [Events only when observed]
     CollectiveEvent event = make_event(CollectiveKind::kAllReduce, seq, {&tensor}, {&tensor},
-                                       tensor.scalar_type(), options.async_op);
+                                       tensor.scalar_type(), options.async_op, mesh);
     event.reduce_op = options.reduce_op;
     report(event);
   }
@@ -183,7 +186,8 @@ WorkPtr Communicator::all_reduce(at::Tensor& tensor, const AllReduceOptions& opt
 }
 
 WorkPtr Communicator::all_gather_into_tensor(at::Tensor& output, const at::Tensor& input,
-                                             const AllGatherOptions& options) {
+                                             const AllGatherOptions& options,
+                                 std::shared_ptr<const MeshDimTag> mesh) {
   const Where where{this, "all_gather_into_tensor"};
   check_tensor(where, input, "input");
   check_tensor(where, output, "output");
@@ -192,12 +196,13 @@ WorkPtr Communicator::all_gather_into_tensor(at::Tensor& output, const at::Tenso
   const uint64_t seq = next_seq_++;
   if (observed())
     report(make_event(CollectiveKind::kAllGatherIntoTensor, seq, {&input}, {&output},
-                      input.scalar_type(), options.async_op));
+                      input.scalar_type(), options.async_op, mesh));
   return run_all_gather_into_tensor(output, input, options);
 }
 
 WorkPtr Communicator::reduce_scatter_tensor(at::Tensor& output, const at::Tensor& input,
-                                            const ReduceScatterOptions& options) {
+                                            const ReduceScatterOptions& options,
+                                 std::shared_ptr<const MeshDimTag> mesh) {
   const Where where{this, "reduce_scatter_tensor"};
   check_tensor(where, input, "input");
   check_tensor(where, output, "output");
@@ -209,7 +214,7 @@ WorkPtr Communicator::reduce_scatter_tensor(at::Tensor& output, const at::Tensor
   const uint64_t seq = next_seq_++;
   if (observed()) {  // See Note [Events only when observed]
     CollectiveEvent event = make_event(CollectiveKind::kReduceScatterTensor, seq, {&input},
-                                       {&output}, input.scalar_type(), options.async_op);
+                                       {&output}, input.scalar_type(), options.async_op, mesh);
     event.reduce_op = options.reduce_op;
     report(event);
   }
@@ -217,7 +222,8 @@ WorkPtr Communicator::reduce_scatter_tensor(at::Tensor& output, const at::Tensor
 }
 
 WorkPtr Communicator::all_to_all_single(at::Tensor& output, const at::Tensor& input,
-                                        const AllToAllOptions& options) {
+                                        const AllToAllOptions& options,
+                                 std::shared_ptr<const MeshDimTag> mesh) {
   const Where where{this, "all_to_all_single"};
   check_tensor(where, input, "input");
   check_tensor(where, output, "output");
@@ -235,11 +241,12 @@ WorkPtr Communicator::all_to_all_single(at::Tensor& output, const at::Tensor& in
   const uint64_t seq = next_seq_++;
   if (observed())
     report(make_event(CollectiveKind::kAllToAllSingle, seq, {&input}, {&output},
-                      input.scalar_type(), options.async_op));
+                      input.scalar_type(), options.async_op, mesh));
   return run_all_to_all_single(output, input, out_splits, in_splits, options);
 }
 
-WorkPtr Communicator::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
+WorkPtr Communicator::broadcast(at::Tensor& tensor, const BroadcastOptions& options,
+                                 std::shared_ptr<const MeshDimTag> mesh) {
   const Where where{this, "broadcast"};
   check_tensor(where, tensor, "tensor");
   TORCH_CHECK(options.root >= 0 && options.root < size(), where, ": root ", options.root,
@@ -247,7 +254,7 @@ WorkPtr Communicator::broadcast(at::Tensor& tensor, const BroadcastOptions& opti
   const uint64_t seq = next_seq_++;
   if (observed()) {  // See Note [Events only when observed]
     CollectiveEvent event = make_event(CollectiveKind::kBroadcast, seq, {&tensor}, {&tensor},
-                                       tensor.scalar_type(), options.async_op);
+                                       tensor.scalar_type(), options.async_op, mesh);
     event.root = options.root;
     report(event);
   }
@@ -255,7 +262,8 @@ WorkPtr Communicator::broadcast(at::Tensor& tensor, const BroadcastOptions& opti
 }
 
 WorkPtr Communicator::scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                              const ScatterOptions& options) {
+                              const ScatterOptions& options,
+                                 std::shared_ptr<const MeshDimTag> mesh) {
   const Where where{this, "scatter"};
   check_tensor(where, output, "output");
   TORCH_CHECK(options.root >= 0 && options.root < size(), where, ": root ", options.root,
@@ -278,7 +286,7 @@ WorkPtr Communicator::scatter(at::Tensor& output, const std::vector<at::Tensor>&
   const uint64_t seq = next_seq_++;
   if (observed()) {  // See Note [Events only when observed]
     CollectiveEvent event = make_event(CollectiveKind::kScatter, seq, input_ptrs, {&output},
-                                       output.scalar_type(), options.async_op);
+                                       output.scalar_type(), options.async_op, mesh);
     event.root = options.root;
     report(event);
   }
@@ -288,7 +296,7 @@ WorkPtr Communicator::scatter(at::Tensor& output, const std::vector<at::Tensor>&
 void Communicator::barrier(const BarrierOptions& options) {
   const uint64_t seq = next_seq_++;
   if (observed())
-    report(make_event(CollectiveKind::kBarrier, seq, {}, {}, c10::ScalarType::Byte, false));
+    report(make_event(CollectiveKind::kBarrier, seq, {}, {}, c10::ScalarType::Byte, false, nullptr));
   run_barrier(options);
 }
 

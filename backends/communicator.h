@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backends/collective_event.h"
-#include "backends/reduce_op.h"
+#include "core/layout/reduce_op.h"
 
 namespace dtensor {
 
@@ -81,6 +81,9 @@ WorkPtr completed_work(std::exception_ptr error = nullptr);
 
 /// One process group. Created by World::new_group; every member rank must
 /// issue the same collectives in the same order (SPMD).
+/// The last argument of every collective, `mesh`, says which mesh dim issued
+/// it (core/collectives passes DeviceMesh::collective_tag); it only reaches
+/// the CollectiveEvent. Direct callers leave it null.
 class Communicator {
  public:
   Communicator(std::vector<int64_t> group_ranks, int64_t global_rank,
@@ -100,25 +103,31 @@ class Communicator {
 
   /// In place: every rank ends with reduce(op) of all ranks' `tensor`.
   /// kAvg needs a floating-point dtype.
-  WorkPtr all_reduce(at::Tensor& tensor, const AllReduceOptions& options = {});
+  WorkPtr all_reduce(at::Tensor& tensor, const AllReduceOptions& options = {},
+                 std::shared_ptr<const MeshDimTag> mesh = nullptr);
   /// output = cat([input of group rank 0, 1, ...], dim 0);
   /// output.size(0) == size() * input.size(0), other dims equal.
   WorkPtr all_gather_into_tensor(at::Tensor& output, const at::Tensor& input,
-                                 const AllGatherOptions& options = {});
+                                 const AllGatherOptions& options = {},
+                 std::shared_ptr<const MeshDimTag> mesh = nullptr);
   /// output = chunk(reduce(op) of all inputs, size(), dim 0)[rank()];
   /// input.size(0) == size() * output.size(0).
   WorkPtr reduce_scatter_tensor(at::Tensor& output, const at::Tensor& input,
-                                const ReduceScatterOptions& options = {});
+                                const ReduceScatterOptions& options = {},
+                 std::shared_ptr<const MeshDimTag> mesh = nullptr);
   /// Rank r sends rows input_split[j] of `input` to rank j and receives
   /// output_split[j] rows from rank j, along dim 0, placed in rank order.
   WorkPtr all_to_all_single(at::Tensor& output, const at::Tensor& input,
-                            const AllToAllOptions& options = {});
+                            const AllToAllOptions& options = {},
+                 std::shared_ptr<const MeshDimTag> mesh = nullptr);
   /// In place: every rank ends with the root's `tensor`.
-  WorkPtr broadcast(at::Tensor& tensor, const BroadcastOptions& options = {});
+  WorkPtr broadcast(at::Tensor& tensor, const BroadcastOptions& options = {},
+                 std::shared_ptr<const MeshDimTag> mesh = nullptr);
   /// The root passes size() tensors shaped like `output`; rank r receives
   /// inputs[r]. Non-root ranks pass an empty `inputs`.
   WorkPtr scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                  const ScatterOptions& options = {});
+                  const ScatterOptions& options = {},
+                 std::shared_ptr<const MeshDimTag> mesh = nullptr);
   /// Returns when every member has entered the barrier.
   void barrier(const BarrierOptions& options = {});
 
@@ -155,7 +164,7 @@ class Communicator {
   CollectiveEvent make_event(CollectiveKind kind, uint64_t seq,
                              c10::ArrayRef<const at::Tensor*> inputs,
                              c10::ArrayRef<const at::Tensor*> outputs, c10::ScalarType dtype,
-                             bool async_op) const;
+                             bool async_op, std::shared_ptr<const MeshDimTag> mesh_tag) const;
   void report(const CollectiveEvent& event);
 
   std::vector<int64_t> group_ranks_;

@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "core/layout/layout_error.h"
+#include "core/torch_errors.h"
 
 namespace dtensor {
 
@@ -16,6 +16,9 @@ struct DeviceMesh::Impl {
   c10::Device device{c10::kCPU};
   World* world = nullptr;
   std::vector<std::shared_ptr<Communicator>> communicators;  // one per mesh dim
+  // What core/collectives attaches to each collective over a mesh dim: built
+  // once here, so tagging costs a shared_ptr copy per collective.
+  std::vector<std::shared_ptr<const MeshDimTag>> tags;  // one per mesh dim
   // Note [Mesh hash computed once]: DTensorSpec::hash() (every sharding-cache
   // lookup) hashes the mesh; over all ranks that is O(world size) per op
   // (65,536 ranks in solo mode: most of a traced step). Set when built.
@@ -28,19 +31,22 @@ size_t hash_of(const MeshShape& shape, const std::vector<int64_t>& mesh_ranks) {
   for (int64_t r : mesh_ranks) h = h * 31 + static_cast<size_t>(r);
   return h;
 }
+
+std::vector<std::shared_ptr<const MeshDimTag>> tags_of(const MeshShape& shape, c10::Device device) {
+  std::vector<std::shared_ptr<const MeshDimTag>> tags;
+  for (int d = 0; d < shape.ndim(); ++d) {
+    auto tag = std::make_shared<MeshDimTag>();
+    tag->mesh_dim = d;
+    tag->mesh_shape = shape.shape();
+    tag->mesh_dim_names = shape.dim_names();
+    tag->device = device.str();
+    tags.push_back(std::move(tag));
+  }
+  return tags;
+}
 }  // namespace
 
 namespace {
-
-// Layout errors from core/layout become c10::Error, what LibTorch users catch.
-template <typename Fn>
-auto rethrow_layout_errors(const char* caller, Fn&& fn) -> decltype(fn()) {
-  try {
-    return fn();
-  } catch (const LayoutError& e) {
-    TORCH_CHECK(false, caller, ": ", e.what());
-  }
-}
 
 // Global ranks of the mesh positions whose coordinate differs from
 // `coordinate` only along `mesh_dim`, in order.
@@ -60,11 +66,11 @@ DeviceMesh DeviceMesh::init(c10::DeviceType device_type, std::vector<int64_t> sh
                             std::vector<std::string> dim_names) {
   World& world = require_current_world("DeviceMesh::init");
   auto impl = std::make_shared<Impl>();
-  impl->shape = rethrow_layout_errors("DeviceMesh::init", [&] {
+  impl->shape = rethrow_as_torch_error([&] {
     MeshShape mesh = MeshShape::create(std::move(shape), std::move(dim_names));
     mesh.check_world_size(world.size());
     return mesh;
-  });
+  }, "DeviceMesh::init");
   TORCH_CHECK(device_type == world.device().type() || device_type == c10::kMeta,
               "DeviceMesh::init on rank ", world.rank(), ": device type ", device_type,
               " does not match the world's device ", world.device(),
@@ -78,6 +84,7 @@ DeviceMesh DeviceMesh::init(c10::DeviceType device_type, std::vector<int64_t> sh
         world.new_group(ranks_along(impl->shape, impl->mesh_ranks, impl->coordinate, d)));
   }
   impl->hash = hash_of(impl->shape, impl->mesh_ranks);
+  impl->tags = tags_of(impl->shape, impl->device);
   return DeviceMesh(std::move(impl));
 }
 
@@ -105,28 +112,31 @@ const std::vector<int64_t>& DeviceMesh::get_coordinate() const {
 
 int64_t DeviceMesh::size(int mesh_dim) const {
   const Impl& m = impl("DeviceMesh::size");
-  return rethrow_layout_errors("DeviceMesh::size", [&] { return m.shape.size(mesh_dim); });
+  return rethrow_as_torch_error([&] { return m.shape.size(mesh_dim); }, "DeviceMesh::size");
 }
 
 int64_t DeviceMesh::get_local_rank(int mesh_dim) const {
   const Impl& m = impl("DeviceMesh::get_local_rank");
-  int dim = rethrow_layout_errors("DeviceMesh::get_local_rank",
-                                  [&] { return m.shape.normalize_dim(mesh_dim); });
+  int dim = rethrow_as_torch_error([&] { return m.shape.normalize_dim(mesh_dim); }, "DeviceMesh::get_local_rank");
   return m.coordinate[static_cast<size_t>(dim)];
 }
 
 int64_t DeviceMesh::get_local_rank(const std::string& dim_name) const {
   const Impl& m = impl("DeviceMesh::get_local_rank");
-  int dim = rethrow_layout_errors("DeviceMesh::get_local_rank",
-                                  [&] { return m.shape.dim_index(dim_name); });
+  int dim = rethrow_as_torch_error([&] { return m.shape.dim_index(dim_name); }, "DeviceMesh::get_local_rank");
   return m.coordinate[static_cast<size_t>(dim)];
 }
 
 Communicator& DeviceMesh::communicator(int mesh_dim) const {
   const Impl& m = impl("DeviceMesh::communicator");
-  int dim = rethrow_layout_errors("DeviceMesh::communicator",
-                                  [&] { return m.shape.normalize_dim(mesh_dim); });
+  int dim = rethrow_as_torch_error([&] { return m.shape.normalize_dim(mesh_dim); }, "DeviceMesh::communicator");
   return *m.communicators[static_cast<size_t>(dim)];
+}
+
+std::shared_ptr<const MeshDimTag> DeviceMesh::collective_tag(int mesh_dim) const {
+  const Impl& m = impl("DeviceMesh::collective_tag");
+  int dim = rethrow_as_torch_error([&] { return m.shape.normalize_dim(mesh_dim); }, "DeviceMesh::collective_tag");
+  return m.tags[static_cast<size_t>(dim)];
 }
 
 DeviceMesh DeviceMesh::operator[](const std::string& dim_name) const {
@@ -137,11 +147,11 @@ DeviceMesh DeviceMesh::operator[](const std::vector<std::string>& dim_names) con
   const Impl& parent = impl("DeviceMesh::operator[]");
   auto sub = std::make_shared<Impl>();
   std::vector<int> dims;
-  rethrow_layout_errors("DeviceMesh::operator[]", [&] {
+  rethrow_as_torch_error([&] {
     sub->shape = parent.shape.slice(dim_names);
     for (const auto& name : dim_names) dims.push_back(parent.shape.dim_index(name));
     return 0;
-  });
+  }, "DeviceMesh::operator[]");
   sub->device = parent.device;
   sub->world = parent.world;
   for (int d : dims) {
@@ -157,6 +167,7 @@ DeviceMesh DeviceMesh::operator[](const std::vector<std::string>& dim_names) con
     sub->mesh_ranks.push_back(parent.mesh_ranks[static_cast<size_t>(parent.shape.rank_of(coord))]);
   }
   sub->hash = hash_of(sub->shape, sub->mesh_ranks);
+  sub->tags = tags_of(sub->shape, sub->device);
   return DeviceMesh(std::move(sub));
 }
 

@@ -52,6 +52,9 @@ class DeviceMesh {
   /// The group of ranks along `mesh_dim` that contains this rank; created once
   /// per mesh and shared by its copies and sub-meshes.
   Communicator& communicator(int mesh_dim) const;
+  /// The mesh dim's identity that core/collectives attaches to its collectives
+  /// (CollectiveEvent::mesh); each mesh and sub-mesh has its own.
+  std::shared_ptr<const MeshDimTag> collective_tag(int mesh_dim) const;
 
   /// Sub-mesh of one or several named dims (in the order given), through this
   /// rank: `mesh["tp"]`, `mesh[{"dp", "tp"}]`.

@@ -6,41 +6,15 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include "core/collectives.h"
 #include "core/dispatch/op_dispatcher.h"
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
-#include "core/layout/layout_error.h"
+#include "core/torch_errors.h"
 #include "core/layout/shard_layout.h"
 
 namespace dtensor {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
-
-// Scatters chunks of `current` along `dim` from group rank `root` over `mesh_dim`.
-at::Tensor scatter_dim(const at::Tensor& current, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
-                       int64_t root) {
-  Communicator& comm = mesh.communicator(mesh_dim);
-  const int64_t n = comm.size();
-  const int64_t extent = current.size(dim);
-  const int64_t chunk = ceil_div(extent, n);
-  std::vector<int64_t> piece_shape = current.sizes().vec();
-  piece_shape[static_cast<size_t>(dim)] = chunk;
-  at::Tensor output = at::empty(piece_shape, current.options());
-  std::vector<at::Tensor> inputs;
-  if (comm.rank() == root) {
-    for (int64_t j = 0; j < n; ++j) {
-      ChunkSpan span = chunk_span(extent, n, j);
-      at::Tensor piece = at::zeros(piece_shape, current.options());
-      piece.narrow(dim, 0, span.size).copy_(current.narrow(dim, span.offset, span.size));
-      inputs.push_back(piece);
-    }
-  }
-  ScatterOptions options;
-  options.root = root;
-  comm.scatter(output, inputs, options);
-  return output.narrow(dim, 0, chunk_span(extent, n, comm.rank()).size).contiguous();
-}
 
 at::Tensor local_piece(at::Tensor current, const DeviceMesh& mesh, const Placements& placements,
                        std::optional<int64_t> src_rank) {
@@ -52,13 +26,10 @@ at::Tensor local_piece(at::Tensor current, const DeviceMesh& mesh, const Placeme
     if (src_rank && n > 1) {
       const int64_t root = src_coordinate[static_cast<size_t>(i)];
       if (p.is_shard()) {
-        current = scatter_dim(current, mesh, i, p.shard_dim(), root);
+        current = collectives::scatter_dim(current, mesh, i, p.shard_dim(), root);
         continue;
       }
-      current = current.contiguous().clone();
-      BroadcastOptions options;
-      options.root = root;
-      mesh.communicator(i).broadcast(current, options);
+      current = collectives::broadcast(current, mesh, i, root);
     } else if (p.is_shard()) {
       ChunkSpan span = chunk_span(current.size(p.shard_dim()), n, mesh.get_local_rank(i));
       current = current.narrow(p.shard_dim(), span.offset, span.size);
@@ -79,12 +50,8 @@ DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, Plac
   TORCH_CHECK(!tensor.is_meta() || mesh.device_type() == c10::kMeta, "distribute_tensor: the tensor of shape ",
               tensor.sizes(), " is on the meta device (no data) but ", mesh.to_string(), " is on ",
               mesh.device(), "; pass a tensor with data, or build the mesh with c10::kMeta to trace shapes only");
-  try {
-    placements = validate_placements(placements, mesh.mesh_shape(), tensor.dim());
-  } catch (const LayoutError& e) {
-    TORCH_CHECK(false, "distribute_tensor of shape ", tensor.sizes(), " on rank ", mesh.global_rank(),
-                ": ", e.what());
-  }
+  placements = checked_placements(placements, mesh, tensor.dim(),
+                                  c10::str("distribute_tensor of shape ", tensor.sizes()));
   for (const Placement& p : placements) {
     TORCH_CHECK(!p.is_partial() || p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg,
                 "distribute_tensor: ", p.to_string(), " cannot be made from a full tensor; use "

@@ -14,7 +14,7 @@
 
 #include "core/dispatch/op_dispatcher.h"
 #include "core/dtensor_impl.h"
-#include "core/layout/layout_error.h"
+#include "core/torch_errors.h"
 #include "core/layout/shard_layout.h"
 #include "core/layout/strides.h"
 #include "core/redistribute.h"
@@ -108,20 +108,9 @@ bool needs_grad(const at::Tensor& input) {
 
 std::vector<int64_t> even_global_shape(const at::Tensor& local, const DeviceMesh& mesh,
                                        const Placements& placements) {
-  try {
-    return global_shape_from_even_local(local.sizes().vec(), mesh.mesh_shape(), placements);
-  } catch (const LayoutError& e) {
-    TORCH_CHECK(false, "DTensor::from_local: ", e.what());
-  }
-}
-
-Placements checked_placements(const Placements& placements, const DeviceMesh& mesh, int64_t ndim,
-                              const char* caller) {
-  try {
-    return validate_placements(placements, mesh.mesh_shape(), ndim);
-  } catch (const LayoutError& e) {
-    TORCH_CHECK(false, caller, " on rank ", mesh.global_rank(), ": ", e.what());
-  }
+  return rethrow_as_torch_error(
+      [&] { return global_shape_from_even_local(local.sizes().vec(), mesh.mesh_shape(), placements); },
+      "DTensor::from_local on rank ", mesh.global_rank());
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "core/layout/layout_error.h"
+#include "core/torch_errors.h"
 #include "core/layout/shard_layout.h"
 
 namespace dtensor {
@@ -44,12 +44,12 @@ std::vector<int> DTensorSpec::mesh_dims_sharding(int64_t dim) const {
 
 namespace {
 ShardLayout layout_of(const DTensorSpec& spec) {
-  try {
-    return local_shape_and_offset(spec.meta.shape, spec.mesh.mesh_shape(), spec.placements,
-                                  spec.mesh.get_coordinate());
-  } catch (const LayoutError& e) {
-    TORCH_CHECK(false, "DTensorSpec ", spec.to_string(), ": ", e.what());
-  }
+  return rethrow_as_torch_error(
+      [&] {
+        return local_shape_and_offset(spec.meta.shape, spec.mesh.mesh_shape(), spec.placements,
+                                      spec.mesh.get_coordinate());
+      },
+      "DTensorSpec ", spec.to_string());
 }
 }  // namespace
 
@@ -79,6 +79,13 @@ size_t DTensorSpec::hash() const {
 
 std::ostream& operator<<(std::ostream& out, const DTensorSpec& spec) {
   return out << spec.to_string();
+}
+
+Placements checked_placements(const Placements& placements, const DeviceMesh& mesh,
+                              int64_t tensor_ndim, const std::string& context) {
+  return rethrow_as_torch_error(
+      [&] { return validate_placements(placements, mesh.mesh_shape(), tensor_ndim); }, context,
+      " on rank ", mesh.global_rank());
 }
 
 }  // namespace dtensor

@@ -59,4 +59,10 @@ struct DTensorSpec {
 
 std::ostream& operator<<(std::ostream& out, const DTensorSpec& spec);
 
+/// `placements` validated for a `tensor_ndim`-D tensor on `mesh`, negative
+/// shard dims resolved. Throws c10::Error "<context> on rank R: <why>"
+/// otherwise. Example: checked_placements({Shard(-1)}, mesh, 2, "ColwiseParallel") == {Shard(1)}.
+Placements checked_placements(const Placements& placements, const DeviceMesh& mesh,
+                              int64_t tensor_ndim, const std::string& context);
+
 }  // namespace dtensor

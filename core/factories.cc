@@ -15,7 +15,7 @@
 
 #include "core/dispatch/op_dispatcher.h"
 #include "core/dtensor_impl.h"
-#include "core/layout/layout_error.h"
+#include "core/torch_errors.h"
 
 namespace dtensor {
 namespace {
@@ -63,11 +63,9 @@ FactoryPlan plan_factory(const char* op, const std::vector<int64_t>& size, const
   for (size_t d = 0; d < size.size(); ++d) {
     TORCH_CHECK(size[d] >= 0, where, ": size ", size[d], " of dim ", d, " is negative");
   }
-  try {
-    placements = validate_placements(placements, mesh.mesh_shape(), static_cast<int64_t>(size.size()));
-  } catch (const LayoutError& e) {
-    TORCH_CHECK(false, where, ": ", e.what());
-  }
+  placements = rethrow_as_torch_error(
+      [&] { return validate_placements(placements, mesh.mesh_shape(), static_cast<int64_t>(size.size())); },
+      where);
   for (const Placement& p : placements) {
     TORCH_CHECK(allow_partial || !p.is_partial(), where, ": ", p.to_string(),
                 " is not a valid factory placement (only Shard and Replicate; zeros also accepts "

@@ -1,5 +1,5 @@
-// Executes redistribute plans step by step. Uneven shards are padded to the
-// largest chunk for the collective and unpadded after (torch.chunk layout).
+// Executes redistribute plans step by step through core/collectives (which
+// pads uneven torch.chunk pieces for the collective and unpads after).
 #include "core/redistribute.h"
 
 #include <ATen/ATen.h>
@@ -8,7 +8,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "core/layout/layout_error.h"
+#include "core/collectives.h"
+#include "core/torch_errors.h"
 #include "core/layout/redistribute_plan.h"
 #include "core/layout/shard_layout.h"
 
@@ -25,107 +26,37 @@ int64_t group_extent(const DTensorSpec& spec, int mesh_dim, int64_t dim) {
   return layout.local_shape[static_cast<size_t>(dim)];
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
-
-// `x` zero-padded at the end of `dim` to `size`.
-at::Tensor pad_dim(const at::Tensor& x, int64_t dim, int64_t size) {
-  if (x.size(dim) == size) return x;
-  std::vector<int64_t> shape = x.sizes().vec();
-  shape[static_cast<size_t>(dim)] = size;
-  at::Tensor out = at::zeros(shape, x.options());
-  out.narrow(dim, 0, x.size(dim)).copy_(x);
-  return out;
-}
-
-at::Tensor all_gather_dim(const at::Tensor& local, const DTensorSpec& spec, int mesh_dim,
-                          int64_t dim) {
-  Communicator& comm = spec.mesh.communicator(mesh_dim);
-  const int64_t n = comm.size();
-  const int64_t extent = group_extent(spec, mesh_dim, dim);
-  const int64_t chunk = ceil_div(extent, n);
-  at::Tensor send = pad_dim(local.movedim(dim, 0), 0, chunk).contiguous();
-  std::vector<int64_t> out_shape = send.sizes().vec();
-  out_shape[0] = chunk * n;
-  at::Tensor gathered = at::empty(out_shape, send.options());
-  comm.all_gather_into_tensor(gathered, send);
-  if (chunk * n != extent) {  // uneven: drop each piece's padding
-    std::vector<at::Tensor> pieces;
-    for (int64_t j = 0; j < n; ++j) {
-      ChunkSpan span = chunk_span(extent, n, j);
-      pieces.push_back(gathered.narrow(0, j * chunk, span.size));
-    }
-    gathered = at::cat(pieces, 0);
-  }
-  return gathered.movedim(0, dim).contiguous();
-}
-
-at::Tensor reduce_scatter_dim(const at::Tensor& local, const DTensorSpec& spec, int mesh_dim,
-                              int64_t dim, ReduceOp op) {
-  Communicator& comm = spec.mesh.communicator(mesh_dim);
-  const int64_t n = comm.size();
-  const int64_t extent = local.size(dim);
-  const int64_t chunk = ceil_div(extent, n);
-  at::Tensor send = pad_dim(local.movedim(dim, 0), 0, chunk * n).contiguous();
-  std::vector<int64_t> out_shape = send.sizes().vec();
-  out_shape[0] = chunk;
-  at::Tensor out = at::empty(out_shape, send.options());
-  ReduceScatterOptions options;
-  options.reduce_op = op;
-  comm.reduce_scatter_tensor(out, send, options);
-  ChunkSpan mine = chunk_span(extent, n, comm.rank());
-  return out.narrow(0, 0, mine.size).movedim(0, dim).contiguous();
-}
-
-// S(from_dim) -> S(to_dim) on one mesh dim with all_to_all_single: every rank
-// sends chunk j of `to_dim` to rank j and receives rank j's piece of `from_dim`.
-at::Tensor all_to_all_dims(const at::Tensor& local, const DTensorSpec& spec, int mesh_dim,
-                           int64_t from_dim, int64_t to_dim) {
-  Communicator& comm = spec.mesh.communicator(mesh_dim);
-  const int64_t n = comm.size();
-  const int64_t from_extent = group_extent(spec, mesh_dim, from_dim);
-  const int64_t from_chunk = ceil_div(from_extent, n);
-  const int64_t to_extent = local.size(to_dim);
-  const int64_t to_chunk = ceil_div(to_extent, n);
-  at::Tensor padded = pad_dim(pad_dim(local, from_dim, from_chunk), to_dim, to_chunk * n);
-  std::vector<int64_t> split = {n, to_chunk};
-  at::Tensor send = padded.unflatten(to_dim, split).movedim(to_dim, 0).contiguous();
-  at::Tensor received = at::empty_like(send);
-  comm.all_to_all_single(received, send);
-  std::vector<at::Tensor> pieces;
-  for (int64_t j = 0; j < n; ++j) {
-    pieces.push_back(received[j].narrow(from_dim, 0, chunk_span(from_extent, n, j).size));
-  }
-  ChunkSpan mine = chunk_span(to_extent, n, comm.rank());
-  return at::cat(pieces, from_dim).narrow(to_dim, 0, mine.size).contiguous();
-}
-
 at::Tensor local_chunk(const at::Tensor& local, const DTensorSpec& spec, int mesh_dim, int64_t dim) {
   const int64_t n = spec.mesh.size(mesh_dim);
   ChunkSpan span = chunk_span(local.size(dim), n, spec.mesh.get_local_rank(mesh_dim));
   return local.narrow(dim, span.offset, span.size).contiguous();
 }
 
+// One step of a plan: the transition's collective (core/collectives) or local op.
+// See Note [Placement transitions] in core/layout/transitions.h.
 at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const RedistributeStep& step) {
   const int i = step.mesh_dim;
+  const DeviceMesh& mesh = before.mesh;
   switch (step.kind) {
-    case StepKind::kAllGather:
-      return all_gather_dim(local, before, i, step.from.shard_dim());
-    case StepKind::kAllToAll:
-      return all_to_all_dims(local, before, i, step.from.shard_dim(), step.to.shard_dim());
-    case StepKind::kAllReduce: {
-      at::Tensor out = local.contiguous().clone();
-      AllReduceOptions options;
-      options.reduce_op = step.from.reduce_op();
-      before.mesh.communicator(i).all_reduce(out, options);
-      return out;
+    case StepKind::kAllGather: {
+      const int64_t d = step.from.shard_dim();
+      return collectives::all_gather_dim(local, mesh, i, d, group_extent(before, i, d));
     }
+    case StepKind::kAllToAll: {
+      const int64_t d = step.from.shard_dim();
+      return collectives::all_to_all_dims(local, mesh, i, d, group_extent(before, i, d),
+                                          step.to.shard_dim());
+    }
+    case StepKind::kAllReduce:
+      return collectives::all_reduce(local, mesh, i, step.from.reduce_op());
     case StepKind::kReduceScatter:
-      return reduce_scatter_dim(local, before, i, step.to.shard_dim(), step.from.reduce_op());
+      return collectives::reduce_scatter_dim(local, mesh, i, step.to.shard_dim(),
+                                             step.from.reduce_op());
     case StepKind::kLocalChunk:
       return local_chunk(local, before, i, step.to.shard_dim());
     case StepKind::kLocalPartition:
       // Replicate -> Partial(sum): every rank holds value / n so the sum is the value.
-      if (step.to.reduce_op() == ReduceOp::kSum) return local / before.mesh.size(i);
+      if (step.to.reduce_op() == ReduceOp::kSum) return local / mesh.size(i);
       return local;
     case StepKind::kLocalRelabel:
       return local;
@@ -173,7 +104,10 @@ size_t hash_plan_key(const PlanKey& key) {
 constexpr size_t kMaxCachedPlans = 1024;
 constexpr size_t kMaxSharedPlans = 8192;
 
-using PlanMap = std::unordered_map<PlanKey, RedistributePlan, PlanKeyHash>;
+// Plans are shared and immutable, so a caller's plan outlives the cache's
+// clearing (a full cache clears itself on the next insert).
+using PlanPtr = std::shared_ptr<const RedistributePlan>;
+using PlanMap = std::unordered_map<PlanKey, PlanPtr, PlanKeyHash>;
 
 struct PlanCache {
   PlanMap plans;
@@ -196,27 +130,28 @@ SharedPlanCache& shared_plan_cache() {
 }
 
 RedistributePlan compute_plan(const PlanKey& key, const DTensorSpec& from) {
-  try {
-    return plan_redistribute(key.shape, key.element_size, from.mesh.mesh_shape(), key.from, key.to);
-  } catch (const LayoutError& e) {
-    TORCH_CHECK(false, "redistribute from ", to_string(key.from), " to ", to_string(key.to), " of ",
-                c10::toString(from.meta.dtype), c10::IntArrayRef(from.meta.shape), " on ",
-                from.mesh.to_string(), " (rank ", from.mesh.global_rank(), "): ", e.what());
-  }
+  return rethrow_as_torch_error(
+      [&] {
+        return plan_redistribute(key.shape, key.element_size, from.mesh.mesh_shape(), key.from,
+                                 key.to);
+      },
+      "redistribute from ", to_string(key.from), " to ", to_string(key.to), " of ",
+      c10::toString(from.meta.dtype), c10::IntArrayRef(from.meta.shape), " on ",
+      from.mesh.to_string(), " (rank ", from.mesh.global_rank(), ")");
 }
 
-RedistributePlan shared_plan(const PlanKey& key, const DTensorSpec& from) {
+PlanPtr shared_plan(const PlanKey& key, const DTensorSpec& from) {
   SharedPlanCache& shared = shared_plan_cache();
   std::lock_guard<std::mutex> lock(shared.mutex);
   auto it = shared.plans.find(key);
   if (it != shared.plans.end()) return it->second;
-  RedistributePlan plan = compute_plan(key, from);
+  PlanPtr plan = std::make_shared<const RedistributePlan>(compute_plan(key, from));
   if (shared.plans.size() >= kMaxSharedPlans) shared.plans.clear();
   shared.plans.emplace(key, plan);
   return plan;
 }
 
-const RedistributePlan& cached_plan(const DTensorSpec& from, const Placements& to) {
+PlanPtr cached_plan(const DTensorSpec& from, const Placements& to) {
   PlanCache& cache = plan_cache();
   PlanKey key{from.meta.shape, static_cast<int64_t>(c10::elementSize(from.meta.dtype)),
               from.mesh.shape(), from.placements, to};
@@ -227,9 +162,10 @@ const RedistributePlan& cached_plan(const DTensorSpec& from, const Placements& t
     return it->second;
   }
   ++cache.stats.misses;
-  RedistributePlan plan = shared_plan(key, from);
+  PlanPtr plan = shared_plan(key, from);
   if (cache.plans.size() >= kMaxCachedPlans) cache.plans.clear();
-  return cache.plans.emplace(std::move(key), std::move(plan)).first->second;
+  cache.plans.emplace(std::move(key), plan);
+  return plan;
 }
 
 }  // namespace
@@ -237,17 +173,18 @@ const RedistributePlan& cached_plan(const DTensorSpec& from, const Placements& t
 at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
                               const Placements& to) {
   if (from.placements == to) return local;
-  const RedistributePlan& plan = cached_plan(from, to);
+  const PlanPtr plan = cached_plan(from, to);
   at::Tensor current = local;
   DTensorSpec spec = from;
-  for (const RedistributeStep& step : plan.steps) {
+  for (const RedistributeStep& step : plan->steps) {
     current = run_step(current, spec, step);
     spec.placements = step.after;
   }
   return current;
 }
 
-const RedistributePlan& redistribute_plan(const DTensorSpec& from, const Placements& to) {
+std::shared_ptr<const RedistributePlan> redistribute_plan(const DTensorSpec& from,
+                                                          const Placements& to) {
   return cached_plan(from, to);
 }
 

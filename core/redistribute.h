@@ -1,11 +1,13 @@
 // Local redistribution: turns this rank's shard under one spec into its shard
 // under other placements by running the plan from core/layout's planner
-// through the mesh's communicators. No autograd here: DTensor::redistribute
+// through core/collectives. No autograd here: DTensor::redistribute
 // (core/dtensor.h) wraps it in an autograd function.
 //   at::Tensor shard = redistribute_local(local, spec, {Replicate(), Shard(1)});
 #pragma once
 
 #include <ATen/core/Tensor.h>
+
+#include <memory>
 
 #include "core/dtensor_spec.h"
 #include "core/layout/redistribute_plan.h"
@@ -22,8 +24,10 @@ at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
 /// The plan redistribute_local runs for `from` -> `to`, from the same caches
 /// (See Note [Redistribute plan cache] in redistribute.cc): sharding
 /// propagation costs candidates with it. Throws c10::Error (naming
-/// placements, shape, mesh and rank) for refused transitions.
-const RedistributePlan& redistribute_plan(const DTensorSpec& from, const Placements& to);
+/// placements, shape, mesh and rank) for refused transitions. Shared and
+/// immutable: it stays valid when the cache evicts it.
+std::shared_ptr<const RedistributePlan> redistribute_plan(const DTensorSpec& from,
+                                                          const Placements& to);
 
 /// Plan cache statistics of the calling thread (misses include plans found
 /// in the process-wide cache). See Note [Redistribute plan

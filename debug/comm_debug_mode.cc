@@ -18,18 +18,43 @@ namespace dtensor::debug {
 
 namespace {
 
-// The first mesh (the primary one first) with `r`'s group as one of its dims
-// names it; mesh_dim refers to the primary mesh only.
-void resolve_mesh_dim(CollectiveRecord& r, const std::vector<DeviceMesh>& meshes) {
-  for (size_t m = 0; m < meshes.size(); ++m) {
-    for (int d = 0; d < meshes[m].ndim(); ++d) {
-      if (meshes[m].communicator(d).group_ranks() != r.group) continue;
-      if (m == 0) r.mesh_dim = d;
-      if (meshes[m].mesh_shape().has_dim_names())
-        r.mesh_dim_name = meshes[m].dim_names()[static_cast<size_t>(d)];
-      return;
-    }
+MeshRecord record_of(const DeviceMesh& mesh) {
+  std::ostringstream device;
+  device << mesh.device();
+  return MeshRecord{mesh.shape(), mesh.dim_names(), device.str()};
+}
+
+MeshRecord record_of(const MeshDimTag& tag) {
+  return MeshRecord{tag.mesh_shape, tag.mesh_dim_names, tag.device};
+}
+
+bool same_mesh(const MeshRecord& a, const MeshRecord& b) {
+  return a.shape == b.shape && a.dim_names == b.dim_names && a.device == b.device;
+}
+
+int64_t num_ranks(const MeshRecord& m) {
+  int64_t n = 1;
+  for (int64_t s : m.shape) n *= s;
+  return n;
+}
+
+// The mesh dim of `primary` a collective ran over, from the tag core/collectives
+// put on it: its own dim when it ran on a mesh shaped and named as the primary
+// one, else the primary dim of the same name (a sub-mesh such as mesh["tp"]);
+// -1 when untagged (a Communicator called directly) or not a dim of `primary`.
+void resolve_mesh_dim(CollectiveRecord& r, const std::shared_ptr<const MeshDimTag>& tag,
+                      const std::optional<MeshRecord>& primary) {
+  if (!tag) return;
+  r.mesh_dim_name = tag->dim_name();
+  if (!primary) return;
+  if (same_mesh(record_of(*tag), *primary)) {
+    r.mesh_dim = tag->mesh_dim;
+    return;
   }
+  if (r.mesh_dim_name.empty()) return;
+  const auto& names = primary->dim_names;
+  auto it = std::find(names.begin(), names.end(), r.mesh_dim_name);
+  if (it != names.end()) r.mesh_dim = it - names.begin();
 }
 
 }  // namespace
@@ -136,12 +161,6 @@ void CommDebugMode::learn_mesh_locked(const DeviceMesh& mesh) {
   if (std::find(meshes_.begin(), meshes_.end(), mesh) == meshes_.end()) meshes_.push_back(mesh);
 }
 
-void CommDebugMode::add_mesh(const DeviceMesh& mesh) {
-  TORCH_CHECK(mesh.defined(), "CommDebugMode::add_mesh: the mesh is empty");
-  std::lock_guard<std::mutex> lock(mutex_);
-  learn_mesh_locked(mesh);
-}
-
 void CommDebugMode::on_dtensor_op(const OpCall& call) {
   OpRecord op;
   op.name = call.name;
@@ -187,22 +206,30 @@ CommTrace CommDebugMode::trace() const {
   t.world_size = world_size_;
   t.epoch_us = std::chrono::duration<double, std::micro>(epoch_.time_since_epoch()).count();
   t.operations = ops_;
-  std::vector<DeviceMesh> meshes = meshes_;
-  for (const DeviceMesh& m : tracker_meshes) {
-    if (std::find(meshes.begin(), meshes.end(), m) == meshes.end()) meshes.push_back(m);
+  // Every mesh seen: of DTensor ops, of tracked modules' DTensors, of the
+  // collectives themselves (a program that only redistributes).
+  std::vector<MeshRecord> meshes;
+  auto learn = [&meshes](const MeshRecord& m) {
+    for (const MeshRecord& known : meshes) {
+      if (same_mesh(known, m)) return;
+    }
+    meshes.push_back(m);
+  };
+  for (const DeviceMesh& m : meshes_) learn(record_of(m));
+  for (const DeviceMesh& m : tracker_meshes) learn(record_of(m));
+  for (const Raw& raw : raw_) {
+    if (raw.event.mesh) learn(record_of(*raw.event.mesh));
   }
   // The primary mesh is the largest one seen; the first of equal size wins.
-  std::stable_sort(meshes.begin(), meshes.end(),
-                   [](const DeviceMesh& a, const DeviceMesh& b) { return a.size() > b.size(); });
-  if (!meshes.empty()) {
-    const DeviceMesh& primary = meshes.front();
-    std::ostringstream device;
-    device << primary.device();
-    t.mesh = MeshRecord{primary.shape(), primary.dim_names(), device.str()};
-  }
+  std::stable_sort(meshes.begin(), meshes.end(), [](const MeshRecord& a, const MeshRecord& b) {
+    return num_ranks(a) > num_ranks(b);
+  });
+  std::optional<MeshRecord> primary;
+  if (!meshes.empty()) primary = meshes.front();
+  t.mesh = primary;
   for (size_t i = 0; i < raw_.size(); ++i) {
     t.collectives.push_back(to_record(raw_[i], static_cast<int64_t>(i)));
-    resolve_mesh_dim(t.collectives.back(), meshes);
+    resolve_mesh_dim(t.collectives.back(), raw_[i].event.mesh, primary);
   }
   return t;
 }

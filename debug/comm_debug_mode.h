@@ -115,13 +115,6 @@ class CommDebugMode : public CollectiveObserver, public OpObserver {
   /// A Chrome trace (one track: this rank), see chrome_trace.h.
   void generate_chrome_trace(const std::string& path, const ChromeTraceOptions& options = {}) const;
 
-  /// Names the mesh dims of collectives over `mesh`'s groups (CollectiveRecord
-  /// mesh_dim / mesh_dim_name). Meshes of DTensor ops and of the DTensor
-  /// parameters and inputs of tracked modules are learned automatically; add
-  /// the others (e.g. a program that only calls redistribute). Kept until the
-  /// next enter(). Example: `comm.add_mesh(mesh);`.
-  void add_mesh(const DeviceMesh& mesh);
-
   /// Everything recorded, as plain values (see trace_model.h).
   CommTrace trace() const;
   /// Every collective issued, in order, as the backend reported it.

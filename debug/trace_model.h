@@ -36,7 +36,7 @@ struct CollectiveRecord {
   int64_t bytes = 0;           // bytes this rank contributed (input)
   int64_t output_bytes = 0;    // bytes this rank received into its output
   std::vector<int64_t> group;  // global ranks, in group order
-  int64_t mesh_dim = -1;       // dim of CommTrace::mesh whose group this is, or -1
+  int64_t mesh_dim = -1;       // dim of CommTrace::mesh it ran over (core/collectives tags it), or -1
   std::string mesh_dim_name;   // that dim's name ("tp"), "" when unnamed or unknown
   std::vector<std::vector<int64_t>> input_shapes;
   std::vector<std::vector<int64_t>> output_shapes;

@@ -5,7 +5,7 @@
 
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
-#include "core/layout/layout_error.h"
+#include "core/torch_errors.h"
 #include "core/layout/visualize_sharding.h"
 
 namespace dtensor::debug {
@@ -15,13 +15,12 @@ std::string sharding_table(const at::Tensor& dtensor, std::string_view header) {
       dtensor.defined() && is_dtensor(dtensor),
       "visualize_sharding: expected a DTensor (distribute_tensor / DTensor::from_local), got a plain tensor");
   const DTensor d(dtensor);
-  try {
-    return dtensor::visualize_sharding(d.spec().meta.shape, d.device_mesh().mesh_shape(), d.placements(),
-                                       header);
-  } catch (const LayoutError& e) {
-    TORCH_CHECK(false, "visualize_sharding on rank ", d.device_mesh().global_rank(), ": ", e.what());
-  }
-  return {};  // unreachable: TORCH_CHECK(false) throws
+  return rethrow_as_torch_error(
+      [&] {
+        return dtensor::visualize_sharding(d.spec().meta.shape, d.device_mesh().mesh_shape(),
+                                           d.placements(), header);
+      },
+      "visualize_sharding on rank ", d.device_mesh().global_rank());
 }
 
 bool visualize_sharding(const at::Tensor& dtensor, std::string_view header, std::ostream& out,

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <utility>
 
-#include "core/layout/comm_cost.h"
+#include "core/layout/transitions.h"
 #include "core/layout/shard_layout.h"
 #include "core/redistribute.h"
 
@@ -29,72 +29,36 @@ std::string OpCall::describe() const {
 namespace {
 constexpr double kImpossible = std::numeric_limits<double>::infinity();
 
-// Bytes of the largest local shard (each sharded dim chunked with
-// torch.chunk's ceil). Every rank must compute the same costs, else ranks
-// pick different strategies and issue different collectives: this rank's own
-// local shape (0 rows on the last rank of 6 rows over 4) must not be used.
-double local_bytes_of(const DTensorSpec& spec) {
-  double numel = 1;
-  for (size_t d = 0; d < spec.meta.shape.size(); ++d) {
-    int64_t size = spec.meta.shape[d];
-    for (size_t m = 0; m < spec.placements.size(); ++m) {
-      if (!spec.placements[m].is_shard(static_cast<int64_t>(d))) continue;
-      const int64_t n = spec.mesh.size(static_cast<int>(m));
-      size = (size + n - 1) / n;
-    }
-    numel *= static_cast<double>(size);
-  }
-  return numel * static_cast<double>(c10::elementSize(spec.meta.dtype));
-}
 }  // namespace
 
 // Note [Choosing among candidates]
-// Costs are the alpha-beta time of the collective the change needs, in bytes
-// per rank plus a latency of kLatencyBytes per collective (CommCostModel's
-// latency times its bandwidth: 5 us at 50 GB/s = 250 kB), with ring formulas
-// (n = mesh dim size, b = the largest shard's bytes before the change, the
-// same on every rank):
-//   S->R all_gather (n-1)*b; P->R all_reduce 2(n-1)/n*b; P->S reduce_scatter
-//   (n-1)/n*b; S(i)->S(j) all_to_all (n-1)/n*b; R->S and R->P(sum) are local
-//   and free; S->P impossible. A tiny epsilon per change prefers candidates that
-//   keep placements when costs tie (e.g. empty tensors).
+// A candidate costs, per input whose placement on the mesh dim must change,
+// what the transition table (core/layout/transitions.h) says that change
+// moves: the step's ring bytes per rank on the padded buffer, plus the cost
+// model's latency in bytes per collective (5 us at 50 GB/s = 250 kB); local
+// changes (R -> S, R -> P(sum|avg), anything on a size-1 mesh dim) move
+// nothing, and a change with no direct transition (S -> P, P(a) -> P(b),
+// R -> P(max)) is impossible. Computed from global shapes only, so every rank
+// gets the same costs (a rank's own piece, 0 rows on the last rank of 6 rows
+// over 4, must not be used: ranks would pick different strategies and issue
+// different collectives). A tiny epsilon per change (two when it creates a
+// Partial) prefers candidates that keep placements when costs tie (e.g.
+// empty tensors).
 // The latency term is PyTorch's choice too (its redistribute_cost is latency
 // plus bandwidth): for small tensors one all_reduce beats a reduce_scatter
 // plus an all_gather although it moves more bytes; issue #18's differential
 // test found 23 of its remaining divergences there.
-static double latency_bytes() {
-  static const double value = [] {
-    CommCostModel model;
-    return model.latency_us * model.bandwidth_gbytes_per_s * 1e3;
-  }();
-  return value;
-}
-
 double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placement& from,
                              const Placement& to) {
   if (from == to) return 0.0;
-  const double n = static_cast<double>(spec.mesh.size(mesh_dim));
-  const double b = local_bytes_of(spec);
-  const double epsilon = 1e-3;
-  const double l = latency_bytes();
-  if (n == 1) return epsilon;
-  if (from.is_shard()) {
-    if (to.is_replicate()) return l + (n - 1) * b + epsilon;
-    if (to.is_shard()) return l + (n - 1) / n * b + epsilon;
-    return kImpossible;
-  }
-  if (from.is_partial()) {
-    if (to.is_replicate()) return l + 2 * (n - 1) / n * b + epsilon;
-    if (to.is_shard()) return l + (n - 1) / n * b + epsilon;
-    return kImpossible;  // Partial(op1) -> Partial(op2)
-  }
-  // from Replicate
-  if (to.is_shard()) return epsilon;
-  if (to.is_partial()) {
-    return to.reduce_op() == ReduceOp::kSum || to.reduce_op() == ReduceOp::kAvg ? 2 * epsilon
-                                                                                : kImpossible;
-  }
-  return 0.0;
+  constexpr double epsilon = 1e-3;
+  Placements before = spec.placements;
+  before[static_cast<size_t>(mesh_dim)] = from;
+  const std::optional<double> bytes = transition_cost_bytes(
+      spec.meta.shape, static_cast<int64_t>(c10::elementSize(spec.meta.dtype)),
+      spec.mesh.mesh_shape(), before, mesh_dim, to);
+  if (!bytes) return kImpossible;
+  return *bytes + (to.is_partial() && spec.mesh.size(mesh_dim) > 1 ? 2 : 1) * epsilon;
 }
 
 namespace {
@@ -148,14 +112,14 @@ std::optional<std::pair<double, int>> planned_cost(const OpCall& call, const std
     const DTensorSpec& in = call.inputs[i];
     if (in.placements == targets[i]) continue;
     try {
-      const RedistributePlan& plan = redistribute_plan(in, targets[i]);
-      bytes += plan.total_bytes_per_rank();
-      collectives += plan.num_collectives();
+      const std::shared_ptr<const RedistributePlan> plan = redistribute_plan(in, targets[i]);
+      bytes += plan->total_bytes_per_rank();
+      collectives += plan->num_collectives();
     } catch (const c10::Error&) {
       return std::nullopt;
     }
   }
-  return std::make_pair(static_cast<double>(bytes) + collectives * latency_bytes(), collectives);
+  return std::make_pair(static_cast<double>(bytes) + collectives * CommCostModel{}.latency_bytes(), collectives);
 }
 
 // Note [Whole-mesh check of nested shards]

@@ -30,44 +30,9 @@ int64_t ring_fraction(int64_t bytes, int64_t numerator, int64_t n) {
   return saturating_add(whole, rest);
 }
 
-// n * ceil(size / n): a dim of `size` elements padded so that n equal pieces cover it.
-int64_t padded_extent(int64_t size, int64_t n) { return saturating_mul((size + n - 1) / n, n); }
-
-int64_t buffer_bytes(const std::vector<int64_t>& shape, int64_t element_size) {
-  int64_t bytes = element_size;
-  for (int64_t extent : shape) bytes = saturating_mul(bytes, extent);
-  return bytes;
-}
-
 }  // namespace
 
-const char* step_kind_name(StepKind kind) {
-  switch (kind) {
-    case StepKind::kAllGather:
-      return "all_gather_into_tensor";
-    case StepKind::kAllToAll:
-      return "all_to_all_single";
-    case StepKind::kAllReduce:
-      return "all_reduce";
-    case StepKind::kReduceScatter:
-      return "reduce_scatter_tensor";
-    case StepKind::kLocalChunk:
-      return "local_chunk";
-    case StepKind::kLocalPartition:
-      return "local_partition";
-    case StepKind::kLocalRelabel:
-      return "local";
-  }
-  return "unknown";
-}
-
-bool is_collective(StepKind kind) {
-  return kind == StepKind::kAllGather || kind == StepKind::kAllToAll ||
-         kind == StepKind::kAllReduce || kind == StepKind::kReduceScatter;
-}
-
-double CommCostModel::estimate_us(StepKind kind, int64_t bytes_per_rank) const {
-  if (!is_collective(kind)) return 0.0;
+double CommCostModel::collective_us(int64_t bytes_per_rank) const {
   // GB/s = 1e9 bytes per second = 1e3 bytes per microsecond.
   return latency_us + static_cast<double>(bytes_per_rank) / (bandwidth_gbytes_per_s * 1e3);
 }
@@ -101,39 +66,25 @@ std::vector<int64_t> padded_local_shape(const std::vector<int64_t>& global_shape
   return shape;
 }
 
-int64_t step_bytes_per_rank(const std::vector<int64_t>& global_shape, int64_t element_size,
-                            const MeshShape& mesh, const Placements& before, int mesh_dim,
-                            const Placement& to, StepKind kind) {
-  if (!is_collective(kind)) return 0;  // local ops move nothing
-  const int64_t n = mesh.size(mesh_dim);
-  const Placement& from = before[static_cast<size_t>(mesh_dim)];
-  // The logical shape this mesh dim works on: what the other mesh dims leave.
-  Placements others = before;
-  others[static_cast<size_t>(mesh_dim)] = Replicate();
-  std::vector<int64_t> shape = padded_local_shape(global_shape, mesh, others);
+int64_t ring_bytes_per_rank(CollectiveKind kind, int64_t input_bytes, int64_t output_bytes,
+                            int64_t n) {
+  if (n <= 1) return 0;
   switch (kind) {
-    case StepKind::kAllGather: {  // S(d)->R: all_gather, (n-1)/n * padded output bytes
-      auto d = static_cast<size_t>(from.shard_dim());
-      shape[d] = padded_extent(shape[d], n);
-      return all_gather_bytes_per_rank(buffer_bytes(shape, element_size), n);
-    }
-    case StepKind::kAllToAll: {  // S(d)->S(e): all_to_all, (n-1)/n * padded input bytes
-      auto d = static_cast<size_t>(from.shard_dim());
-      auto e = static_cast<size_t>(to.shard_dim());
-      shape[d] = (shape[d] + n - 1) / n;
-      shape[e] = padded_extent(shape[e], n);
-      return all_to_all_bytes_per_rank(buffer_bytes(shape, element_size), n);
-    }
-    case StepKind::kReduceScatter: {  // P->S(d): reduce_scatter, (n-1)/n * padded input bytes
-      auto d = static_cast<size_t>(to.shard_dim());
-      shape[d] = padded_extent(shape[d], n);
-      return reduce_scatter_bytes_per_rank(buffer_bytes(shape, element_size), n);
-    }
-    case StepKind::kAllReduce:  // P->R: all_reduce, 2(n-1)/n * bytes (no padding needed)
-      return all_reduce_bytes_per_rank(buffer_bytes(shape, element_size), n);
-    default:
+    case CollectiveKind::kAllReduce:
+      return all_reduce_bytes_per_rank(input_bytes, n);
+    case CollectiveKind::kAllGatherIntoTensor:
+      return all_gather_bytes_per_rank(output_bytes, n);
+    case CollectiveKind::kReduceScatterTensor:
+      return reduce_scatter_bytes_per_rank(input_bytes, n);
+    case CollectiveKind::kAllToAllSingle:
+      return all_to_all_bytes_per_rank(input_bytes, n);
+    case CollectiveKind::kBarrier:
       return 0;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kScatter:
+      break;
   }
+  return input_bytes;  // broadcast, scatter: what this rank contributed
 }
 
 }  // namespace dtensor

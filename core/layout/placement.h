@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/reduce_op.h"
+#include "core/layout/reduce_op.h"
 #include "core/layout/mesh_shape.h"
 
 namespace dtensor {

@@ -1,5 +1,6 @@
-// Redistribute planning: input validation, the step legality rules, the
-// Dijkstra search over placements, and PyTorch's greedy planner as a reference.
+// Redistribute planning: input validation, the Dijkstra search over
+// placements (whose edges are the transitions of transitions.h), and
+// PyTorch's greedy planner as a reference.
 // See redistribute_plan.h, Note [Redistribute step legality] and
 // Note [Redistribute plan search].
 #include "core/layout/redistribute_plan.h"
@@ -66,10 +67,6 @@ Problem validate_inputs(const char* caller, const std::vector<int64_t>& shape, i
   return p;
 }
 
-bool is_creatable_partial(const Placement& p) {
-  return p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg);
-}
-
 // Throws for the transitions no plan can make. See Note [Redistribute step legality].
 void check_not_refused(const char* caller, const Problem& p) {
   for (int i = 0; i < p.mesh.ndim(); ++i) {
@@ -98,59 +95,6 @@ void check_not_refused(const char* caller, const Problem& p) {
                            "divide the product. Reduce mesh dim ", j, " first (to R or a Shard)");
     }
   }
-}
-
-// True when a mesh dim other than i (of size > 1) holds P(product) in `state`.
-bool has_pending_product(const Placements& state, const MeshShape& mesh, int i) {
-  for (int j = 0; j < mesh.ndim(); ++j) {
-    const Placement& p = state[static_cast<size_t>(j)];
-    if (j != i && mesh.size(j) > 1 && p.is_partial() && p.reduce_op() == ReduceOp::kProduct) return true;
-  }
-  return false;
-}
-
-// True when no mesh dim after `i` (of size > 1) shards tensor dim `d`.
-bool is_innermost(const Placements& state, const MeshShape& mesh, int i, int64_t d) {
-  for (int j = i + 1; j < mesh.ndim(); ++j) {
-    if (mesh.size(j) > 1 && state[static_cast<size_t>(j)].is_shard(d)) return false;
-  }
-  return true;
-}
-
-// The kind of a change on a mesh dim of size n, ignoring nesting; nullopt
-// when there is no direct step (S -> P, P(a) -> P(b), R -> P(max|min|product)).
-std::optional<StepKind> direct_kind(const Placement& from, const Placement& to, int64_t n) {
-  if (n == 1) return StepKind::kLocalRelabel;  // one rank: data unchanged
-  if (from.is_shard()) {
-    if (to.is_replicate()) return StepKind::kAllGather;
-    if (to.is_shard()) return StepKind::kAllToAll;
-    return std::nullopt;  // S -> P: routed through R (PyTorch refuses it)
-  }
-  if (from.is_replicate()) {
-    if (to.is_shard()) return StepKind::kLocalChunk;
-    if (is_creatable_partial(to)) return StepKind::kLocalPartition;
-    return std::nullopt;
-  }
-  if (to.is_replicate()) return StepKind::kAllReduce;
-  if (to.is_shard()) return StepKind::kReduceScatter;
-  return std::nullopt;  // P(a) -> P(b)
-}
-
-// The kind of changing mesh dim i of `state` to `to`, or nullopt when the
-// step is illegal. See Note [Redistribute step legality].
-std::optional<StepKind> legal_kind(const Placements& state, const MeshShape& mesh, int i,
-                                   const Placement& to) {
-  const Placement& from = state[static_cast<size_t>(i)];
-  std::optional<StepKind> kind = direct_kind(from, to, mesh.size(i));
-  if (!kind || *kind == StepKind::kLocalRelabel) return kind;
-  if (from.is_shard() && !is_innermost(state, mesh, i, from.shard_dim())) return std::nullopt;
-  if (to.is_shard() && !is_innermost(state, mesh, i, to.shard_dim())) return std::nullopt;
-  // See Note [No P(sum) under a pending P(product)] in redistribute_plan.h.
-  if (*kind == StepKind::kLocalPartition && to.reduce_op() == ReduceOp::kSum &&
-      has_pending_product(state, mesh, i)) {
-    return std::nullopt;
-  }
-  return kind;
 }
 
 RedistributeStep make_step(const Problem& p, const Placements& before, int i, const Placement& to,
@@ -253,7 +197,7 @@ class PlanSearch {
       for (int t = 0; t < width; ++t) {
         const Placement& target = alphabet_[static_cast<size_t>(t)];
         if (target == state[static_cast<size_t>(i)]) continue;
-        std::optional<StepKind> kind = legal_kind(state, p_.mesh, i, target);
+        std::optional<StepKind> kind = legal_step(state, p_.mesh, i, target);
         if (!kind) continue;
         Placements next = state;
         next[static_cast<size_t>(i)] = target;
@@ -357,7 +301,7 @@ RedistributePlan greedy_plan(const Problem& p, const PlanOptions& options) {
   };
   for (const auto& [i, target] : greedy_transforms(p)) {
     const Placement from = state[static_cast<size_t>(i)];
-    std::optional<StepKind> kind = direct_kind(from, target, p.mesh.size(i));
+    std::optional<StepKind> kind = transition_kind(from, target, p.mesh.size(i));
     if (kind) {
       add(i, target, *kind);
     } else if (from.is_shard() && is_creatable_partial(target)) {
@@ -438,7 +382,7 @@ RedistributePlan greedy_reference_plan(const std::vector<int64_t>& global_shape,
 }
 
 double estimate_us(const RedistributeStep& step, const CommCostModel& cost) {
-  return cost.estimate_us(step.kind, step.bytes_per_rank);
+  return dtensor::estimate_us(step.kind, step.bytes_per_rank, cost);
 }
 
 }  // namespace dtensor

@@ -13,10 +13,13 @@
 #include "core/layout/comm_cost.h"
 #include "core/layout/mesh_shape.h"
 #include "core/layout/placement.h"
+#include "core/layout/transitions.h"
 
 namespace dtensor {
 
 // Note [Redistribute step legality]
+// The table itself is Note [Placement transitions] in transitions.h; this is
+// why its conditions are what they are.
 // A step changes ONE mesh dim i from `from` to `to`; n = mesh.size(i). Mesh
 // dims nest left to right (See Note [Nested sharding order] in shard_layout.h),
 // so a step may only touch the innermost split of a tensor dim: "i is

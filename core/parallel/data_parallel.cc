@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/collectives.h"
 #include "core/dtensor_impl.h"
 
 namespace dtensor {
@@ -27,13 +28,13 @@ void average_gradients(torch::nn::Module& module, const DeviceMesh& dp_mesh) {
     at::Tensor local = is_dtensor(grad) ? dtensor_impl(grad)->local() : grad;
     buckets[local.scalar_type()].push_back(local);
   }
-  Communicator& comm = dp_mesh.communicator(0);
   for (auto& [dtype, locals] : buckets) {
     std::vector<at::Tensor> flat;
     flat.reserve(locals.size());
     for (const at::Tensor& t : locals) flat.push_back(t.reshape({-1}));
     at::Tensor bucket = at::cat(flat);
-    comm.all_reduce(bucket);  // sum: every backend has it (Gloo has no avg)
+    // sum: every backend has it (Gloo has no avg)
+    collectives::all_reduce_(bucket, dp_mesh, 0, ReduceOp::kSum);
     bucket.div_(static_cast<double>(n));
     int64_t offset = 0;
     for (at::Tensor& t : locals) {

@@ -12,7 +12,6 @@
 #include <unordered_map>
 
 #include "core/dtensor_impl.h"
-#include "core/parallel/internal/checked_placements.h"
 
 namespace dtensor {
 namespace {
@@ -132,7 +131,7 @@ DTensor distribute_entry(torch::nn::Module& module, const std::string& name, con
     at::Tensor old = registered(module, name, is_parameter);
     if (is_dtensor(old)) {
       DTensor current(old);
-      placements = detail::checked_placements(placements, mesh, current.dim(), "distribute_parameter");
+      placements = checked_placements(placements, mesh, current.dim(), "distribute_parameter");
       TORCH_CHECK(current.device_mesh() == mesh && current.placements() == placements, "distribute_",
                   is_parameter ? "parameter" : "buffer", ": '", name, "' of ", module.name(),
                   " is already a DTensor ", current.spec().to_string(), ", not ",

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "backends/communicator.h"
-#include "backends/reduce_op.h"
+#include "core/layout/reduce_op.h"
 #include "backends/world.h"
 
 namespace dtensor {

@@ -272,10 +272,17 @@ TEST(CommDebugModeTest, MeshDimsOfATwoDimensionalMesh) {
     CommDebugMode comm;
     {
       auto guard = comm.enter();
-      comm.add_mesh(mesh);                         // no DTensor op or module here would teach it
+      // No DTensor op or module teaches the mesh here: the collectives carry it.
       x.redistribute({Replicate(), Replicate()});  // all_gather along tp
       DTensor y = distribute_tensor(torch::ones({4, 4}), mesh, {Shard(0), Replicate()});
       y.redistribute({Replicate(), Replicate()});  // all_gather along dp
+      // A sub-mesh's dim 0 is the primary mesh's dim 1, by name.
+      DTensor z = distribute_tensor(torch::ones({4}), mesh["tp"], {Shard(0)});
+      z.redistribute({Replicate()});
+      // A Communicator called directly carries no mesh dim.
+      at::Tensor in = torch::ones({2});
+      at::Tensor out = torch::empty({4});
+      mesh.communicator(0).all_gather_into_tensor(out, in);
     }
     CommTrace t = comm.trace();
     std::vector<std::string> dims;
@@ -283,7 +290,7 @@ TEST(CommDebugModeTest, MeshDimsOfATwoDimensionalMesh) {
       if (r.kind == "all_gather_into_tensor")
         dims.push_back(r.mesh_dim_name + "=" + std::to_string(r.mesh_dim));
     }
-    EXPECT_EQ(dims, (std::vector<std::string>{"tp=1", "dp=0"}));
+    EXPECT_EQ(dims, (std::vector<std::string>{"tp=1", "dp=0", "tp=1", "=-1"}));
     ASSERT_TRUE(t.mesh.has_value());
     EXPECT_EQ(t.mesh->shape, (std::vector<int64_t>{2, 2}));
   });

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/reduce_op.h"
+#include "core/layout/reduce_op.h"
 #include "core/layout/mesh_shape.h"
 #include "core/layout/placement.h"
 

@@ -5,7 +5,6 @@
 
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
-#include "core/parallel/internal/checked_placements.h"
 
 namespace dtensor::detail {
 namespace {

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <unordered_set>
 
-#include "backends/reduce_op.h"
+#include "core/layout/reduce_op.h"
 #include "core/layout/layout_error.h"
 
 namespace dtensor {

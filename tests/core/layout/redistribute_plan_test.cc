@@ -348,8 +348,8 @@ TEST(CommCostTest, BytesUseTheCurrentLogicalShape) {
 
 TEST(CommCostTest, EstimateIsAlphaBeta) {
   const CommCostModel model;
-  EXPECT_DOUBLE_EQ(model.estimate_us(StepKind::kAllReduce, 50'000), 6.0);
-  EXPECT_DOUBLE_EQ(model.estimate_us(StepKind::kLocalChunk, 50'000), 0.0);
+  EXPECT_DOUBLE_EQ(estimate_us(StepKind::kAllReduce, 50'000, model), 6.0);
+  EXPECT_DOUBLE_EQ(estimate_us(StepKind::kLocalChunk, 50'000, model), 0.0);
   const CommCostModel slow{/*latency_us=*/10.0, /*bandwidth_gbytes_per_s=*/1.0};
   PlanOptions options{slow};
   const auto plan =

@@ -1,5 +1,6 @@
 // The reduction operators of collectives and of Partial placements.
-// Header-only, pure C++: backends/ is the lowest layer, core/layout includes it.
+// Header-only, pure C++: part of the core/layout vocabulary that backends/ and
+// core/ share (See ARCHITECTURE.md, "Layers").
 //   ReduceOp op = parse_reduce_op("avg").value();   // ReduceOp::kAvg
 //   reduce_op_name(op);                              // "avg"
 #pragma once

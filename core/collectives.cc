@@ -1,0 +1,132 @@
+// Collectives over one mesh dim, with the padding of uneven pieces.
+// See collectives.h.
+#include "core/collectives.h"
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "core/layout/shard_layout.h"
+
+namespace dtensor::collectives {
+namespace {
+
+// ceil(extent / n): the padded piece every rank sends for a dim of `extent`.
+int64_t padded_piece(int64_t extent, int64_t n) { return n == 0 ? 0 : (extent + n - 1) / n; }
+
+// `x` zero-padded at the end of `dim` to `size` (x itself when already that long).
+at::Tensor pad_dim(const at::Tensor& x, int64_t dim, int64_t size) {
+  if (x.size(dim) == size) return x;
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape[static_cast<size_t>(dim)] = size;
+  at::Tensor out = at::zeros(shape, x.options());
+  out.narrow(dim, 0, x.size(dim)).copy_(x);
+  return out;
+}
+
+// `padded`'s dim 0 holds n pieces of `piece` rows each; keeps the first
+// chunk_span(extent, n, j).size rows of piece j (drops the padding).
+at::Tensor unpad_pieces(const at::Tensor& padded, int64_t n, int64_t piece, int64_t extent) {
+  if (piece * n == extent) return padded;
+  std::vector<at::Tensor> pieces;
+  for (int64_t j = 0; j < n; ++j) {
+    pieces.push_back(padded.narrow(0, j * piece, chunk_span(extent, n, j).size));
+  }
+  return at::cat(pieces, 0);
+}
+
+}  // namespace
+
+at::Tensor all_gather_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                          int64_t dim, int64_t extent) {
+  Communicator& comm = mesh.communicator(mesh_dim);
+  const int64_t n = comm.size();
+  const int64_t piece = padded_piece(extent, n);
+  at::Tensor send = pad_dim(local.movedim(dim, 0), 0, piece).contiguous();
+  std::vector<int64_t> out_shape = send.sizes().vec();
+  out_shape[0] = piece * n;
+  at::Tensor gathered = at::empty(out_shape, send.options());
+  comm.all_gather_into_tensor(gathered, send, {}, mesh.collective_tag(mesh_dim));
+  return unpad_pieces(gathered, n, piece, extent).movedim(0, dim).contiguous();
+}
+
+at::Tensor reduce_scatter_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                              int64_t dim, ReduceOp op) {
+  Communicator& comm = mesh.communicator(mesh_dim);
+  const int64_t n = comm.size();
+  const int64_t extent = local.size(dim);
+  const int64_t piece = padded_piece(extent, n);
+  at::Tensor send = pad_dim(local.movedim(dim, 0), 0, piece * n).contiguous();
+  std::vector<int64_t> out_shape = send.sizes().vec();
+  out_shape[0] = piece;
+  at::Tensor out = at::empty(out_shape, send.options());
+  ReduceScatterOptions options;
+  options.reduce_op = op;
+  comm.reduce_scatter_tensor(out, send, options, mesh.collective_tag(mesh_dim));
+  const ChunkSpan mine = chunk_span(extent, n, comm.rank());
+  return out.narrow(0, 0, mine.size).movedim(0, dim).contiguous();
+}
+
+at::Tensor all_to_all_dims(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                           int64_t from_dim, int64_t from_extent, int64_t to_dim) {
+  Communicator& comm = mesh.communicator(mesh_dim);
+  const int64_t n = comm.size();
+  const int64_t from_piece = padded_piece(from_extent, n);
+  const int64_t to_extent = local.size(to_dim);
+  const int64_t to_piece = padded_piece(to_extent, n);
+  at::Tensor padded = pad_dim(pad_dim(local, from_dim, from_piece), to_dim, to_piece * n);
+  std::vector<int64_t> split = {n, to_piece};
+  at::Tensor send = padded.unflatten(to_dim, split).movedim(to_dim, 0).contiguous();
+  at::Tensor received = at::empty_like(send);
+  comm.all_to_all_single(received, send, {}, mesh.collective_tag(mesh_dim));
+  std::vector<at::Tensor> pieces;
+  for (int64_t j = 0; j < n; ++j) {
+    pieces.push_back(received[j].narrow(from_dim, 0, chunk_span(from_extent, n, j).size));
+  }
+  const ChunkSpan mine = chunk_span(to_extent, n, comm.rank());
+  return at::cat(pieces, from_dim).narrow(to_dim, 0, mine.size).contiguous();
+}
+
+void all_reduce_(at::Tensor& tensor, const DeviceMesh& mesh, int mesh_dim, ReduceOp op) {
+  AllReduceOptions options;
+  options.reduce_op = op;
+  mesh.communicator(mesh_dim).all_reduce(tensor, options, mesh.collective_tag(mesh_dim));
+}
+
+at::Tensor all_reduce(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, ReduceOp op) {
+  at::Tensor out = local.contiguous().clone();
+  all_reduce_(out, mesh, mesh_dim, op);
+  return out;
+}
+
+at::Tensor scatter_dim(const at::Tensor& full, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
+                       int64_t root) {
+  Communicator& comm = mesh.communicator(mesh_dim);
+  const int64_t n = comm.size();
+  const int64_t extent = full.size(dim);
+  const int64_t piece = padded_piece(extent, n);
+  std::vector<int64_t> piece_shape = full.sizes().vec();
+  piece_shape[static_cast<size_t>(dim)] = piece;
+  at::Tensor output = at::empty(piece_shape, full.options());
+  std::vector<at::Tensor> inputs;
+  if (comm.rank() == root) {
+    for (int64_t j = 0; j < n; ++j) {
+      const ChunkSpan span = chunk_span(extent, n, j);
+      inputs.push_back(pad_dim(full.narrow(dim, span.offset, span.size), dim, piece).contiguous());
+    }
+  }
+  ScatterOptions options;
+  options.root = root;
+  comm.scatter(output, inputs, options, mesh.collective_tag(mesh_dim));
+  return output.narrow(dim, 0, chunk_span(extent, n, comm.rank()).size).contiguous();
+}
+
+at::Tensor broadcast(const at::Tensor& tensor, const DeviceMesh& mesh, int mesh_dim, int64_t root) {
+  at::Tensor out = tensor.contiguous().clone();
+  BroadcastOptions options;
+  options.root = root;
+  mesh.communicator(mesh_dim).broadcast(out, options, mesh.collective_tag(mesh_dim));
+  return out;
+}
+
+}  // namespace dtensor::collectives

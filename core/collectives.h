@@ -1,0 +1,55 @@
+// The functional-collective layer: collectives over ONE mesh dim of a
+// DeviceMesh on this rank's local tensor, along a tensor dim, with uneven
+// (torch.chunk) pieces padded for the collective and unpadded after, here and
+// nowhere else. Every collective is tagged with its mesh dim
+// (CollectiveEvent::mesh), so traces know which mesh dim issued it.
+// redistribute, distribute_tensor and data parallel sit on it; nothing else in
+// core/ calls a Communicator directly.
+//   // S(0) -> R on mesh dim 1, 10 rows over 4 ranks (pieces 3, 3, 3, 1):
+//   at::Tensor full = collectives::all_gather_dim(local, mesh, 1, /*dim=*/0, /*extent=*/10);
+//
+// Every rank of the group along `mesh_dim` must make the same call (SPMD);
+// the Communicator's checks and the fake world's mismatch detection apply.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+#include "core/device_mesh.h"
+#include "core/layout/reduce_op.h"
+
+namespace dtensor::collectives {
+
+/// S(dim) -> R: the pieces of the group concatenated along `dim`. `extent` is
+/// the length of `dim` the group splits (the sum of its torch.chunk pieces;
+/// this rank's `local` is piece get_local_rank(mesh_dim)).
+at::Tensor all_gather_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                          int64_t dim, int64_t extent);
+
+/// P(op) -> S(dim): reduce(op) over the group, then this rank's torch.chunk
+/// piece of `dim` (of length local.size(dim)).
+at::Tensor reduce_scatter_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                              int64_t dim, ReduceOp op);
+
+/// S(from_dim) -> S(to_dim): every rank sends piece j of `to_dim` to group
+/// rank j and receives rank j's piece of `from_dim`. `from_extent` is the
+/// length of `from_dim` the group splits.
+at::Tensor all_to_all_dims(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                           int64_t from_dim, int64_t from_extent, int64_t to_dim);
+
+/// P(op) -> R: a new tensor holding reduce(op) over the group.
+at::Tensor all_reduce(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, ReduceOp op);
+
+/// In place: `tensor` (contiguous) becomes reduce(op) over the group.
+void all_reduce_(at::Tensor& tensor, const DeviceMesh& mesh, int mesh_dim, ReduceOp op);
+
+/// Group rank `root` holds `full`; every rank returns its torch.chunk piece
+/// of `dim` (the root's `full` is ignored elsewhere but must have its shape).
+at::Tensor scatter_dim(const at::Tensor& full, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
+                       int64_t root);
+
+/// A new tensor holding group rank `root`'s `tensor`.
+at::Tensor broadcast(const at::Tensor& tensor, const DeviceMesh& mesh, int mesh_dim, int64_t root);
+
+}  // namespace dtensor::collectives
