@@ -6,9 +6,9 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
-#include "core/dispatch/op_dispatcher.h"
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
+#include "core/init.h"
 #include "core/layout/layout_error.h"
 #include "core/layout/shard_layout.h"
 
