@@ -88,7 +88,7 @@ struct LocalCall {
 
 /// Runs the op on this rank's local arguments: `stack` holds them (boxed
 /// convention, overrides applied) and must hold the op's returns afterwards.
-/// Example: [](const LocalCall& c, torch::jit::Stack* s) { c.call.op->callBoxed(s); }
+/// Example: [](const LocalCall& c, std::vector<c10::IValue>* s) { c.call.op->callBoxed(s); }
 using LocalKernel = std::function<void(const LocalCall& call, std::vector<c10::IValue>* stack)>;
 
 }  // namespace dtensor

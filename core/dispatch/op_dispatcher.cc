@@ -1,5 +1,6 @@
 // The boxed DTensor kernel: unwrap -> propagate (cached) -> redistribute
-// inputs -> run on local tensors -> wrap outputs.
+// inputs -> run the op (or the local kernel its plan names) on local tensors
+// -> wrap outputs.
 #include "core/dispatch/op_dispatcher.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
