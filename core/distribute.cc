@@ -7,9 +7,9 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "core/collectives.h"
-#include "core/dispatch/op_dispatcher.h"
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
+#include "core/init.h"
 #include "core/torch_errors.h"
 #include "core/layout/shard_layout.h"
 

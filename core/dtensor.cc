@@ -12,8 +12,8 @@
 
 #include <sstream>
 
-#include "core/dispatch/op_dispatcher.h"
 #include "core/dtensor_impl.h"
+#include "core/init.h"
 #include "core/torch_errors.h"
 #include "core/layout/shard_layout.h"
 #include "core/layout/strides.h"

@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "core/dispatch/op_dispatcher.h"
 #include "core/dtensor_impl.h"
+#include "core/init.h"
 #include "core/torch_errors.h"
 
 namespace dtensor {

@@ -1,7 +1,14 @@
-// Thread-local switches of the DTensor dispatcher, as RAII guards.
+// Thread-local switches of the DTensor dispatcher, as RAII guards. The DTensor
+// kernel (core/dispatch/op_dispatcher.cc) reads them; users reach them through
+// core/experimental/ (implicit_replication, SkipDispatchGuard).
 //   { dtensor::ImplicitReplicationGuard g; auto y = dt + plain; }   // plain treated as Replicate
-//   { dtensor::SkipDTensorDispatchGuard g; ... }                     // ops run on local shards
+//   { dtensor::SkipDispatchGuard g; p.add_(g, -lr); }                // ops run on local shards
 #pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <string>
+#include <vector>
 
 namespace dtensor {
 
@@ -20,4 +27,59 @@ class ImplicitReplicationGuard {
   bool previous_;
 };
 
+// Note [Skipping DTensor dispatch]
+// Inside a SkipDispatchGuard, DTensor operators run directly on the local
+// shards, for code that knows its layouts already agree (e.g. an optimizer
+// update of a parameter and its gradient that share placements). Operators
+// on the guard's allowlist keep dispatching normally. For an operator not on
+// the allowlist:
+//  - every DTensor argument is replaced by its local tensor (no
+//    redistribution, no check that placements agree, no autograd: use it
+//    under torch::NoGradGuard or on tensors that do not require grad);
+//  - in-place and out= operators update the local tensor of the DTensor
+//    they write and return that DTensor (its spec is kept, so the local
+//    result must keep the local shape);
+//  - other results are returned as plain local tensors.
+// The public name is dtensor::experimental::SkipDispatchGuard
+// (core/experimental/skip_dispatch.h).
+
+/// Operators that still dispatch inside a SkipDispatchGuard unless the guard
+/// is given its own list: item() / equal / allclose / is_nonzero (a local
+/// answer would differ between ranks), the *_like factories, detach and
+/// alias (so that new tensors and detached views stay DTensors).
+const std::vector<std::string>& default_still_dispatched();
+
+/// See Note [Skipping DTensor dispatch]. Per thread (per rank in a fake
+/// world); guards nest, the innermost allowlist applies.
+/// Example: { SkipDispatchGuard guard({"aten::mm"}); p.mul_(2); }   // mul_ local, mm dispatched
+class SkipDispatchGuard {
+ public:
+  /// `still_dispatched`: operator names ("aten::mm" = every overload, or
+  /// "aten::add.Tensor") that keep full DTensor dispatch inside the guard.
+  explicit SkipDispatchGuard(std::vector<std::string> still_dispatched = default_still_dispatched());
+  ~SkipDispatchGuard();
+  SkipDispatchGuard(const SkipDispatchGuard&) = delete;
+  SkipDispatchGuard& operator=(const SkipDispatchGuard&) = delete;
+
+  /// True inside a guard on this thread.
+  static bool active();
+
+  struct State;  // this thread's allowlist; guards nest
+
+ private:
+  State* previous_;
+};
+
+namespace detail {
+
+/// The DTensor kernel's check: true when `op` (full name, "aten::add.Tensor")
+/// must run on local tensors now.
+bool skip_dispatch_for(const std::string& op);
+
+/// Runs `op` on the local tensors of the DTensors on `stack` (boxed
+/// convention: arguments in, results out), as Note [Skipping DTensor
+/// dispatch] describes.
+void run_on_local_tensors(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+}  // namespace detail
 }  // namespace dtensor

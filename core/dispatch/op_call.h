@@ -1,6 +1,8 @@
 // OpCall: one operator call as sharding rules see it: the operator, its
 // arguments (DTensors still wrapped), the spec of every tensor input and the
-// global metadata of every output. ShardingPlan is what a rule answers.
+// global metadata of every output. ShardingPlan is what a rule answers: pure
+// data, cached per thread. LocalKernel is the code an op may run on its local
+// tensors instead of the operator itself (See Note [Local kernels]).
 //   ShardingPlan plan = rule(call);   // input placements to redistribute to, output placements
 #pragma once
 
@@ -42,6 +44,10 @@ struct OpCall {
 
 /// A rule's answer: the placements every tensor input must have (inputs are
 /// redistributed when they differ) and the placements of every tensor output.
+/// Pure data: a rule decides, it never computes on tensors (See Note [Local
+/// kernels]). Plans are cached per thread, and every rank of a fake world is
+/// its own thread.
+/// Example: ShardingPlan{{{Shard(0)}, {Replicate()}}, {{Shard(0)}}}   // mm, row-sharded
 struct ShardingPlan {
   std::vector<Placements> input_placements;
   std::vector<Placements> output_placements;
@@ -50,12 +56,39 @@ struct ShardingPlan {
   /// written input takes output 0's placements and metadata.
   bool self_placements_change = false;
   /// Non-tensor arguments to replace in the local call (schema index ->
-  /// value), e.g. a view's global size becomes this rank's local size. Plans
-  /// are cached per thread, and every rank of a fake world is its own thread.
+  /// value), e.g. a view's global size becomes this rank's local size.
   std::vector<std::pair<size_t, c10::IValue>> local_arg_overrides;
-  /// Last-moment fix-up of the local call's arguments given the local tensors
-  /// (e.g. a view's strides computed from the actual local strides).
-  std::function<void(std::vector<c10::IValue>& local_stack)> local_args_fixup;
+  /// Name of the local kernel (ShardingRegistry::add_local_kernel) that runs
+  /// on this rank's local arguments instead of the operator; empty: the
+  /// operator itself. Example: "dtensor::masked_embedding".
+  std::string local_kernel;
 };
+
+// Note [Local kernels]
+// Some ops cannot run as "the same aten op on the local shards": a row-sharded
+// embedding must mask the indices this rank does not hold, a random fill
+// draws its block through the DTensor RNG, a mean loss over shards divides by
+// the global count. The rule stays a pure decision: it names a local kernel in
+// ShardingPlan::local_kernel, and the dispatcher runs that kernel on the
+// local arguments (after redistribution and local_arg_overrides) in place of
+// op.callBoxed. Kernels are registered by name, like rules
+// (ShardingRegistry::add_local_kernel), next to the rule family that uses
+// them; what a kernel needs it derives from the call and the plan. Ops whose
+// autograd formula must change register an AutogradPrivateUse1 kernel
+// instead (core/ops/autograd_overrides.cc).
+
+/// What a local kernel sees: the call (input specs as passed, before
+/// redistribution; call.outputs may be empty, use `output_metas`), the plan
+/// and the global metadata of every output.
+struct LocalCall {
+  const OpCall& call;
+  const ShardingPlan& plan;
+  const std::vector<TensorMeta>& output_metas;
+};
+
+/// Runs the op on this rank's local arguments: `stack` holds them (boxed
+/// convention, overrides applied) and must hold the op's returns afterwards.
+/// Example: [](const LocalCall& c, std::vector<c10::IValue>* s) { c.call.op->callBoxed(s); }
+using LocalKernel = std::function<void(const LocalCall& call, std::vector<c10::IValue>* stack)>;
 
 }  // namespace dtensor

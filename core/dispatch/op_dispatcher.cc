@@ -1,5 +1,6 @@
 // The boxed DTensor kernel: unwrap -> propagate (cached) -> redistribute
-// inputs -> run on local tensors -> wrap outputs.
+// inputs -> run the op (or the local kernel its plan names) on local tensors
+// -> wrap outputs.
 #include "core/dispatch/op_dispatcher.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -12,19 +13,14 @@
 #include <unordered_map>
 
 #include "core/dispatch/dispatch_mode.h"
+#include "core/dispatch/op_name.h"
 #include "core/dispatch/op_observer.h"
 #include "core/dispatch/sharding_propagator.h"
 #include "core/dtensor_impl.h"
-#include "core/experimental/skip_dispatch.h"
-#include "core/ops/builtin_rules.h"
 #include "core/redistribute.h"
 
 namespace dtensor {
 namespace {
-
-std::string full_op_name(const c10::OperatorName& name) {
-  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
-}
 
 // Note [Operator names per call]
 // Rules, errors and observers want "aten::add.Tensor"; building it costs an
@@ -41,9 +37,7 @@ const std::string& cached_op_name(const c10::OperatorHandle& op) {
   if (it == names.end()) {
     it = names.emplace(&name, full_op_name(name)).first;
   } else if (it->second.compare(0, name.name.size(), name.name) != 0 ||
-             it->second.size() != name.name.size() + (name.overload_name.empty()
-                                                           ? 0
-                                                           : 1 + name.overload_name.size())) {
+             it->second.size() != full_op_name_size(name)) {
     it->second = full_op_name(name);
   }
   return it->second;
@@ -194,7 +188,6 @@ std::vector<c10::IValue> local_args(const OpCall& call, const ShardingPlan& plan
       slot = c10::IValue(copy);
     }
   }
-  if (plan.local_args_fixup) plan.local_args_fixup(stack);
   return stack;
 }
 
@@ -219,8 +212,8 @@ c10::IValue wrap_output(const c10::IValue& value, const OpCall& call,
 
 void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string& name = cached_op_name(op);
-  if (experimental::SkipDispatchGuard::active() && experimental::detail::skip_dispatch_for(name)) {
-    experimental::detail::run_on_local_tensors(op, stack);  // takes the arguments off the stack itself
+  if (SkipDispatchGuard::active() && detail::skip_dispatch_for(name)) {
+    detail::run_on_local_tensors(op, stack);  // takes the arguments off the stack itself
     return;
   }
   const size_t num_args = op.schema().arguments().size();
@@ -239,7 +232,9 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   unwrap_args(call, u, &key);
   call.self_input = written_input(call);
   notify_op_observers(call);
-  const PropagationResult& result = propagate(call, key);
+  // Held, not referenced: See Note [Cache eviction].
+  const std::shared_ptr<const PropagationResult> shared = propagate(call, key);
+  const PropagationResult& result = *shared;
   const ShardingPlan& plan = result.plan;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     if (plan.input_placements[i] != call.inputs[i].placements) {
@@ -248,7 +243,11 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   std::vector<c10::IValue> local_stack = local_args(call, plan, u.locals);
   try {
-    op.callBoxed(&local_stack);
+    if (result.local_kernel) {
+      result.local_kernel(LocalCall{call, plan, result.output_metas}, &local_stack);
+    } else {
+      op.callBoxed(&local_stack);
+    }
   } catch (const c10::Error& e) {
     // LibTorch's own message names neither the op nor the DTensor operands
     // (2.x: "expected m1 and m2 to have the same dtype, but got: float != double").
@@ -285,12 +284,11 @@ void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 }  // namespace
 
-void init() {
+void register_dtensor_kernel() {
   static std::once_flag once;
   static std::unique_ptr<torch::Library> kernels;
   static std::unique_ptr<torch::Library> fallback;
   std::call_once(once, [] {
-    register_builtin_rules(ShardingRegistry::global());
     kernels = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
                                                c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
     auto& dispatcher = c10::Dispatcher::singleton();

@@ -5,6 +5,7 @@
 #include <ATen/Functions.h>
 #include <c10/util/Exception.h>
 
+#include <memory>
 #include <unordered_map>
 
 #include "core/dispatch/sharding_registry.h"
@@ -32,7 +33,7 @@ struct CacheKey {
 
 struct CacheEntry {
   CacheKey key;
-  PropagationResult result;
+  std::shared_ptr<const PropagationResult> result;  // shared: See Note [Cache eviction]
 };
 
 bool matches(const CacheKey& key, const void* op, const std::vector<int64_t>& args,
@@ -41,14 +42,20 @@ bool matches(const CacheKey& key, const void* op, const std::vector<int64_t>& ar
          key.inputs == inputs;
 }
 
+// Note [Cache eviction]
 // Bounded: cleared when full, so a program with ever-changing shapes costs
-// recomputation, never unbounded memory.
-constexpr size_t kMaxCacheEntries = 8192;
+// recomputation, never unbounded memory. Clearing can happen in the middle of
+// a DTensor op: a rule or a local kernel that issues a DTensor op of its own
+// may fill the cache. Results are therefore handed out as shared pointers to
+// immutable results, never as references into the map, so a result in use
+// outlives its eviction. A hit costs one reference-count increment.
+constexpr size_t kDefaultCacheEntries = 8192;
 
 struct ThreadCache {
   // hash -> entries with that hash (almost always one).
   std::unordered_multimap<size_t, CacheEntry> entries;
   PropagationCacheStats stats;
+  size_t capacity = kDefaultCacheEntries;
 };
 
 ThreadCache& thread_cache() {
@@ -123,7 +130,7 @@ size_t hash_key(const void* op, const std::vector<int64_t>& args,
 
 }  // namespace
 
-const PropagationResult& propagate(OpCall& call, const std::vector<int64_t>& arg_key) {
+std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vector<int64_t>& arg_key) {
   ThreadCache& cache = thread_cache();
   const void* op = &call.op->schema();
   const uint64_t generation = ShardingRegistry::global().generation();
@@ -141,28 +148,37 @@ const PropagationResult& propagate(OpCall& call, const std::vector<int64_t>& arg
               "Register one with dtensor::experimental::register_sharding(\"", call.name,
               "\", fn), run your code on local shards with dtensor::experimental::local_map, "
               "or redistribute to Replicate and use to_local()");
-  PropagationResult result;
+  auto result = std::make_shared<PropagationResult>();
   try {
-    result.output_metas = output_metas_on(call, c10::kMeta);
+    result->output_metas = output_metas_on(call, c10::kMeta);
   } catch (const c10::Error&) {
     try {
-      result.output_metas = output_metas_on(call, c10::kCPU);
+      result->output_metas = output_metas_on(call, c10::kCPU);
     } catch (const c10::Error& e) {
       TORCH_CHECK(false, call.describe(), ": could not infer the global output shapes: ",
                   e.what_without_backtrace());
     }
   }
-  call.outputs = result.output_metas;
-  result.plan = (*rule)(call);
-  TORCH_INTERNAL_ASSERT(result.plan.input_placements.size() == call.inputs.size(), call.name,
-                        ": rule returned ", result.plan.input_placements.size(),
+  call.outputs = result->output_metas;
+  result->plan = (*rule)(call);
+  const ShardingPlan& plan = result->plan;
+  TORCH_INTERNAL_ASSERT(plan.input_placements.size() == call.inputs.size(), call.name,
+                        ": rule returned ", plan.input_placements.size(),
                         " input placements for ", call.inputs.size(), " inputs");
-  TORCH_INTERNAL_ASSERT(result.plan.output_placements.size() == call.outputs.size(), call.name,
-                        ": rule returned ", result.plan.output_placements.size(),
+  TORCH_INTERNAL_ASSERT(plan.output_placements.size() == call.outputs.size(), call.name,
+                        ": rule returned ", plan.output_placements.size(),
                         " output placements for ", call.outputs.size(), " outputs");
-  if (cache.entries.size() >= kMaxCacheEntries) cache.entries.clear();
-  CacheEntry entry{CacheKey{op, arg_key, call.inputs, generation}, std::move(result)};
-  return cache.entries.emplace(hash, std::move(entry))->second.result;
+  if (!plan.local_kernel.empty()) {
+    auto kernel = ShardingRegistry::global().find_local_kernel(plan.local_kernel);
+    TORCH_INTERNAL_ASSERT(kernel.has_value(), call.name, ": the rule names local kernel \"",
+                          plan.local_kernel, "\", which is not registered");
+    result->local_kernel = std::move(*kernel);
+  }
+  // The rule may have issued DTensor ops that filled the cache in the meantime.
+  if (cache.entries.size() >= cache.capacity) cache.entries.clear();
+  std::shared_ptr<const PropagationResult> shared = std::move(result);
+  cache.entries.emplace(hash, CacheEntry{CacheKey{op, arg_key, call.inputs, generation}, shared});
+  return shared;
 }
 
 PropagationCacheStats propagation_cache_stats() {
@@ -172,5 +188,10 @@ PropagationCacheStats propagation_cache_stats() {
 }
 
 void clear_propagation_cache() { thread_cache().entries.clear(); }
+
+void set_propagation_cache_capacity(size_t entries) {
+  TORCH_CHECK(entries >= 1, "set_propagation_cache_capacity: the cache must hold at least one entry");
+  thread_cache().capacity = entries;
+}
 
 }  // namespace dtensor

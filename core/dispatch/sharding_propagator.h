@@ -1,28 +1,34 @@
 // Sharding propagation with a per-thread cache: for an operator call, the
 // global metadata of its outputs (found by running the operator on the meta
 // device with global shapes) and the rule's ShardingPlan.
-//   const PropagationResult& r = propagate(call, scalar_key);
+//   std::shared_ptr<const PropagationResult> r = propagate(call, scalar_key);
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/dispatch/op_call.h"
 
 namespace dtensor {
 
+/// A cached decision, immutable once made.
 struct PropagationResult {
   std::vector<TensorMeta> output_metas;
   ShardingPlan plan;
+  /// The kernel plan.local_kernel names, resolved once; empty: the op itself.
+  LocalKernel local_kernel;
 };
 
 /// Returns the plan and the global metadata of the outputs. `arg_key` encodes
 /// the non-tensor arguments that can change the decision (see Note [Sharding
 /// cache key]). call.outputs is filled only on a cache miss, for the rule that
 /// runs then; afterwards read the outputs from the result (a hit copies
-/// nothing, See Note [Sharding cache lookup]). The result stays valid until
-/// the next call on this thread.
-const PropagationResult& propagate(OpCall& call, const std::vector<int64_t>& arg_key);
+/// nothing, See Note [Sharding cache lookup]). The result is shared with the
+/// cache and stays valid however the cache changes (a rule or local kernel
+/// may issue DTensor ops that evict it). Throws when the op has no rule.
+/// Example: auto r = propagate(call, key); r->plan.output_placements[0];
+std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vector<int64_t>& arg_key);
 
 /// Cache statistics of the calling thread.
 struct PropagationCacheStats {
@@ -32,5 +38,10 @@ struct PropagationCacheStats {
 };
 PropagationCacheStats propagation_cache_stats();
 void clear_propagation_cache();
+
+/// Entries the calling thread's cache holds before it clears itself (default
+/// 8192); for tests of eviction. Precondition: entries >= 1.
+/// Example: set_propagation_cache_capacity(1);   // every miss evicts
+void set_propagation_cache_capacity(size_t entries);
 
 }  // namespace dtensor

@@ -238,6 +238,19 @@ std::vector<std::string> ShardingRegistry::names() const {
   return names;
 }
 
+void ShardingRegistry::add_local_kernel(const std::string& name, LocalKernel kernel) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  local_kernels_[name] = std::move(kernel);
+  ++generation_;
+}
+
+std::optional<LocalKernel> ShardingRegistry::find_local_kernel(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = local_kernels_.find(name);
+  if (it == local_kernels_.end()) return std::nullopt;
+  return it->second;
+}
+
 uint64_t ShardingRegistry::generation() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return generation_;

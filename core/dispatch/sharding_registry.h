@@ -1,6 +1,7 @@
-// ShardingRegistry: operator name -> sharding rule. Rules are registered
-// explicitly (register_builtin_rules) and users may add or override them
-// (register_sharding). Most rules are written for one mesh dim at a time and
+// ShardingRegistry: operator name -> sharding rule, and local-kernel name ->
+// local kernel (See Note [Local kernels]). Rules are registered explicitly
+// (register_builtin_rules, called by dtensor::init) and users may add or
+// override them (register_sharding). Most rules are written for one mesh dim at a time and
 // expanded to the whole mesh by expand_per_mesh_dim.
 //   registry.add({"aten::relu"}, pointwise_rule());
 #pragma once
@@ -51,12 +52,18 @@ class ShardingRegistry {
   std::optional<ShardingRule> find(const std::string& full_name) const;
   /// Every name with a rule, sorted.
   std::vector<std::string> names() const;
+  /// Registers the local kernel a plan names in ShardingPlan::local_kernel
+  /// ("dtensor::masked_embedding"); a later registration of the name wins.
+  void add_local_kernel(const std::string& name, LocalKernel kernel);
+  /// The kernel registered as `name`, or nullopt.
+  std::optional<LocalKernel> find_local_kernel(const std::string& name) const;
   /// Increases on every registration, so caches keyed on rules can drop entries.
   uint64_t generation() const;
 
  private:
   mutable std::mutex mutex_;
   std::unordered_map<std::string, ShardingRule> rules_;
+  std::unordered_map<std::string, LocalKernel> local_kernels_;
   uint64_t generation_ = 0;
 };
 

@@ -4,8 +4,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
 
-#include "core/dispatch/op_dispatcher.h"
 #include "core/dispatch/sharding_registry.h"
+#include "core/init.h"
 
 namespace dtensor::experimental {
 namespace {

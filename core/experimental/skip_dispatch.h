@@ -1,60 +1,21 @@
-// Skipping DTensor sharding propagation: inside a SkipDispatchGuard, DTensor
-// operators run directly on the local shards, for code that knows its
-// layouts already agree (e.g. an optimizer update of a parameter and its
-// gradient that share placements). Operators on the guard's allowlist keep
-// dispatching normally.
+// Skipping DTensor sharding propagation (public name): inside a
+// SkipDispatchGuard, DTensor operators run directly on the local shards.
+// The state lives with the dispatcher's other switches in
+// core/dispatch/dispatch_mode.h; See Note [Skipping DTensor dispatch].
 //   { dtensor::experimental::SkipDispatchGuard guard;  p.add_(g, -lr); }   // local add, no planning
-// Semantics inside the guard, for an operator not on the allowlist:
-//  - every DTensor argument is replaced by its local tensor (no
-//    redistribution, no check that placements agree, no autograd: use it
-//    under torch::NoGradGuard or on tensors that do not require grad);
-//  - in-place and out= operators update the local tensor of the DTensor
-//    they write and return that DTensor (its spec is kept, so the local
-//    result must keep the local shape);
-//  - other results are returned as plain local tensors.
-// The check lives in the DTensor kernel (core/dispatch/op_dispatcher.cc).
 #pragma once
 
-#include <ATen/core/dispatch/Dispatcher.h>
-
-#include <string>
-#include <vector>
+#include "core/dispatch/dispatch_mode.h"
 
 namespace dtensor::experimental {
 
-/// Operators that still dispatch inside a SkipDispatchGuard unless the guard
-/// is given its own list: item() / equal / allclose / is_nonzero (a local
-/// answer would differ between ranks), the *_like factories, detach and
-/// alias (so that new tensors and detached views stay DTensors).
-const std::vector<std::string>& default_still_dispatched();
-
-class SkipDispatchGuard {
- public:
-  /// `still_dispatched`: operator names ("aten::mm" = every overload, or
-  /// "aten::add.Tensor") that keep full DTensor dispatch inside the guard.
-  explicit SkipDispatchGuard(std::vector<std::string> still_dispatched = default_still_dispatched());
-  ~SkipDispatchGuard();
-  SkipDispatchGuard(const SkipDispatchGuard&) = delete;
-  SkipDispatchGuard& operator=(const SkipDispatchGuard&) = delete;
-
-  /// True inside a guard on this thread.
-  static bool active();
-
-  struct State;  // this thread's allowlist; guards nest
-
- private:
-  State* previous_;
-};
+/// RAII guard, per thread; nests. See dtensor::SkipDispatchGuard.
+using SkipDispatchGuard = ::dtensor::SkipDispatchGuard;
+using ::dtensor::default_still_dispatched;
 
 namespace detail {
-
-/// The DTensor kernel's check: true when `op` (full name, "aten::add.Tensor")
-/// must run on local tensors now.
-bool skip_dispatch_for(const std::string& op);
-
-/// Runs `op` on the local tensors of the DTensors on `stack` (boxed
-/// convention: arguments in, results out), as described above.
-void run_on_local_tensors(const c10::OperatorHandle& op, torch::jit::Stack* stack);
-
+using ::dtensor::detail::run_on_local_tensors;
+using ::dtensor::detail::skip_dispatch_for;
 }  // namespace detail
+
 }  // namespace dtensor::experimental

@@ -28,6 +28,7 @@
 
 #include "core/compat/torch_compat.h"
 #include "core/dispatch/dispatch_mode.h"
+#include "core/dispatch/op_name.h"
 #include "core/dtensor_impl.h"
 #include "core/ops/builtin_rules.h"
 
@@ -35,11 +36,6 @@ namespace dtensor {
 namespace {
 
 using torch::autograd::variable_list;
-
-std::string full_name(const c10::OperatorHandle& op) {
-  const auto& name = op.operator_name();
-  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
-}
 
 bool needs_grad(const at::Tensor& t) {
   return torch::autograd::GradMode::is_enabled() && t.defined() && t.requires_grad();
@@ -91,7 +87,7 @@ struct ValueSelectingBackward : torch::autograd::Node {
 };
 
 void value_selecting_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const std::string name = full_name(op);
+  const std::string name = full_op_name(op.operator_name());
   const SelectArgs& spec = value_selecting_ops().at(name);
   const size_t first = stack->size() - op.schema().arguments().size();
   const at::Tensor self = (*stack)[first].toTensor();
@@ -215,7 +211,7 @@ struct NormBackward : torch::autograd::Node {
 // shards), else decomposed_norm. Backward: NormBackward either way, since
 // this kernel shadows LibTorch's autograd kernel for DTensors.
 void norm_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const std::string name = full_name(op);
+  const std::string name = full_op_name(op.operator_name());
   const size_t first = stack->size() - op.schema().arguments().size();
   const at::Tensor self = (*stack)[first].toTensor();
   const NormArgs a = norm_args(name, *stack, first, self.dim());

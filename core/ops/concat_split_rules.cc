@@ -10,9 +10,9 @@
 
 #include <algorithm>
 
+#include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
-#include "core/ops/op_rule_helpers.h"
-#include "core/ops/rule_utils.h"
+#include "core/ops/strategy_builders.h"
 
 namespace dtensor {
 namespace {
@@ -27,11 +27,11 @@ int64_t dim_arg(const OpCall& call, size_t arg, int64_t ndim, int64_t fallback =
 // keeps a shard of another dim; unbind drops `dim` from the outputs.
 DimRule split_rule(size_t dim_arg_index, bool removes_dim) {
   return [dim_arg_index, removes_dim](const OpCall& call, int mesh_dim) {
-    const int64_t dim = dim_arg(call, dim_arg_index, detail::ndim_of(call, 0));
+    const int64_t dim = dim_arg(call, dim_arg_index, detail::input_ndim(call, 0));
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     const Placement& p = placement_of(call, 0, mesh_dim);
     if (p.is_partial()) {
-      candidates.push_back(detail::uniform(call, p));  // slicing is linear
+      candidates.push_back(detail::every_tensor_as(call, p));  // slicing is linear
     } else if (p.is_shard() && p.shard_dim() != dim) {
       const int64_t d = p.shard_dim();
       DimStrategy s{{p}, std::vector<Placement>(call.outputs.size(),
@@ -52,14 +52,14 @@ bool joins(const OpCall& call, size_t i, int64_t out_ndim) {
 // op does not join; all Partial with the same op (both ops only place values).
 DimRule join_rule(bool stacks) {
   return [stacks](const OpCall& call, int mesh_dim) {
-    const int64_t out_ndim = detail::out_ndim_of(call, 0);
+    const int64_t out_ndim = detail::output_ndim(call, 0);
     const int64_t out_dim = detail::wrap_dim(detail::int_arg(call, 1, 0), out_ndim);
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     std::vector<int64_t> tried;
     for (size_t i = 0; i < call.inputs.size(); ++i) {
       const Placement& p = placement_of(call, i, mesh_dim);
       if (p.is_partial()) {
-        DimStrategy s = detail::uniform(call, p);
+        DimStrategy s = detail::every_tensor_as(call, p);
         for (size_t j = 0; j < call.inputs.size(); ++j) {
           if (!joins(call, j, out_ndim)) s.inputs[j] = Replicate();
         }
@@ -71,7 +71,7 @@ DimRule join_rule(bool stacks) {
       const int64_t o = stacks && d >= out_dim ? d + 1 : d;
       if (o == out_dim || std::find(tried.begin(), tried.end(), d) != tried.end()) continue;
       tried.push_back(d);
-      DimStrategy s = detail::uniform(call, Shard(d));
+      DimStrategy s = detail::every_tensor_as(call, Shard(d));
       for (size_t j = 0; j < call.inputs.size(); ++j) {
         if (!joins(call, j, out_ndim)) s.inputs[j] = Replicate();
       }
@@ -87,11 +87,11 @@ DimRule join_rule(bool stacks) {
 DimRule repeat_rule() {
   return [](const OpCall& call, int mesh_dim) {
     const std::vector<int64_t> repeats = call.arg(1).toIntVector();
-    const int64_t offset = static_cast<int64_t>(repeats.size()) - detail::ndim_of(call, 0);
+    const int64_t offset = static_cast<int64_t>(repeats.size()) - detail::input_ndim(call, 0);
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     const Placement& p = placement_of(call, 0, mesh_dim);
     if (p.is_partial()) {
-      candidates.push_back(detail::uniform(call, p));
+      candidates.push_back(detail::every_tensor_as(call, p));
     } else if (p.is_shard() && repeats[static_cast<size_t>(p.shard_dim() + offset)] == 1) {
       candidates.push_back(DimStrategy{{p}, {Shard(p.shard_dim() + offset)}});
     }
@@ -125,15 +125,15 @@ DimRule keep_untouched_dims(std::function<std::vector<int64_t>(const OpCall&)> t
 }
 
 std::vector<int64_t> flip_dims(const OpCall& call) {
-  return detail::dims_arg(call, 1, detail::ndim_of(call, 0), /*empty_means_all=*/false);
+  return detail::dims_arg(call, 1, detail::input_ndim(call, 0), /*empty_means_all=*/false);
 }
 
 std::vector<int64_t> roll_dims(const OpCall& call) {
   // roll without dims rolls the flattened tensor: every dim is touched.
-  return detail::dims_arg(call, 2, detail::ndim_of(call, 0), /*empty_means_all=*/true);
+  return detail::dims_arg(call, 2, detail::input_ndim(call, 0), /*empty_means_all=*/true);
 }
 
-std::vector<int64_t> dim_arg1(const OpCall& call) { return {dim_arg(call, 1, detail::ndim_of(call, 0))}; }
+std::vector<int64_t> dim_arg1(const OpCall& call) { return {dim_arg(call, 1, detail::input_ndim(call, 0))}; }
 
 // index_select(self, dim, index): a shard of another dim of self stays; a
 // sharded index (1-D) shards the output's `dim`.
@@ -141,7 +141,7 @@ DimRule index_select_rule() {
   DimRule keep = keep_untouched_dims(dim_arg1, /*linear=*/true);
   return [keep](const OpCall& call, int mesh_dim) {
     std::vector<DimStrategy> candidates = keep(call, mesh_dim);
-    const int64_t dim = dim_arg(call, 1, detail::ndim_of(call, 0));
+    const int64_t dim = dim_arg(call, 1, detail::input_ndim(call, 0));
     if (placement_of(call, 1, mesh_dim).is_shard()) {
       candidates.push_back(DimStrategy{{Replicate(), Shard(0)}, {Shard(dim)}});
     }
@@ -154,7 +154,7 @@ DimRule index_select_rule() {
 // self's size there, so the local index addresses local rows.
 DimRule gather_scatter_rule() {
   return [](const OpCall& call, int mesh_dim) {
-    const int64_t ndim = detail::ndim_of(call, 0);
+    const int64_t ndim = detail::input_ndim(call, 0);
     const int64_t dim = dim_arg(call, 1, ndim);
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     for (size_t i = 0; i < call.inputs.size(); ++i) {
@@ -166,7 +166,7 @@ DimRule gather_scatter_rule() {
         aligned = aligned && static_cast<int64_t>(in.meta.shape.size()) == ndim &&
                   in.meta.shape[static_cast<size_t>(d)] == call.inputs[0].meta.shape[static_cast<size_t>(d)];
       }
-      if (aligned) candidates.push_back(detail::uniform(call, Shard(d)));
+      if (aligned) candidates.push_back(detail::every_tensor_as(call, Shard(d)));
       break;
     }
     return candidates;
@@ -178,7 +178,7 @@ DimRule gather_scatter_rule() {
 // in (self, source), so both Partial(sum) stay Partial.
 DimRule index_add_rule() {
   return [](const OpCall& call, int mesh_dim) {
-    const int64_t dim = dim_arg(call, 1, detail::ndim_of(call, 0));
+    const int64_t dim = dim_arg(call, 1, detail::input_ndim(call, 0));
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     for (size_t i : {size_t{0}, size_t{2}}) {
       const Placement& p = placement_of(call, i, mesh_dim);
@@ -198,12 +198,12 @@ DimRule index_add_rule() {
 // sizes become local sizes); the gradient is linear, so Partial stays.
 ShardingRule index_backward_rule(bool removes_dim) {
   DimRule rule = [removes_dim](const OpCall& call, int mesh_dim) {
-    const int64_t out_ndim = detail::out_ndim_of(call, 0);
+    const int64_t out_ndim = detail::output_ndim(call, 0);
     const int64_t dim = detail::wrap_dim(detail::int_arg(call, 2, 0), out_ndim);
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     const Placement& p = placement_of(call, 0, mesh_dim);
     if (p.is_partial()) {
-      candidates.push_back(detail::uniform(call, p));
+      candidates.push_back(detail::every_tensor_as(call, p));
     } else if (p.is_shard()) {
       const int64_t o = removes_dim && p.shard_dim() >= dim ? p.shard_dim() + 1 : p.shard_dim();
       if (o != dim) candidates.push_back(DimStrategy{{p}, {Shard(o)}});

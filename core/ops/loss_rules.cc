@@ -7,9 +7,9 @@
 #include <ATen/Functions.h>
 #include <c10/util/Exception.h>
 
+#include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
-#include "core/ops/op_rule_helpers.h"
-#include "core/ops/rule_utils.h"
+#include "core/ops/strategy_builders.h"
 
 namespace dtensor {
 namespace {
@@ -22,7 +22,7 @@ constexpr int64_t kReductionMean = 1;
 constexpr int64_t kReductionSum = 2;
 
 int64_t channel_dim(const OpCall& call, size_t self_input) {
-  return detail::ndim_of(call, self_input) >= 2 ? 1 : 0;
+  return detail::input_ndim(call, self_input) >= 2 ? 1 : 0;
 }
 
 // Target dim lined up with self dim `d` (targets lack the class dim).
@@ -36,8 +36,9 @@ int64_t target_dim(int64_t d, int64_t channel) { return d < channel ? d : d - 1;
 // it exact would cost an all_reduce of the total weight in forward. When the
 // target arrives replicated (as in PyTorch's own tests), every rank can count
 // the global total weight T itself, so we are exact at no comm cost: the
-// local op sums (reduction=sum) over the local rows of self / T, and the
-// output is Partial(sum). total_weight is Partial(sum) either way.
+// local kernel kNllMeanOverShards (See Note [Local kernels]) sums
+// (reduction=sum) over the local rows of self / T, and the output is
+// Partial(sum). total_weight is Partial(sum) either way.
 struct NllArgs {
   static constexpr size_t kSelf = 0, kTarget = 1, kWeight = 2, kReduction = 3, kIgnore = 4;
 };
@@ -58,7 +59,7 @@ DimRule nll_forward_dim_rule() {
     const int64_t channel = channel_dim(call, 0);
     const int64_t reduction = detail::int_arg(call, NllArgs::kReduction, kReductionMean);
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
-    for (int64_t d = 0; d < detail::ndim_of(call, 0); ++d) {
+    for (int64_t d = 0; d < detail::input_ndim(call, 0); ++d) {
       if (d == channel) continue;
       const int64_t t = target_dim(d, channel);
       DimStrategy s = detail::all_replicate(call);
@@ -108,6 +109,22 @@ at::Tensor total_weight_of(const at::Tensor& target, const c10::IValue& weight, 
   return counted.sum().to(dtype);
 }
 
+constexpr const char* kNllMeanOverShards = "dtensor::nll_loss_mean_over_shards";
+
+// The local arguments: self's block, the whole target, reduction=sum.
+void nll_mean_over_shards(const LocalCall& local, std::vector<c10::IValue>* stack) {
+  const DTensorSpec self = local.call.inputs[0].with_placements(local.plan.input_placements[0]);
+  const int64_t channel = channel_dim(local.call, 0);
+  std::vector<c10::IValue>& args = *stack;
+  const at::Tensor target = args[NllArgs::kTarget].toTensor();
+  const at::Tensor x = args[NllArgs::kSelf].toTensor();
+  at::Tensor total = total_weight_of(target, args[NllArgs::kWeight], args[NllArgs::kIgnore].toInt(),
+                                     x.scalar_type());
+  args[NllArgs::kSelf] = x.div(total);
+  args[NllArgs::kTarget] = target_block(target, self, channel);
+  local.call.op->callBoxed(stack);
+}
+
 ShardingRule nll_forward_rule() {
   DimRule dim_rule = nll_forward_dim_rule();
   return [dim_rule](const OpCall& call) {
@@ -121,21 +138,12 @@ ShardingRule nll_forward_rule() {
     }
     if (!averaged || !exact) return plan;
     // See Note [Mean losses over shards]: the target stays whole.
-    const int64_t channel = channel_dim(call, 0);
-    const DTensorSpec self = call.inputs[0].with_placements(plan.input_placements[0]);
     plan.input_placements[1] = Placements(static_cast<size_t>(call.mesh_ndim()), Replicate());
     for (auto& p : plan.output_placements[0]) {
       if (p.is_partial()) p = Partial();
     }
     plan.local_arg_overrides.emplace_back(NllArgs::kReduction, c10::IValue(kReductionSum));
-    plan.local_args_fixup = [self, channel](std::vector<c10::IValue>& stack) {
-      const at::Tensor target = stack[NllArgs::kTarget].toTensor();
-      const at::Tensor x = stack[NllArgs::kSelf].toTensor();
-      at::Tensor total = total_weight_of(target, stack[NllArgs::kWeight], stack[NllArgs::kIgnore].toInt(),
-                                         x.scalar_type());
-      stack[NllArgs::kSelf] = x.div(total);
-      stack[NllArgs::kTarget] = target_block(target, self, channel);
-    };
+    plan.local_kernel = kNllMeanOverShards;
     return plan;
   };
 }
@@ -148,7 +156,7 @@ DimRule nll_backward_rule() {
     const int64_t channel = channel_dim(call, 1);
     const int64_t reduction = detail::int_arg(call, 4, kReductionMean);
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
-    for (int64_t d = 0; d < detail::ndim_of(call, 1); ++d) {
+    for (int64_t d = 0; d < detail::input_ndim(call, 1); ++d) {
       if (d == channel) continue;
       const int64_t t = target_dim(d, channel);
       DimStrategy s = detail::all_replicate(call);
@@ -179,7 +187,7 @@ DimRule mse_rule() {
     for (size_t i = 0; i < 2; ++i) {
       const Placement& p = placement_of(call, i, mesh_dim);
       if (!p.is_shard()) continue;
-      DimStrategy s = detail::uniform(call, p);
+      DimStrategy s = detail::every_tensor_as(call, p);
       if (reduction == kReductionSum) {
         s.outputs[0] = Partial();
       } else if (reduction == kReductionMean) {
@@ -224,7 +232,17 @@ ShardingRule mse_forward_rule() {
 
 // mse_loss_backward(grad_output, self, target, reduction): 2 (x - y) g / N.
 // Sharded, the local op would divide by the local N: it runs with
-// reduction=sum on g / N_global instead. Linear in grad_output.
+// reduction=sum on g / N_global instead (the local kernel
+// kMseBackwardMeanOverShards). Linear in grad_output.
+constexpr const char* kMseBackwardMeanOverShards = "dtensor::mse_loss_backward_mean_over_shards";
+
+void mse_backward_mean_over_shards(const LocalCall& local, std::vector<c10::IValue>* stack) {
+  int64_t numel = 1;
+  for (int64_t s : local.call.inputs[1].meta.shape) numel *= s;
+  (*stack)[0] = (*stack)[0].toTensor().div(static_cast<double>(numel));
+  local.call.op->callBoxed(stack);
+}
+
 ShardingRule mse_backward_rule() {
   DimRule dim_rule = [](const OpCall& call, int mesh_dim) {
     const int64_t reduction = detail::int_arg(call, 3, kReductionMean);
@@ -233,7 +251,7 @@ ShardingRule mse_backward_rule() {
       for (size_t i = 0; i < 3; ++i) {
         const Placement& p = placement_of(call, i, mesh_dim);
         if (!p.is_shard() || (i == 0 && reduction != kReductionNone)) continue;
-        DimStrategy s = detail::uniform(call, p);
+        DimStrategy s = detail::every_tensor_as(call, p);
         if (reduction != kReductionNone) s.inputs[0] = Replicate();
         candidates.push_back(s);
       }
@@ -252,12 +270,8 @@ ShardingRule mse_backward_rule() {
     bool sharded = false;
     for (const Placement& p : plan.input_placements[1]) sharded = sharded || p.is_shard();
     if (sharded && detail::int_arg(call, 3, kReductionMean) == kReductionMean) {
-      int64_t numel = 1;
-      for (int64_t s : call.inputs[1].meta.shape) numel *= s;
       plan.local_arg_overrides.emplace_back(3, c10::IValue(kReductionSum));
-      plan.local_args_fixup = [numel](std::vector<c10::IValue>& stack) {
-        stack[0] = stack[0].toTensor().div(static_cast<double>(numel));
-      };
+      plan.local_kernel = kMseBackwardMeanOverShards;
     }
     return plan;
   };
@@ -267,9 +281,11 @@ ShardingRule mse_backward_rule() {
 
 void register_loss_rules(ShardingRegistry& registry) {
   registry.add({"aten::nll_loss_forward", "aten::nll_loss2d_forward"}, nll_forward_rule());
+  registry.add_local_kernel(kNllMeanOverShards, nll_mean_over_shards);
   registry.add({"aten::nll_loss_backward", "aten::nll_loss2d_backward"}, per_mesh_dim(nll_backward_rule()));
   registry.add({"aten::mse_loss"}, mse_forward_rule());
   registry.add({"aten::mse_loss_backward"}, mse_backward_rule());
+  registry.add_local_kernel(kMseBackwardMeanOverShards, mse_backward_mean_over_shards);
 }
 
 }  // namespace dtensor

@@ -8,9 +8,9 @@
 
 #include <algorithm>
 
+#include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
-#include "core/ops/op_rule_helpers.h"
-#include "core/ops/rule_utils.h"
+#include "core/ops/strategy_builders.h"
 
 namespace dtensor {
 namespace {
@@ -30,7 +30,7 @@ struct DimsSpec {
 };
 
 std::vector<int64_t> worked_dims(const OpCall& call, const DimsSpec& spec) {
-  const int64_t ndim = detail::ndim_of(call, 0);
+  const int64_t ndim = detail::input_ndim(call, 0);
   if (spec.arg < call.num_args() && call.arg(spec.arg).isInt()) {
     return {detail::wrap_dim(call.arg(spec.arg).toInt(), ndim)};
   }
@@ -53,7 +53,7 @@ DimRule whole_dims_rule(DimsSpec spec) {
       DimStrategy s = detail::all_replicate(call);
       s.inputs[0] = p;
       for (size_t i = 0; i < call.outputs.size(); ++i) {
-        if (detail::out_ndim_of(call, i) > o) s.outputs[i] = Shard(o);
+        if (detail::output_ndim(call, i) > o) s.outputs[i] = Shard(o);
       }
       candidates.push_back(s);
     }
@@ -68,7 +68,7 @@ DimRule cumsum_rule() {
     std::vector<DimStrategy> candidates = base(call, mesh_dim);
     const Placement& p = placement_of(call, 0, mesh_dim);
     if (p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg)) {
-      candidates.push_back(detail::uniform(call, p));
+      candidates.push_back(detail::every_tensor_as(call, p));
     }
     return candidates;
   };
@@ -80,11 +80,11 @@ DimRule cumsum_rule() {
 // replicated output stays Partial.
 DimRule softmax_backward_rule() {
   return [](const OpCall& call, int mesh_dim) {
-    const int64_t dim = detail::wrap_dim(detail::int_arg(call, 2, -1), detail::ndim_of(call, 0));
+    const int64_t dim = detail::wrap_dim(detail::int_arg(call, 2, -1), detail::input_ndim(call, 0));
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     for (size_t i = 0; i < call.inputs.size(); ++i) {
       const Placement& p = placement_of(call, i, mesh_dim);
-      if (p.is_shard() && p.shard_dim() != dim) candidates.push_back(detail::uniform(call, p));
+      if (p.is_shard() && p.shard_dim() != dim) candidates.push_back(detail::every_tensor_as(call, p));
     }
     const Placement& g = placement_of(call, 0, mesh_dim);
     if (g.is_partial() && (g.reduce_op() == ReduceOp::kSum || g.reduce_op() == ReduceOp::kAvg)) {
@@ -100,12 +100,12 @@ DimRule softmax_backward_rule() {
 // stays. PyTorch replicates everything here (linalg_replicate_strategy).
 DimRule triangle_rule() {
   return [](const OpCall& call, int mesh_dim) {
-    const int64_t ndim = detail::ndim_of(call, 0);
+    const int64_t ndim = detail::input_ndim(call, 0);
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     const Placement& p = placement_of(call, 0, mesh_dim);
     if ((p.is_shard() && p.shard_dim() < ndim - 2) ||
         (p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg))) {
-      candidates.push_back(detail::uniform(call, p));
+      candidates.push_back(detail::every_tensor_as(call, p));
     }
     return candidates;
   };

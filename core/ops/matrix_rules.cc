@@ -4,7 +4,6 @@
 #include <c10/util/Exception.h>
 
 #include "core/ops/builtin_rules.h"
-#include "core/ops/rule_utils.h"
 
 namespace dtensor {
 namespace {

@@ -6,9 +6,9 @@
 #include <ATen/Functions.h>
 #include <c10/util/Exception.h>
 
+#include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
-#include "core/ops/op_rule_helpers.h"
-#include "core/ops/rule_utils.h"
+#include "core/ops/strategy_builders.h"
 #include "core/random.h"
 
 namespace dtensor {
@@ -23,36 +23,36 @@ using detail::placement_of;
 // indices replicated, each rank looks up only the rows it holds: indices
 // outside [offset, offset + rows) produce zeros, and the sum over ranks is the
 // full lookup, so the output is Partial(sum), as PyTorch's _MaskPartial (one
-// all_reduce or reduce_scatter when it is consumed). The plan cannot run code
-// after the local op, so the fix-up computes the masked lookup itself and
-// hands the op a table of those rows with indices 0..n-1: the op's own lookup
-// is then a copy of the result (one extra output-sized gather).
-void mask_row_sharded_lookup(std::vector<c10::IValue>& stack, int64_t offset, int64_t rows) {
-  const at::Tensor weight = stack[0].toTensor();
-  const at::Tensor indices = stack[1].toTensor();
-  at::Tensor local = indices.sub(offset);
-  at::Tensor outside = local.lt(0).logical_or_(local.ge(rows));
-  at::Tensor out;
-  if (rows == 0) {
+// all_reduce or reduce_scatter when it is consumed). The rule names the local
+// kernel kMaskedEmbedding (See Note [Local kernels]), which shifts the indices
+// to this rank's rows, runs the op on them and zeroes the rows it does not hold.
+constexpr const char* kMaskedEmbedding = "dtensor::masked_embedding";
+
+void masked_embedding(const LocalCall& local, std::vector<c10::IValue>* stack) {
+  const DTensorSpec weight_spec = local.call.inputs[0].with_placements(local.plan.input_placements[0]);
+  const int64_t offset = weight_spec.global_offset()[0];
+  const int64_t rows = weight_spec.local_shape()[0];
+  const at::Tensor weight = (*stack)[0].toTensor();
+  const at::Tensor indices = (*stack)[1].toTensor().sub(offset);
+  const at::Tensor outside = indices.lt(0).logical_or_(indices.ge(rows));
+  if (rows == 0) {  // this rank holds no rows: every lookup is outside
     auto shape = indices.sizes().vec();
     shape.push_back(weight.size(1));
-    out = at::zeros(shape, weight.options());
-  } else {
-    out = at::embedding(weight, local.masked_fill(outside, 0));
-    out.masked_fill_(outside.unsqueeze(-1), 0);
+    *stack = {at::zeros(shape, weight.options())};
+    return;
   }
-  const int64_t n = indices.numel();
-  stack[0] = out.reshape({n, weight.size(1)});
-  stack[1] = at::arange(n, indices.options()).view(indices.sizes());
+  (*stack)[1] = indices.masked_fill(outside, 0);
+  local.call.op->callBoxed(stack);
+  (*stack)[0].toTensor().masked_fill_(outside.unsqueeze(-1), 0);
 }
 
 DimRule embedding_dim_rule() {
   return [](const OpCall& call, int mesh_dim) {
-    const int64_t out_last = detail::out_ndim_of(call, 0) - 1;
+    const int64_t out_last = detail::output_ndim(call, 0) - 1;
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     candidates.push_back({{Shard(1), Replicate()}, {Shard(out_last)}});
     candidates.push_back({{Shard(0), Replicate()}, {Partial()}});
-    for (int64_t k = 0; k < detail::ndim_of(call, 1); ++k) {
+    for (int64_t k = 0; k < detail::input_ndim(call, 1); ++k) {
       candidates.push_back({{Replicate(), Shard(k)}, {Shard(k)}});
     }
     const Placement& w = placement_of(call, 0, mesh_dim);
@@ -67,14 +67,7 @@ ShardingRule embedding_rule() {
     ShardingPlan plan = expand_per_mesh_dim(call, dim_rule);
     bool row_sharded = false;
     for (const Placement& p : plan.input_placements[0]) row_sharded = row_sharded || p.is_shard(0);
-    if (row_sharded) {
-      DTensorSpec weight = call.inputs[0].with_placements(plan.input_placements[0]);
-      const int64_t offset = weight.global_offset()[0];
-      const int64_t rows = weight.local_shape()[0];
-      plan.local_args_fixup = [offset, rows](std::vector<c10::IValue>& stack) {
-        mask_row_sharded_lookup(stack, offset, rows);
-      };
-    }
+    if (row_sharded) plan.local_kernel = kMaskedEmbedding;
     return plan;
   };
 }
@@ -84,12 +77,12 @@ ShardingRule embedding_rule() {
 // Partial(sum) (not with scale_grad_by_freq, whose counts must be global).
 DimRule embedding_backward_rule() {
   return [](const OpCall& call, int mesh_dim) {
-    const int64_t grad_last = detail::ndim_of(call, 0) - 1;
+    const int64_t grad_last = detail::input_ndim(call, 0) - 1;
     const bool scale_by_freq = detail::bool_arg(call, 4, false);
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     candidates.push_back({{Shard(grad_last), Replicate()}, {Shard(1)}});
     if (!scale_by_freq) {
-      for (int64_t k = 0; k < detail::ndim_of(call, 1); ++k) {
+      for (int64_t k = 0; k < detail::input_ndim(call, 1); ++k) {
         candidates.push_back({{Shard(k), Shard(k)}, {Partial()}});
       }
     }
@@ -104,7 +97,7 @@ DimRule embedding_backward_rule() {
 // Input dims before `axis` are outer (batch/sequence) dims that layer norm
 // treats independently; dims from `axis` on are normalised together.
 int64_t layer_norm_axis(const OpCall& call, size_t input, size_t shape_arg) {
-  return detail::ndim_of(call, input) - static_cast<int64_t>(call.arg(shape_arg).toIntVector().size());
+  return detail::input_ndim(call, input) - static_cast<int64_t>(call.arg(shape_arg).toIntVector().size());
 }
 
 // native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd).
@@ -117,7 +110,7 @@ DimRule layer_norm_rule() {
       DimStrategy s = detail::all_replicate(call);
       s.inputs[0] = p;
       for (size_t o = 0; o < call.outputs.size(); ++o) {
-        if (detail::out_ndim_of(call, o) > p.shard_dim()) s.outputs[o] = p;
+        if (detail::output_ndim(call, o) > p.shard_dim()) s.outputs[o] = p;
       }
       candidates.push_back(s);
     }
@@ -141,7 +134,7 @@ DimRule layer_norm_backward_rule() {
     for (size_t i = 0; i < 2; ++i) {  // grad_out or input sharded on an outer dim
       const Placement& p = placement_of(call, i, mesh_dim);
       if (!p.is_shard() || p.shard_dim() >= axis) continue;
-      DimStrategy s = detail::uniform(call, p);
+      DimStrategy s = detail::every_tensor_as(call, p);
       params_replicated(s);
       s.outputs.assign(call.outputs.size(), Partial());
       s.outputs[0] = p;
@@ -166,14 +159,26 @@ DimRule layer_norm_backward_rule() {
 // (core/random.h, detail::random_local): replicas get equal values and shards
 // are disjoint parts of one random tensor, whatever the placements. Under the
 // default RandomMode::kSingleDeviceExact the global tensor does not depend on
-// the placements either. The local op is then pointed at an empty scratch
-// tensor so that it does not overwrite the block. A Partial tensor becomes
+// the placements either. A local kernel per fill (See Note [Local kernels])
+// writes the block in place of the aten op. A Partial tensor becomes
 // Replicate (a random fill is not a partial sum). native_dropout, whose mask
 // the op draws internally, uses this rank's default generator: replicas of a
 // Replicate mesh dim would disagree, so it is refused there (use dropout).
 enum class RandomFill { kBernoulli, kUniform, kNormal };
 
-void fill_random_block(std::vector<c10::IValue>& stack, const DTensorSpec& spec, RandomFill kind) {
+const char* random_fill_kernel_name(RandomFill kind) {
+  switch (kind) {
+    case RandomFill::kBernoulli: return "dtensor::bernoulli_fill";
+    case RandomFill::kUniform: return "dtensor::uniform_fill";
+    case RandomFill::kNormal: return "dtensor::normal_fill";
+  }
+  return "";
+}
+
+// Fills this rank's block of the written tensor (its spec after the op:
+// output 0's placements) and returns it, as the in-place op does.
+void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, RandomFill kind) {
+  const DTensorSpec spec = local.call.inputs[0].with_placements(local.plan.output_placements[0]);
   at::Tensor self = stack[0].toTensor();
   RandomOptions options;
   const size_t gen_arg = kind == RandomFill::kBernoulli ? 2 : 3;
@@ -192,7 +197,11 @@ void fill_random_block(std::vector<c10::IValue>& stack, const DTensorSpec& spec,
   } else {
     self.copy_(u.mul(stack[2].toDouble()).add_(stack[1].toDouble()));
   }
-  stack[0] = at::empty({0}, self.options());
+  stack = {self};
+}
+
+LocalKernel random_fill_kernel(RandomFill kind) {
+  return [kind](const LocalCall& local, std::vector<c10::IValue>* stack) { fill_random_block(local, *stack, kind); };
 }
 
 ShardingRule random_fill_rule(RandomFill kind) {
@@ -208,8 +217,7 @@ ShardingRule random_fill_rule(RandomFill kind) {
     plan.input_placements.push_back(call.inputs[0].placements);
     for (size_t i = 1; i < call.inputs.size(); ++i) plan.input_placements.push_back(call.inputs[i].placements);
     plan.output_placements.assign(call.outputs.size(), out);
-    DTensorSpec spec = call.inputs[0].with_placements(out);
-    plan.local_args_fixup = [spec, kind](std::vector<c10::IValue>& stack) { fill_random_block(stack, spec, kind); };
+    plan.local_kernel = random_fill_kernel_name(kind);
     return plan;
   };
 }
@@ -219,7 +227,7 @@ DimRule native_dropout_rule() {
   return [](const OpCall& call, int mesh_dim) {
     const Placement& p = placement_of(call, 0, mesh_dim);
     const bool train = call.arg(2).isNone() || detail::bool_arg(call, 2, true);
-    if (!train) return std::vector<DimStrategy>{{{detail::reduced(p)}, {detail::reduced(p), detail::reduced(p)}}};
+    if (!train) return std::vector<DimStrategy>{{{detail::partial_to_replicate(p)}, {detail::partial_to_replicate(p), detail::partial_to_replicate(p)}}};
     TORCH_CHECK(p.is_shard(), call.describe(), ": native_dropout draws its mask from each rank's "
                 "own generator, so on mesh dim ", mesh_dim, " (", p.to_string(), ") the replicas "
                 "would get different masks. Use dropout (bernoulli_, drawn by the DTensor RNG) or "
@@ -234,7 +242,7 @@ DimRule dropout_backward_rule() {
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
     for (size_t i = 0; i < call.inputs.size(); ++i) {
       const Placement& p = placement_of(call, i, mesh_dim);
-      if (p.is_shard()) candidates.push_back(detail::uniform(call, p));
+      if (p.is_shard()) candidates.push_back(detail::every_tensor_as(call, p));
     }
     const Placement& g = placement_of(call, 0, mesh_dim);
     if (g.is_partial()) candidates.push_back({{g, Replicate()}, {g}});
@@ -246,12 +254,16 @@ DimRule dropout_backward_rule() {
 
 void register_nn_rules(ShardingRegistry& registry) {
   registry.add({"aten::embedding"}, embedding_rule());
+  registry.add_local_kernel(kMaskedEmbedding, masked_embedding);
   registry.add({"aten::embedding_dense_backward"}, per_mesh_dim(embedding_backward_rule()));
   registry.add({"aten::native_layer_norm"}, per_mesh_dim(layer_norm_rule()));
   registry.add({"aten::native_layer_norm_backward"}, per_mesh_dim(layer_norm_backward_rule()));
   registry.add({"aten::bernoulli_.float"}, random_fill_rule(RandomFill::kBernoulli));
   registry.add({"aten::uniform_"}, random_fill_rule(RandomFill::kUniform));
   registry.add({"aten::normal_"}, random_fill_rule(RandomFill::kNormal));
+  for (RandomFill kind : {RandomFill::kBernoulli, RandomFill::kUniform, RandomFill::kNormal}) {
+    registry.add_local_kernel(random_fill_kernel_name(kind), random_fill_kernel(kind));
+  }
   registry.add({"aten::native_dropout"}, per_mesh_dim(native_dropout_rule()));
   registry.add({"aten::native_dropout_backward"}, per_mesh_dim(dropout_backward_rule()));
 }

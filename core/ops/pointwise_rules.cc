@@ -3,8 +3,9 @@
 //   [S(0)] + [R] (broadcast row) -> S(0);  P(sum) + P(sum) -> P(sum);  P * R -> P
 #include <c10/util/Exception.h>
 
+#include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
-#include "core/ops/rule_utils.h"
+#include "core/ops/strategy_builders.h"
 
 namespace dtensor {
 namespace {

@@ -7,8 +7,9 @@
 #include <set>
 
 #include "core/layout/shard_layout.h"
+#include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
-#include "core/ops/rule_utils.h"
+#include "core/ops/strategy_builders.h"
 
 namespace dtensor {
 namespace {

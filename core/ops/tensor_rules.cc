@@ -4,8 +4,9 @@
 #include <c10/util/Exception.h>
 
 #include "core/layout/strides.h"
+#include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
-#include "core/ops/rule_utils.h"
+#include "core/ops/strategy_builders.h"
 
 namespace dtensor {
 namespace {

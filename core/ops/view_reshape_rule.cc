@@ -3,8 +3,9 @@
 // follow the data. See Note [Shards through reshapes].
 #include <c10/util/Exception.h>
 
+#include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
-#include "core/ops/rule_utils.h"
+#include "core/ops/strategy_builders.h"
 
 namespace dtensor {
 namespace {

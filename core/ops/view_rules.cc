@@ -5,8 +5,9 @@
 #include <ATen/TensorUtils.h>
 #include <c10/util/Exception.h>
 
+#include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
-#include "core/ops/rule_utils.h"
+#include "core/ops/strategy_builders.h"
 
 namespace dtensor {
 namespace {
@@ -140,6 +141,23 @@ ShardingRule in_place_view(DimRule rule) {
   };
 }
 
+// _reshape_alias(self, size, stride): the size argument already holds the
+// local shape (an override); the strides follow the actual local tensor,
+// which may be a strided view, so a local kernel (See Note [Local kernels])
+// computes them before running the op.
+constexpr const char* kReshapeAliasLocalStrides = "dtensor::reshape_alias_local_strides";
+
+void reshape_alias_local_strides(const LocalCall& local, std::vector<c10::IValue>* stack) {
+  const at::Tensor& self = (*stack)[0].toTensor();
+  const std::vector<int64_t> local_shape = (*stack)[1].toIntVector();
+  auto strides = at::detail::computeStride(self.sizes(), self.strides(), c10::IntArrayRef(local_shape));
+  TORCH_CHECK(strides.has_value(), "_reshape_alias: the local shard ", self.sizes(),
+              " with strides ", self.strides(), " cannot be viewed as ",
+              c10::IntArrayRef(local_shape), "; call .contiguous() first");
+  (*stack)[2] = c10::IValue(*strides);
+  local.call.op->callBoxed(stack);
+}
+
 }  // namespace
 
 // Defined in view_reshape_rule.cc.
@@ -161,19 +179,11 @@ void register_view_rules(ShardingRegistry& registry) {
   registry.add({"aten::view", "aten::_unsafe_view"}, with_local_size(reshape_dim_rule(), 1));
   registry.add({"aten::_reshape_alias"}, [](const OpCall& call) {
     ShardingPlan plan = expand_per_mesh_dim(call, reshape_dim_rule());
-    std::vector<int64_t> local_shape = local_output_shape(call, plan);
-    plan.local_arg_overrides.emplace_back(1, c10::IValue(local_shape));
-    // Strides follow the actual local tensor, which may be a strided view.
-    plan.local_args_fixup = [local_shape](std::vector<c10::IValue>& stack) {
-      const at::Tensor& self = stack[0].toTensor();
-      auto strides = at::detail::computeStride(self.sizes(), self.strides(), c10::IntArrayRef(local_shape));
-      TORCH_CHECK(strides.has_value(), "_reshape_alias: the local shard ", self.sizes(),
-                  " with strides ", self.strides(), " cannot be viewed as ",
-                  c10::IntArrayRef(local_shape), "; call .contiguous() first");
-      stack[2] = c10::IValue(*strides);
-    };
+    plan.local_arg_overrides.emplace_back(1, c10::IValue(local_output_shape(call, plan)));
+    plan.local_kernel = kReshapeAliasLocalStrides;
     return plan;
   });
+  registry.add_local_kernel(kReshapeAliasLocalStrides, reshape_alias_local_strides);
 }
 
 }  // namespace dtensor

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dispatch/op_name.h"
 #include "core/dispatch/sharding_registry.h"
 #include "core/ops/builtin_rules.h"
 
@@ -42,10 +43,6 @@ const std::vector<Family>& families() {
   return all;
 }
 
-std::string full_name(const c10::OperatorName& op) {
-  return op.overload_name.empty() ? op.name : op.name + "." + op.overload_name;
-}
-
 // Every aten operator (full name) and whether it reaches the DTensor kernel
 // (no CompositeImplicitAutograd kernel: composites decompose first).
 std::map<std::string, bool> aten_ops() {
@@ -54,7 +51,7 @@ std::map<std::string, bool> aten_ops() {
   for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
     if (name.name.rfind("aten::", 0) != 0) continue;
     auto handle = dispatcher.findOp(name);
-    ops[full_name(name)] = handle && !handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
+    ops[dtensor::full_op_name(name)] = handle && !handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
   }
   return ops;
 }

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "backends/fake/fake_world.h"
-#include "core/dispatch/op_dispatcher.h"
 #include "core/dtensor_impl.h"
+#include "core/init.h"
 #include "core/layout/mesh_shape.h"
 #include "core/layout/shard_layout.h"
 

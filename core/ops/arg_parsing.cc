@@ -1,5 +1,7 @@
-// Helpers shared by the newer rule families.
-#include "core/ops/op_rule_helpers.h"
+// Reading an operator call: inputs by schema position, arguments, dims.
+#include "core/ops/arg_parsing.h"
+
+#include <c10/util/Exception.h>
 
 #include <algorithm>
 
@@ -26,27 +28,31 @@ bool bool_arg(const OpCall& call, size_t arg, bool fallback) {
   return v.isBool() ? v.toBool() : fallback;
 }
 
-DimStrategy uniform(const OpCall& call, const Placement& p) {
-  return DimStrategy{std::vector<Placement>(call.inputs.size(), p),
-                     std::vector<Placement>(call.outputs.size(), p)};
+std::vector<int64_t> dims_arg(const OpCall& call, size_t arg, int64_t ndim, bool empty_means_all) {
+  std::vector<int64_t> dims;
+  if (arg < call.num_args()) {
+    const c10::IValue& v = call.arg(arg);
+    if (v.isInt()) {
+      dims.push_back(wrap_dim(v.toInt(), ndim));
+    } else if (v.isIntList()) {
+      for (int64_t d : v.toIntVector()) dims.push_back(wrap_dim(d, ndim));
+    }
+  }
+  if (dims.empty() && empty_means_all) {
+    for (int64_t d = 0; d < ndim; ++d) dims.push_back(d);
+  }
+  return dims;
 }
 
-Placement reduced(const Placement& p) { return p.is_partial() ? Placement(Replicate()) : p; }
-
-bool evenly_sharded(const OpCall& call, size_t i, int64_t dim) {
-  const DTensorSpec& spec = call.inputs[i];
-  int64_t parts = 1;
-  for (int m : spec.mesh_dims_sharding(dim)) parts *= spec.mesh.size(m);
-  return spec.meta.shape[static_cast<size_t>(dim)] % parts == 0;
+int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  const int64_t n = std::max<int64_t>(ndim, 1);
+  TORCH_CHECK(dim >= -n && dim < n, "dim ", dim, " is out of range for a tensor of rank ", ndim);
+  return dim < 0 ? dim + n : dim;
 }
 
 int64_t dim_after_removal(int64_t d, const std::vector<int64_t>& removed) {
   if (std::find(removed.begin(), removed.end(), d) != removed.end()) return -1;
   return d - std::count_if(removed.begin(), removed.end(), [d](int64_t r) { return r < d; });
-}
-
-std::string placement_text(const OpCall& call, size_t i, int mesh_dim) {
-  return call.inputs[i].placements[static_cast<size_t>(mesh_dim)].to_string();
 }
 
 }  // namespace dtensor::detail

@@ -1,0 +1,33 @@
+// Building the candidates (DimStrategy) a per-mesh-dim rule returns: common
+// candidates, placement transforms and the checks that decide whether a
+// candidate is allowed.
+//   std::vector<DimStrategy> c{detail::all_replicate(call)};
+//   if (p.is_shard()) c.push_back(detail::every_tensor_as(call, p));
+#pragma once
+
+#include "core/dispatch/sharding_registry.h"
+
+namespace dtensor::detail {
+
+/// A candidate with every input and output Replicate.
+/// Example: all_replicate(mm_call) == {{R, R}, {R}}.
+DimStrategy all_replicate(const OpCall& call);
+
+/// A candidate where every input and output takes `p`.
+/// Example: every_tensor_as(add_call, Shard(0)) == {{S(0), S(0)}, {S(0)}}.
+DimStrategy every_tensor_as(const OpCall& call, const Placement& p);
+
+/// Keeps every input where it is and gives every output the first input's
+/// placement (ops that do not move data: detach, clone, alias...).
+DimStrategy follow_first_input(const OpCall& call, int mesh_dim);
+
+/// Replaces a Partial placement by Replicate (the values must be reduced
+/// first); other placements are returned as they are.
+/// Example: partial_to_replicate(Partial()) == Replicate().
+Placement partial_to_replicate(const Placement& p);
+
+/// True when tensor dim `dim` of input `i` splits evenly over every mesh dim
+/// sharding it (torch.chunk would give every rank the same size).
+bool evenly_sharded(const OpCall& call, size_t i, int64_t dim);
+
+}  // namespace dtensor::detail
