@@ -12,6 +12,7 @@
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
 #include "debug/comm_estimate.h"
+#include "core/layout/text.h"
 #include "debug/fake_world_trace.h"
 #include "debug/report/mlp_program.h"
 
@@ -38,12 +39,6 @@ CommTrace reference_view(const CommTrace& trace) {
 
 std::string dim_label(const CollectiveRecord& r) {
   return r.mesh_dim_name.empty() ? std::to_string(r.mesh_dim) : r.mesh_dim_name;
-}
-
-std::string format_us(double us) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.3f", us);
-  return buf;
 }
 
 // Per kind and mesh dim: count, bytes, ring bytes, estimated time.
