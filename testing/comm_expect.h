@@ -1,8 +1,9 @@
-// GoogleTest helpers for comm counts and golden comm reports.
+// GoogleTest assertions on comm counts (of a CommDebugMode, FakeWorldTrace,
+// CommReport, or a block run on this rank). Part of //testing:gtest; goldens
+// are EXPECT_MATCHES_GOLDEN in testing/assertions.h.
 //   EXPECT_COMM_COUNTS(comm, {{"all_reduce", 1}});
 //   EXPECT_COMM_COUNTS([&] { y.full_tensor(); }, {{"all_reduce", 1}});   // a block, on this rank
 //   EXPECT_COMM_MODULE_COUNTS(comm, "MLPModule.net2", "forward", {{"all_reduce", 1}});
-//   EXPECT_GOLDEN_COMM_REPORT(run_comm_report(options), "tests/debug/testdata/mlp_fake4.json");
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,10 +13,12 @@
 #include <utility>
 
 #include "debug/comm_debug_mode.h"
-#include "debug/report/comm_report.h"
 #include "debug/trace_model.h"
 
-namespace dtensor::debug::testing {
+namespace dtensor::testing {
+
+using debug::KindCounts;
+using debug::ModuleCounts;
 
 /// Passes when the counts are equal; the failure lists each differing kind.
 ::testing::AssertionResult CommCountsEqual(const char* actual_expr, const char* expected_expr,
@@ -28,7 +31,7 @@ namespace dtensor::debug::testing {
 template <typename Source>
 KindCounts comm_counts_of(Source&& source) {
   if constexpr (std::is_invocable_v<Source&>) {
-    CommDebugMode mode;
+    debug::CommDebugMode mode;
     {
       auto guard = mode.enter();
       source();
@@ -43,37 +46,23 @@ KindCounts comm_counts_of(Source&& source) {
 /// a missing module or phase counts as empty.
 KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fqn, const std::string& phase);
 
-/// Compares report_json(report) with the golden file at `golden_path`
-/// (relative paths: to the working directory, the runfiles root under
-/// `bazel test`; add the file to the test's data). With the environment
-/// variable DTENSOR_UPDATE_GOLDEN=1 the golden file is rewritten instead (to
-/// $DTENSOR_GOLDEN_DIR/golden_path when that is set, e.g. the workspace root
-/// with --test_env=DTENSOR_GOLDEN_DIR=$PWD --spawn_strategy=local) and the
-/// check passes. Missing golden file: fails, saying how to create it.
-::testing::AssertionResult MatchesGoldenReport(const char* report_expr, const char* path_expr,
-                                               const CommReport& report, const std::string& golden_path);
-
-}  // namespace dtensor::debug::testing
+}  // namespace dtensor::testing
 
 /// EXPECT_COMM_COUNTS(x, {{"all_reduce", 1}}): x.get_comm_counts() equals the
 /// counts (x: CommDebugMode, FakeWorldTrace, CommReport), or x is a block
 /// `[&] { ... }` that issues exactly these collectives (see comm_counts_of).
 /// A comma at the top level of a block must be inside parentheses.
 #define EXPECT_COMM_COUNTS(source, ...)                                                                     \
-  EXPECT_PRED_FORMAT2(::dtensor::debug::testing::CommCountsEqual,                                           \
-                      ::dtensor::debug::testing::comm_counts_of(source), ::dtensor::debug::KindCounts(__VA_ARGS__))
+  EXPECT_PRED_FORMAT2(::dtensor::testing::CommCountsEqual,                                           \
+                      ::dtensor::testing::comm_counts_of(source), ::dtensor::debug::KindCounts(__VA_ARGS__))
 #define ASSERT_COMM_COUNTS(source, ...)                                                                     \
-  ASSERT_PRED_FORMAT2(::dtensor::debug::testing::CommCountsEqual,                                           \
-                      ::dtensor::debug::testing::comm_counts_of(source), ::dtensor::debug::KindCounts(__VA_ARGS__))
+  ASSERT_PRED_FORMAT2(::dtensor::testing::CommCountsEqual,                                           \
+                      ::dtensor::testing::comm_counts_of(source), ::dtensor::debug::KindCounts(__VA_ARGS__))
 
 /// EXPECT_COMM_MODULE_COUNTS(x, fqn, phase, {{"all_reduce", 1}}): that module's
 /// counts in x.get_comm_module_counts() for "forward" or "backward".
 #define EXPECT_COMM_MODULE_COUNTS(source, fqn, phase, ...)                                               \
   EXPECT_PRED_FORMAT2(                                                                                   \
-      ::dtensor::debug::testing::CommCountsEqual,                                                        \
-      ::dtensor::debug::testing::module_phase_counts((source).get_comm_module_counts(), (fqn), (phase)), \
+      ::dtensor::testing::CommCountsEqual,                                                        \
+      ::dtensor::testing::module_phase_counts((source).get_comm_module_counts(), (fqn), (phase)), \
       ::dtensor::debug::KindCounts(__VA_ARGS__))
-
-/// The report matches the golden file (see MatchesGoldenReport).
-#define EXPECT_GOLDEN_COMM_REPORT(report, golden_path) \
-  EXPECT_PRED_FORMAT2(::dtensor::debug::testing::MatchesGoldenReport, (report), (golden_path))
