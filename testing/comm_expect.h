@@ -52,17 +52,17 @@ KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fq
 /// counts (x: CommDebugMode, FakeWorldTrace, CommReport), or x is a block
 /// `[&] { ... }` that issues exactly these collectives (see comm_counts_of).
 /// A comma at the top level of a block must be inside parentheses.
-#define EXPECT_COMM_COUNTS(source, ...)                                                                     \
-  EXPECT_PRED_FORMAT2(::dtensor::testing::CommCountsEqual,                                           \
+#define EXPECT_COMM_COUNTS(source, ...)                                                                 \
+  EXPECT_PRED_FORMAT2(::dtensor::testing::CommCountsEqual,                                              \
                       ::dtensor::testing::comm_counts_of(source), ::dtensor::debug::KindCounts(__VA_ARGS__))
-#define ASSERT_COMM_COUNTS(source, ...)                                                                     \
-  ASSERT_PRED_FORMAT2(::dtensor::testing::CommCountsEqual,                                           \
+#define ASSERT_COMM_COUNTS(source, ...)                                                                 \
+  ASSERT_PRED_FORMAT2(::dtensor::testing::CommCountsEqual,                                              \
                       ::dtensor::testing::comm_counts_of(source), ::dtensor::debug::KindCounts(__VA_ARGS__))
 
 /// EXPECT_COMM_MODULE_COUNTS(x, fqn, phase, {{"all_reduce", 1}}): that module's
 /// counts in x.get_comm_module_counts() for "forward" or "backward".
-#define EXPECT_COMM_MODULE_COUNTS(source, fqn, phase, ...)                                               \
-  EXPECT_PRED_FORMAT2(                                                                                   \
-      ::dtensor::testing::CommCountsEqual,                                                        \
-      ::dtensor::testing::module_phase_counts((source).get_comm_module_counts(), (fqn), (phase)), \
+#define EXPECT_COMM_MODULE_COUNTS(source, fqn, phase, ...)                                              \
+  EXPECT_PRED_FORMAT2(                                                                                  \
+      ::dtensor::testing::CommCountsEqual,                                                              \
+      ::dtensor::testing::module_phase_counts((source).get_comm_module_counts(), (fqn), (phase)),       \
       ::dtensor::debug::KindCounts(__VA_ARGS__))
