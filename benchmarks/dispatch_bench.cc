@@ -37,6 +37,7 @@
 #include "benchmarks/bench_util.h"
 #include "core/dispatch/sharding_propagator.h"
 #include "core/dtensor.h"
+#include "core/parallel/module_params.h"
 #include "core/redistribute.h"
 
 namespace dtensor {
@@ -80,13 +81,6 @@ struct Case {
   std::function<void()> plain;
   std::function<void()> dtensor;
   int iters_divisor = 1;  // heavier cases run fewer iterations
-};
-
-// Reaches Module's protected parameter dict (legal: named through a subclass).
-struct ParameterAccess : torch::nn::Module {
-  static torch::OrderedDict<std::string, at::Tensor>& of(torch::nn::Module& m) {
-    return m.*(&ParameterAccess::parameters_);
-  }
 };
 
 void print_header() {
@@ -153,11 +147,8 @@ void run_training_steps(const Options& options) {
   clear_propagation_cache();
   const PropagationCacheStats at_start = propagation_cache_stats();
   auto lin = torch::nn::Linear(8, 8);
-  auto& params = ParameterAccess::of(*lin);
-  lin->weight = distribute_tensor(lin->weight.detach(), mesh, {Shard(0)}).requires_grad_(true);
-  lin->bias = distribute_tensor(lin->bias.detach(), mesh, {Shard(0)}).requires_grad_(true);
-  params["weight"] = lin->weight;
-  params["bias"] = lin->bias;
+  set_parameter(*lin, "weight", distribute_tensor(lin->weight.detach(), mesh, {Shard(0)}).requires_grad_(true));
+  set_parameter(*lin, "bias", distribute_tensor(lin->bias.detach(), mesh, {Shard(0)}).requires_grad_(true));
   torch::optim::Adam adam(lin->parameters(), torch::optim::AdamOptions(1e-3));
   const DTensor x = distribute_tensor(at::randn({4, 8}), mesh, {Replicate()});
   std::vector<uint64_t> sizes;
@@ -202,13 +193,8 @@ void run(const Options& options) {
   // nn::Linear forward + backward, plain and with DTensor parameters.
   auto plain_lin = torch::nn::Linear(8, 8);
   auto dt_lin = torch::nn::Linear(8, 8);
-  {
-    auto& params = ParameterAccess::of(*dt_lin);
-    dt_lin->weight = distribute_tensor(plain_lin->weight.detach(), mesh, shard0).requires_grad_(true);
-    dt_lin->bias = distribute_tensor(plain_lin->bias.detach(), mesh, shard0).requires_grad_(true);
-    params["weight"] = dt_lin->weight;
-    params["bias"] = dt_lin->bias;
-  }
+  set_parameter(*dt_lin, "weight", distribute_tensor(plain_lin->weight.detach(), mesh, shard0).requires_grad_(true));
+  set_parameter(*dt_lin, "bias", distribute_tensor(plain_lin->bias.detach(), mesh, shard0).requires_grad_(true));
   const at::Tensor x = at::randn({4, 8});
   const DTensor dx = distribute_tensor(x, mesh, replicate);
   auto linear_step = [](torch::nn::Linear& lin, const at::Tensor& input) {

@@ -3,7 +3,7 @@
 // ProcessGroupGloo used directly, in the same processes, alternating the two
 // per size so that both see the same machine load.
 //   bazel run -c opt //benchmarks:gloo_bench [-- --json out.json]
-// The parent starts the ranks with the launcher library (tools/launch); each
+// The parent starts the ranks with the launcher library (backends/launch); each
 // rank connects a GlooWorld (store on MASTER_PORT) and a plain c10d group
 // (its own TCPStore on BENCH_C10D_PORT). Bus bandwidth as nccl-tests defines
 // it for all_reduce: 2 (n - 1) / n x bytes / time. Target: ratio within 5%.
@@ -24,7 +24,7 @@
 #include "backends/launch/env.h"
 #include "backends/launch/store.h"
 #include "benchmarks/bench_util.h"
-#include "tools/launch/launcher.h"
+#include "backends/launch/launcher.h"
 
 namespace dtensor {
 namespace {

@@ -22,6 +22,7 @@
 #include "core/layout/layout_error.h"
 #include "core/layout/redistribute_plan.h"
 #include "core/layout/shard_layout.h"
+#include "testing/placements.h"
 
 namespace dtensor {
 namespace {
@@ -64,24 +65,6 @@ int64_t lower_bound(const std::vector<int64_t>& shape, int64_t esize, const Mesh
   return bound;
 }
 
-std::vector<Placements> all_placements(int mesh_ndim, int tensor_ndim) {
-  std::vector<Placement> choices = {Replicate(), Partial(ReduceOp::kSum)};
-  for (int d = 0; d < tensor_ndim; ++d) choices.push_back(Shard(d));
-  std::vector<Placements> out = {{}};
-  for (int i = 0; i < mesh_ndim; ++i) {
-    std::vector<Placements> next;
-    for (const Placements& p : out) {
-      for (const Placement& c : choices) {
-        Placements q = p;
-        q.push_back(c);
-        next.push_back(q);
-      }
-    }
-    out = std::move(next);
-  }
-  return out;
-}
-
 std::string mesh_string(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -109,7 +92,8 @@ void run(const bench::Args& args) {
   for (const auto& mesh_dims : meshes) {
     if (args.smoke && mesh_dims.size() > 2) continue;
     const MeshShape mesh = MeshShape::create(mesh_dims);
-    const std::vector<Placements> all = all_placements(mesh.ndim(), 2);
+    const std::vector<Placements> all =
+        testing::all_placement_lists(static_cast<int>(mesh.ndim()), testing::placement_alphabet(/*tensor_ndim=*/2));
     for (const auto& [shape_name, shape] : shapes) {
       Tally t;
       for (const Placements& from : all) {

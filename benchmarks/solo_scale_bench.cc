@@ -27,6 +27,7 @@
 #include "core/dispatch/sharding_propagator.h"
 #include "core/dtensor.h"
 #include "core/factories.h"
+#include "testing/collective_counter.h"
 
 namespace dtensor {
 namespace {
@@ -41,20 +42,13 @@ struct Outcome {
   double cache_hit_rate = 0;
 };
 
-class CollectiveCounter : public CollectiveObserver {
- public:
-  void on_collective(const CollectiveEvent&) override { ++count; }
-  int64_t count = 0;
-};
-
 Outcome trace_step(int64_t world_size, const Config& c) {
   Outcome out;
   const double start = bench::wall_s();
   SoloOptions options;
   options.device = c10::kMeta;
   run_solo_world(world_size, /*rank=*/world_size - 1, [&](World& world) {
-    CollectiveCounter counter;
-    auto registration = world.observers().add(&counter);
+    testing::CollectiveCounter counter(world);
     const int64_t tp = std::min<int64_t>(8, world_size);
     auto mesh = DeviceMesh::init(c10::kMeta, {world_size / tp, tp}, {"dp", "tp"});
     const at::TensorOptions grad = at::TensorOptions().requires_grad(true);
@@ -87,7 +81,7 @@ Outcome trace_step(int64_t world_size, const Config& c) {
     at::Tensor loss = at::mm(x, w_out).sum();
     loss.backward();
     adam.step();
-    out.collectives = counter.count;
+    out.collectives = counter.total();
   });
   out.seconds = bench::wall_s() - start;
   out.peak_rss_mib = bench::peak_rss_mib();

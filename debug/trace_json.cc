@@ -1,7 +1,6 @@
-// Comm trace JSON: module tree writer/reader and schema validation.
+// Comm trace JSON: the writer, the schema validator and the text file
+// helpers. The reader is trace_json_reader.cc.
 #include "debug/trace_json.h"
-
-#include <c10/util/Exception.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -234,119 +233,6 @@ struct Validator {
   }
 };
 
-// ---- reading -------------------------------------------------------------
-
-std::vector<int64_t> ints(const Json& j) {
-  std::vector<int64_t> out;
-  for (const Json& e : j) out.push_back(e.get<int64_t>());
-  return out;
-}
-
-std::vector<std::vector<int64_t>> shapes(const Json& j) {
-  std::vector<std::vector<int64_t>> out;
-  for (const Json& e : j) {
-    if (e.is_array()) out.push_back(ints(e));
-  }
-  return out;
-}
-
-KindCounts counts_of(const Json& node, const char* key) {
-  KindCounts out;
-  if (!node.contains(key)) return out;
-  for (const Json& e : node[key]) out[e[0].get<std::string>()] += e[1].get<int64_t>();
-  return out;
-}
-
-struct TreeReader {
-  CommTrace& trace;
-  bool synthesize_collectives;
-  int64_t op_rank;
-
-  // Adds the node (parent before children), its operations and, for PyTorch
-  // dumps without events, collectives rebuilt from its own counts.
-  void read(const Json& j, const std::string& parent) {
-    const std::string fqn = j["fqn"].get<std::string>();
-    if (fqn != kGlobalFqn) {
-      ModuleRecord m;
-      m.fqn = fqn;
-      m.module_type = j["module_type"].get<std::string>();
-      m.parent = parent;
-      for (const Json& p : j["parameters"])
-        m.parameters.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
-      trace.modules.push_back(std::move(m));
-    }
-    for (const char* key : {"operations_forward", "operations_backward"}) {
-      if (!j.contains(key)) continue;
-      for (const Json& o : j[key]) {
-        OpRecord op;
-        op.rank = op_rank;
-        op.name = o["name"].get<std::string>();
-        op.module = fqn;
-        op.phase = std::string(key) == "operations_forward" ? Phase::kForward : Phase::kBackward;
-        if (o.contains("input_shape")) op.input_shapes = shapes(o["input_shape"]);
-        if (o.contains("input_sharding"))
-          op.input_sharding = o["input_sharding"].get<std::vector<std::string>>();
-        if (o.contains("device_mesh")) op.device_mesh = o["device_mesh"].get<std::string>();
-        op.dtensor = !op.input_sharding.empty();
-        trace.operations.push_back(std::move(op));
-      }
-    }
-    if (synthesize_collectives) synthesize(j, fqn);
-    for (const Json& child : j["children"]) read(child, fqn);
-  }
-
-  // Own counts = this node's counts minus its children's.
-  void synthesize(const Json& j, const std::string& fqn) {
-    for (Phase phase : {Phase::kForward, Phase::kBackward}) {
-      const bool fw = phase == Phase::kForward;
-      KindCounts own = counts_of(j, fw ? "collectives_forward" : "collectives_backward");
-      KindCounts own_bytes = counts_of(j, fw ? "bytes_forward" : "bytes_backward");
-      for (const Json& child : j["children"]) {
-        for (const auto& [k, n] : counts_of(child, fw ? "collectives_forward" : "collectives_backward"))
-          own[k] -= n;
-        for (const auto& [k, n] : counts_of(child, fw ? "bytes_forward" : "bytes_backward"))
-          own_bytes[k] -= n;
-      }
-      for (const auto& [kind, n] : own) {
-        for (int64_t i = 0; i < n; ++i) {
-          CollectiveRecord r;
-          r.rank = op_rank;
-          r.seq = static_cast<int64_t>(trace.collectives.size());
-          r.kind = kind;
-          r.module = fqn;
-          r.phase = phase;
-          r.bytes = i == 0 ? own_bytes[kind] : 0;  // all of this module's bytes on its first record
-          trace.collectives.push_back(std::move(r));
-        }
-      }
-    }
-  }
-};
-
-CollectiveRecord event_from_json(const Json& e) {
-  CollectiveRecord r;
-  r.rank = e["rank"].get<int64_t>();
-  r.seq = e["seq"].get<int64_t>();
-  r.kind = e["kind"].get<std::string>();
-  r.bytes = e["bytes"].get<int64_t>();
-  r.output_bytes = e.value("output_bytes", int64_t{0});
-  r.group = ints(e["group"]);
-  r.mesh_dim = e["mesh_dim"].get<int64_t>();
-  r.mesh_dim_name = e.value("mesh_dim_name", std::string());
-  r.module = e["module"].get<std::string>();
-  r.phase = *parse_phase(e["phase"].get<std::string>());
-  if (e.contains("input_shapes")) {
-    r.input_shapes = shapes(e["input_shapes"]);
-  } else if (e.contains("shape")) {
-    r.input_shapes = {ints(e["shape"])};
-  }
-  if (e.contains("output_shapes")) r.output_shapes = shapes(e["output_shapes"]);
-  r.dtype = e.value("dtype", std::string());
-  r.reduce_op = e.value("reduce_op", std::string());
-  r.ts_us = e.value("ts_us", 0.0);
-  return r;
-}
-
 }  // namespace
 
 std::string comm_trace_to_json(const CommTrace& trace, int noise_level, int indent) {
@@ -387,49 +273,17 @@ std::vector<std::string> validate_comm_trace_json(const std::string& text) {
   return v.errors;
 }
 
-CommTrace comm_trace_from_json(const std::string& text) {
-  std::vector<std::string> errors = validate_comm_trace_json(text);
-  TORCH_CHECK(errors.empty(), "comm trace JSON does not match debug/comm_trace_schema.md: ", errors.front(),
-              errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : std::string());
-  Json j = Json::parse(text);
-  CommTrace trace;
-  trace.rank = j.value("rank", int64_t{0});
-  trace.world_size = j.value("world_size", int64_t{1});
-  const int64_t op_rank = trace.rank >= 0 ? trace.rank : j.value("reference_rank", int64_t{0});
-  const bool has_events = j.contains("events");
-  TreeReader{trace, !has_events, op_rank}.read(j, kGlobalFqn);
-  if (has_events) {
-    for (const Json& e : j["events"]) trace.collectives.push_back(event_from_json(e));
-  }
-  if (j.contains("mesh")) {
-    MeshRecord mesh;
-    mesh.shape = ints(j["mesh"].value("shape", Json::array()));
-    mesh.dim_names = j["mesh"].value("dim_names", std::vector<std::string>{});
-    mesh.device = j["mesh"].value("device", std::string());
-    trace.mesh = mesh;
-  }
-  if (j.contains("per_rank_counts")) {
-    for (const auto& [rank, counts] : j["per_rank_counts"].items()) {
-      trace.per_rank_counts[std::stoll(rank)] = counts.get<std::map<std::string, int64_t>>();
-    }
-  }
-  if (j.contains("differing_ranks")) trace.differing_ranks = ints(j["differing_ranks"]);
-  if (j.contains("rank_differences"))
-    trace.rank_differences = j["rank_differences"].get<std::vector<std::string>>();
-  return trace;
-}
-
 void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  TORCH_CHECK(out.good(), "cannot open '", path, "' for writing");
+  if (!out.good()) throw TraceJsonError(TraceJsonError::Kind::kFile, "cannot open '" + path + "' for writing");
   out << text;
   out.close();
-  TORCH_CHECK(!out.fail(), "failed writing '", path, "'");
+  if (out.fail()) throw TraceJsonError(TraceJsonError::Kind::kFile, "failed writing '" + path + "'");
 }
 
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  TORCH_CHECK(in.good(), "cannot open '", path, "' for reading");
+  if (!in.good()) throw TraceJsonError(TraceJsonError::Kind::kFile, "cannot open '" + path + "' for reading");
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "backends/fake/fake_world.h"
-#include "backends/launch/init_world.h"
+#include "backends/init/init_world.h"
 #include "debug/comm_debug_mode.h"
 #include "debug/fake_world_trace.h"
 #include "examples/models/transformer_training.h"

@@ -1,7 +1,5 @@
 // Fuzz entry for the comm trace JSON readers (debug/ and the viewer's
 // gui/model loader). See fuzz_entries.h.
-#include <c10/util/Exception.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -31,10 +29,10 @@ int trace_json(const uint8_t* data, size_t size) {
     if (!debug::validate_comm_trace_json(written).empty()) {
       finding("our own output fails validation: " + debug::validate_comm_trace_json(written)[0], text);
     }
-  } catch (const c10::Error& e) {
-    if (std::string(e.what_without_backtrace()).empty()) finding("empty error message", text);
+  } catch (const debug::TraceJsonError& e) {
+    if (std::string(e.what()).empty()) finding("empty error message", text);
   } catch (const std::exception& e) {
-    finding(std::string("comm_trace_from_json threw a non-c10::Error: ") + e.what(), text);
+    finding(std::string("comm_trace_from_json threw a non-TraceJsonError: ") + e.what(), text);
   }
   try {
     (void)debug::validate_comm_trace_json(text);

@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iomanip>
 #include <limits>
 #include <sstream>
@@ -12,6 +13,7 @@
 
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
+#include "debug/trace_json.h"
 
 namespace dtensor::testing {
 namespace {
@@ -145,11 +147,28 @@ debug::CommReport comm_report_of(const debug::FakeWorldTrace& trace) {
 
 ::testing::AssertionResult MatchesGolden(const char* report_expr, const char* path_expr,
                                          const debug::CommReport& report, const std::string& golden_path) {
-  World* world = current_world();
-  if (update_goldens() && world != nullptr && world->rank() != 0) {
-    return ::testing::AssertionSuccess() << "rank 0 updates " << golden_path;
+  const std::string actual = debug::report_json(report);
+  if (update_goldens()) {
+    World* world = current_world();
+    if (world != nullptr && world->rank() != 0) {
+      return ::testing::AssertionSuccess() << "rank 0 updates " << golden_path;
+    }
+    const char* dir = std::getenv("DTENSOR_GOLDEN_DIR");
+    const std::string path = dir != nullptr && *dir != '\0' ? std::string(dir) + "/" + golden_path : golden_path;
+    debug::write_text_file(path, actual);
+    return ::testing::AssertionSuccess() << "updated " << path;
   }
-  return debug::testing::MatchesGoldenReport(report_expr, path_expr, report, golden_path);
+  if (!std::ifstream(golden_path).good()) {
+    return ::testing::AssertionFailure()
+           << "golden file " << golden_path << " (" << path_expr << ") is missing; create it with "
+           << "DTENSOR_UPDATE_GOLDEN=1 (see testing/assertions.h) or comm_report --json. This run:\n"
+           << actual;
+  }
+  const debug::GoldenComparison cmp = debug::compare_report_json(debug::read_text_file(golden_path), actual);
+  if (cmp.matches) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "comm report " << report_expr << " differs from golden " << golden_path
+                                       << ":\n"
+                                       << cmp.diff << "(set DTENSOR_UPDATE_GOLDEN=1 to accept)";
 }
 
 }  // namespace dtensor::testing

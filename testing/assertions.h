@@ -16,7 +16,7 @@
 #include "debug/comm_debug_mode.h"
 #include "debug/fake_world_trace.h"
 #include "debug/report/comm_report.h"
-#include "debug/testing/comm_expect.h"  // EXPECT_COMM_COUNTS, EXPECT_COMM_MODULE_COUNTS
+#include "testing/comm_expect.h"  // EXPECT_COMM_COUNTS, EXPECT_COMM_MODULE_COUNTS
 
 namespace dtensor::testing {
 
@@ -44,9 +44,10 @@ debug::CommReport comm_report_of(const debug::CommDebugMode& mode);
 debug::CommReport comm_report_of(const debug::FakeWorldTrace& trace);
 inline const debug::CommReport& comm_report_of(const debug::CommReport& report) { return report; }
 
-/// Compares the report's JSON with the golden file, as
-/// debug::testing::MatchesGoldenReport (program, backend, world size, counts
-/// per kind and module and phase, bytes; a readable diff on mismatch). With
+/// Compares report_json(report) with the golden file (what
+/// debug::compare_report_json guards: program, backend, world size, counts
+/// per kind and module and phase, bytes; a readable diff on mismatch). A
+/// missing file fails, saying how to create it. With
 /// DTENSOR_UPDATE_GOLDEN=1 the file is (re)written instead
 /// ($DTENSOR_GOLDEN_DIR/path when that is set) and the check passes; inside a
 /// world only rank 0 writes, other ranks pass. Relative paths are relative

@@ -1,6 +1,9 @@
 // The dtensor testing kit for GoogleTest: run a test body on N ranks (fake
 // world, or Gloo processes), and assert on DTensors, placements, comm counts
-// and golden comm reports. Link //testing:gtest (and @gtest//:gtest_main).
+// and golden comm reports; count collectives (CollectiveCounter) and
+// enumerate placements (all_placement_lists). Link //testing:gtest (and
+// @gtest//:gtest_main); the counter and the enumerator alone, without
+// GoogleTest: //testing:collective_counter, //testing:placements.
 //   DTENSOR_TEST(MyShardingTest, MmMatchesOneDevice, /*world_size=*/4) {
 //     auto mesh = dtensor::testing::make_mesh();                  // 1-D, "tp"
 //     DTensor x = distribute_tensor(a, mesh, {Shard(1)}), w = distribute_tensor(b, mesh, {Shard(0)});
@@ -13,6 +16,8 @@
 // failures] in testing/ranks.h for how failures on ranks are reported.
 #pragma once
 
-#include "debug/testing/comm_expect.h"  // IWYU pragma: export
-#include "testing/assertions.h"         // IWYU pragma: export
-#include "testing/ranks.h"              // IWYU pragma: export
+#include "testing/assertions.h"          // IWYU pragma: export
+#include "testing/collective_counter.h"  // IWYU pragma: export
+#include "testing/comm_expect.h"         // IWYU pragma: export
+#include "testing/placements.h"          // IWYU pragma: export
+#include "testing/ranks.h"               // IWYU pragma: export

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/layout/layout_error.h"
+#include "core/layout/text.h"
 
 namespace dtensor {
 namespace {
@@ -313,12 +314,6 @@ RedistributePlan greedy_plan(const Problem& p, const PlanOptions& options) {
     }
   }
   return plan;
-}
-
-std::string format_us(double us) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.3f", us);
-  return buffer;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "core/layout/layout_error.h"
 #include "core/layout/shard_layout.h"
+#include "core/layout/text.h"
 
 namespace dtensor {
 namespace {
@@ -48,24 +49,6 @@ std::vector<Block> collect_blocks(const std::vector<int64_t>& global_shape, cons
 std::string range_cell(int64_t offset, int64_t size) {
   if (size == 0) return "(empty)";
   return std::to_string(offset) + "-" + std::to_string(offset + size - 1);
-}
-
-// Ascending ranks with runs of 3 or more shortened: {0, 1, 2, 3, 6, 7} -> "0-3, 6, 7".
-std::string ranks_cell(const std::vector<int64_t>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t end = i;
-    while (end + 1 < ranks.size() && ranks[end + 1] == ranks[end] + 1) ++end;
-    if (!out.empty()) out += ", ";
-    if (end - i >= 2) {
-      out += std::to_string(ranks[i]) + "-" + std::to_string(ranks[end]);
-      i = end + 1;
-    } else {
-      out += std::to_string(ranks[i]);
-      ++i;
-    }
-  }
-  return out;
 }
 
 // "partial(sum) over mesh dim 1 (tp)" for every Partial placement, "; "-joined.
@@ -131,7 +114,7 @@ std::string visualize_sharding(const std::vector<int64_t>& global_shape, const M
     const ShardLayout& layout = block.layout;
     Row row = {range_cell(layout.global_offset[0], layout.local_shape[0])};
     if (is_2d) row.push_back(range_cell(layout.global_offset[1], layout.local_shape[1]));
-    row.push_back(ranks_cell(block.ranks));
+    row.push_back(format_rank_list(block.ranks));
     if (!note.empty()) row.push_back(note);
     rows.push_back(std::move(row));
   }

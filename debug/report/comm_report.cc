@@ -12,8 +12,8 @@
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
 #include "debug/comm_estimate.h"
+#include "core/layout/text.h"
 #include "debug/fake_world_trace.h"
-#include "debug/report/mlp_program.h"
 
 namespace dtensor::debug {
 namespace {
@@ -38,12 +38,6 @@ CommTrace reference_view(const CommTrace& trace) {
 
 std::string dim_label(const CollectiveRecord& r) {
   return r.mesh_dim_name.empty() ? std::to_string(r.mesh_dim) : r.mesh_dim_name;
-}
-
-std::string format_us(double us) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.3f", us);
-  return buf;
 }
 
 // Per kind and mesh dim: count, bytes, ring bytes, estimated time.
@@ -149,13 +143,6 @@ std::vector<ReportProgramInfo> report_programs() {
   return out;
 }
 
-void register_builtin_report_programs() {
-  register_report_program("mlp",
-                          "Linear(10,H)-ReLU-Linear(H,10), net1 colwise [S(0)], net2 rowwise [S(1)], "
-                          "one forward + backward (args: hidden=H (16), batch (8), steps (1))",
-                          &run_mlp_report_program);
-}
-
 // ---- running ---------------------------------------------------------------
 
 KindCounts CommReport::get_comm_counts() const { return comm_counts(reference_view(trace)); }
@@ -171,7 +158,7 @@ CommReport run_comm_report(const ReportOptions& options) {
       std::string names;
       for (const auto& entry : registry()) names += (names.empty() ? "" : ", ") + entry.first;
       TORCH_CHECK(false, "run_comm_report: unknown program '", options.program, "'; registered: ",
-                  names.empty() ? "(none: call register_builtin_report_programs())" : names);
+                  names.empty() ? "(none: register programs with register_report_program, e.g. examples::register_report_programs)" : names);
     }
     program = it->second.program;
   }

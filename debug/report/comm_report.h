@@ -2,7 +2,7 @@
 // mode, count its collectives per module and phase, and write markdown and a
 // golden-comparable JSON (counts, bytes per collective and mesh dim, time
 // estimates from core/layout/comm_cost.h).
-//   register_builtin_report_programs();
+//   register_report_program("mlp", "...", &run_mlp);          // examples/report: the example programs
 //   CommReport r = run_comm_report({/*program=*/"mlp"});      // fake world of 4
 //   std::cout << report_markdown(r);
 //   compare_report_json(read_text_file("golden.json"), report_json(r)).matches;
@@ -82,10 +82,9 @@ struct ReportProgramInfo {
 /// Registers (or replaces) program `name`. Thread-safe. Example:
 ///   register_report_program("my_tp", "2-layer TP", [](World&, ReportContext& ctx) { ... });
 void register_report_program(const std::string& name, const std::string& description, ReportProgram program);
-/// Registered programs, sorted by name.
+/// Registered programs, sorted by name. The example programs ("mlp") are
+/// registered by examples::register_report_programs (examples/report/).
 std::vector<ReportProgramInfo> report_programs();
-/// Registers the built-in programs (idempotent): "mlp" (see mlp_program.h).
-void register_builtin_report_programs();
 
 /// A finished run: its options and trace (fake world: merged over ranks;
 /// solo: the simulated rank's).

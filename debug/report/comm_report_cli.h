@@ -1,7 +1,7 @@
 // The comm_report command line as a function, so that a binary can register
-// its own programs first (registration is explicit, see STYLE.md):
+// its programs first (registration is explicit, see STYLE.md;
+// examples/report/comm_report_main.cc registers the example programs):
 //   int main(int argc, char** argv) {
-//     dtensor::debug::register_builtin_report_programs();
 //     my_project::register_report_programs();        // register_report_program(...)
 //     return dtensor::debug::comm_report_cli(argc, argv);
 //   }

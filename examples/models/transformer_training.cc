@@ -5,28 +5,11 @@
 #include <c10/util/Exception.h>
 #include <torch/nn/functional/loss.h>
 
-#include <sstream>
 
 #include "core/parallel/data_parallel.h"
 #include "examples/models/seeded_init.h"
 
 namespace dtensor::examples {
-
-// Counts this rank's collectives since the last take().
-class TransformerTrainer::Counter : public CollectiveObserver {
- public:
-  explicit Counter(World& world) : registration_(world.observers().add(this)) {}
-  void on_collective(const CollectiveEvent& event) override { ++counts_[collective_name(event.kind)]; }
-  Counts take() {
-    Counts out;
-    out.swap(counts_);
-    return out;
-  }
-
- private:
-  Counts counts_;
-  ObserverList::Registration registration_;
-};
 
 std::pair<at::Tensor, at::Tensor> training_batch(const TrainingConfig& config) {
   at::Generator gen = make_generator(config.data_seed);
@@ -56,18 +39,6 @@ std::vector<double> train_single_device(const TrainingConfig& config, int steps)
   return losses;
 }
 
-std::string to_string(const Counts& counts) {
-  std::ostringstream out;
-  out << "{";
-  bool first = true;
-  for (const auto& [name, n] : counts) {
-    out << (first ? "" : ", ") << name << ": " << n;
-    first = false;
-  }
-  out << "}";
-  return out.str();
-}
-
 TransformerTrainer::TransformerTrainer(const TrainingConfig& config) : config_(config) {
   const size_t ndim = config.mesh_shape.size();
   TORCH_CHECK(ndim == 1 || ndim == 2, "TransformerTrainer: mesh_shape must be {tp} or {dp, tp}");
@@ -86,7 +57,7 @@ TransformerTrainer::TransformerTrainer(const TrainingConfig& config) : config_(c
   const int64_t dp_rank = ndim == 2 ? mesh_.get_local_rank(0) : 0;
   tokens_ = tokens.chunk(dp_size, 0)[static_cast<size_t>(dp_rank)];
   targets_ = targets.chunk(dp_size, 0)[static_cast<size_t>(dp_rank)];
-  counter_ = std::make_unique<Counter>(mesh_.world());
+  counter_ = std::make_unique<testing::CollectiveCounter>(mesh_.world());
 }
 
 TransformerTrainer::~TransformerTrainer() = default;

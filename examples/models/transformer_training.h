@@ -19,6 +19,7 @@
 #include "backends/world.h"
 #include "core/device_mesh.h"
 #include "examples/models/transformer.h"
+#include "testing/collective_counter.h"
 
 namespace dtensor::examples {
 
@@ -53,16 +54,16 @@ at::Tensor transformer_loss(const at::Tensor& logits, const at::Tensor& targets)
 /// `steps` Adam steps of the unparallelized model; the loss of each.
 std::vector<double> train_single_device(const TrainingConfig& config, int steps);
 
-/// Collective name -> count.
-using Counts = std::map<std::string, int64_t>;
+/// Collective name -> count (the testing kit's CollectiveCounter counts).
+using testing::Counts;
 
 /// The collectives of one training step, by phase.
 struct StepCounts {
   Counts forward, backward, data_parallel, optimizer;
 };
 
-/// "{all_reduce: 6, all_gather_into_tensor: 1}".
-std::string to_string(const Counts& counts);
+/// "{all_gather_into_tensor: 1, all_reduce: 6}".
+using testing::to_string;
 
 /// One rank's share of the parallel run. Construct it on every rank (SPMD):
 /// it lays the current world out as `mesh_shape` ("dp", "tp"), builds the
@@ -95,13 +96,12 @@ class TransformerTrainer {
   const DeviceMesh& tp_mesh() const { return tp_mesh_; }
 
  private:
-  class Counter;
   TrainingConfig config_;
   DeviceMesh mesh_, tp_mesh_, dp_mesh_;
   Transformer model_{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer_;
   at::Tensor tokens_, targets_;  // this dp rank's rows
-  std::unique_ptr<Counter> counter_;
+  std::unique_ptr<testing::CollectiveCounter> counter_;
   StepCounts counts_;
 };
 

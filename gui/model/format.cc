@@ -42,35 +42,6 @@ std::string format_shape(const std::vector<int64_t>& values) {
   return out + "]";
 }
 
-std::string format_rank_list(const std::vector<int64_t>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t end = i;
-    while (end + 1 < ranks.size() && ranks[end + 1] == ranks[end] + 1) ++end;
-    if (!out.empty()) out += ", ";
-    if (end - i >= 2) {
-      out += std::to_string(ranks[i]) + "-" + std::to_string(ranks[end]);
-      i = end + 1;
-    } else {
-      out += std::to_string(ranks[i]);
-      ++i;
-    }
-  }
-  return out;
-}
-
-std::string format_us(double us) {
-  char buffer[32];
-  if (us < 1000.0) {
-    std::snprintf(buffer, sizeof(buffer), "%.2f us", us);
-  } else if (us < 1e6) {
-    std::snprintf(buffer, sizeof(buffer), "%.2f ms", us / 1e3);
-  } else {
-    std::snprintf(buffer, sizeof(buffer), "%.2f s", us / 1e6);
-  }
-  return buffer;
-}
-
 std::string format_count(int64_t count) {
   std::string digits = std::to_string(count);
   if (count < 0) digits.erase(0, 1);

@@ -1,5 +1,6 @@
-// Loads comm trace JSON (debug/comm_trace_schema.md) into the trace model.
-// Never throws: a missing, empty, malformed or too-new file gives an error
+// Loads comm trace JSON (debug/comm_trace_schema.md) into the trace model,
+// through debug's reader (debug/trace_json.h: one reader of the schema for
+// the tools and the viewer). Never throws: a missing, empty, malformed or too-new file gives an error
 // string that says what is wrong and where ("$.events[3].rank: expected an
 // integer, got string").
 //   TraceLoadResult loaded = load_trace_file("comm_trace.json");
@@ -10,12 +11,13 @@
 #include <string>
 #include <string_view>
 
+#include "debug/trace_json.h"
 #include "gui/model/trace_model.h"
 
 namespace dtensor::gui {
 
-// The newest dtensor_schema_version this viewer reads.
-inline constexpr int kTraceSchemaVersion = 1;
+// The newest dtensor_schema_version this viewer reads (debug's).
+inline constexpr int kTraceSchemaVersion = debug::kCommTraceSchemaVersion;
 
 // A trace, or the reason there is none. Exactly one of the two is set.
 struct TraceLoadResult {

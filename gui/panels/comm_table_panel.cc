@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gui/model/comm_table_model.h"
+#include "core/layout/text.h"
 #include "gui/model/format.h"
 #include "gui/model/shape_text.h"
 

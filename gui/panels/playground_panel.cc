@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/layout/comm_cost.h"
+#include "core/layout/text.h"
 #include "gui/model/format.h"
 #include "gui/panels/layout_canvas.h"
 
@@ -143,7 +144,7 @@ void draw_step_table(PlaygroundState& playground, const RedistributePlan& plan) 
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(format_bytes(step.bytes_per_rank).c_str());
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(format_us(step.estimated_us).c_str());
+    ImGui::TextUnformatted(format_duration_us(step.estimated_us).c_str());
     ImGui::PopID();
   }
   ImGui::EndTable();
@@ -199,7 +200,7 @@ void draw_plan(ViewerState& state) {
       "Plan %s -> %s: %zu step%s, %d collective%s, %s per rank, %s", to_string(plan.from).c_str(),
       to_string(plan.to).c_str(), plan.steps.size(), plan.steps.size() == 1 ? "" : "s",
       plan.num_collectives(), plan.num_collectives() == 1 ? "" : "s",
-      format_bytes(plan.total_bytes_per_rank()).c_str(), format_us(plan.estimated_us()).c_str());
+      format_bytes(plan.total_bytes_per_rank()).c_str(), format_duration_us(plan.estimated_us()).c_str());
   ImGui::PopTextWrapPos();
   draw_step_table(playground, plan);
   size_t step = static_cast<size_t>(

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gui/model/comm_table_model.h"
+#include "core/layout/text.h"
 #include "gui/model/format.h"
 
 namespace dtensor::gui {

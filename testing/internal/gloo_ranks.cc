@@ -15,7 +15,7 @@
 #include "backends/gloo/gloo_world.h"
 #include "backends/launch/env.h"
 #include "testing/internal/rank_results.h"
-#include "tools/launch/launcher.h"
+#include "backends/launch/launcher.h"
 
 namespace dtensor::testing::internal {
 namespace {

@@ -17,7 +17,7 @@ namespace dtensor::testing::internal {
 // Each Gloo run_on_ranks call of a test gets an id "<Suite.Name>#<k>" (k
 // counts the test's Gloo calls). The parent starts the binary with
 // --gtest_filter=<Suite.Name> and DTENSOR_TESTING_GLOO_CALL=<id>, through
-// tools/launch (RANK, WORLD_SIZE, MASTER_* set; killed together; a timeout).
+// backends/launch (RANK, WORLD_SIZE, MASTER_* set; killed together; a timeout).
 // In a rank process, the calls of that test before the one with the id return
 // at once (fake calls still run); the call with the id runs the body on a
 // Gloo world, prints "[rank R] ..." for each failure, prints a done marker

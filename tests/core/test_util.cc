@@ -13,35 +13,6 @@
 
 namespace dtensor::testing {
 
-int CollectiveCounter::total() const {
-  int n = 0;
-  for (const auto& [name, count] : counts_) n += count;
-  return n;
-}
-
-std::vector<Placements> all_placement_lists(int mesh_ndim, const Placements& alphabet) {
-  std::vector<Placements> out{{}};
-  for (int d = 0; d < mesh_ndim; ++d) {
-    std::vector<Placements> next;
-    for (const auto& prefix : out) {
-      for (const auto& p : alphabet) {
-        Placements extended = prefix;
-        extended.push_back(p);
-        next.push_back(extended);
-      }
-    }
-    out = std::move(next);
-  }
-  return out;
-}
-
-Placements placement_alphabet(int64_t tensor_ndim, const std::vector<ReduceOp>& partials) {
-  Placements out{Replicate()};
-  for (int64_t d = 0; d < tensor_ndim; ++d) out.push_back(Shard(d));
-  for (ReduceOp op : partials) out.push_back(Partial(op));
-  return out;
-}
-
 Placements without_partial(const Placements& placements) {
   Placements out = placements;
   for (auto& p : out) {

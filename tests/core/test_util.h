@@ -1,6 +1,7 @@
-// Helpers shared by the DTensor tests: placement enumeration, a per-rank
-// collective counter, random seeds printed for property loops, and
-// reference helpers (the local block a rank should hold).
+// Helpers shared by the DTensor tests: random seeds printed for property
+// loops, and reference helpers (the local block a rank should hold). The
+// collective counter and the placement enumeration come from the testing
+// kit (testing/collective_counter.h, testing/placements.h), included here.
 //   CollectiveCounter counter(world);   ...   EXPECT_EQ(counter.counts(), (Counts{{"all_reduce", 1}}));
 #pragma once
 
@@ -14,40 +15,10 @@
 
 #include "backends/world.h"
 #include "core/dtensor.h"
+#include "testing/collective_counter.h"
+#include "testing/placements.h"
 
 namespace dtensor::testing {
-
-/// Collective name -> count.
-using Counts = std::map<std::string, int>;
-
-/// Counts the collectives this rank issues while it lives (registered on
-/// world.observers(), i.e. only this rank's events).
-class CollectiveCounter : public CollectiveObserver {
- public:
-  explicit CollectiveCounter(World& world) : registration_(world.observers().add(this)) {}
-  void on_collective(const CollectiveEvent& event) override {
-    ++counts_[collective_name(event.kind)];
-    events_.push_back(event);
-  }
-  const Counts& counts() const { return counts_; }
-  int total() const;
-  const std::vector<CollectiveEvent>& events() const { return events_; }
-  void clear() {
-    counts_.clear();
-    events_.clear();
-  }
-
- private:
-  Counts counts_;
-  std::vector<CollectiveEvent> events_;
-  ObserverList::Registration registration_;
-};
-
-/// Every placement list of length `mesh_ndim` over `alphabet`.
-std::vector<Placements> all_placement_lists(int mesh_ndim, const Placements& alphabet);
-
-/// R, S(0) .. S(tensor_ndim - 1), and the given Partials.
-Placements placement_alphabet(int64_t tensor_ndim, const std::vector<ReduceOp>& partials = {ReduceOp::kSum});
 
 /// True when `to` makes a new Partial on some mesh dim (a Partial that
 /// differs from `from` there): the public redistribute refuses that (See Note

@@ -10,7 +10,7 @@
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
-#include "debug/testing/comm_expect.h"
+#include "testing/dtensor_test.h"
 #include "debug/trace_json.h"
 #include "debug/tracing_table.h"
 #include "tests/debug/mlp_test_util.h"
@@ -21,6 +21,7 @@ namespace {
 using Counts = std::map<std::string, int64_t>;
 using Json = nlohmann::json;
 using testing::make_tp_mlp;
+using testing::MLPModule;
 
 TEST(CommDebugModeTest, CountsCollectivesOfShardedMatmul) {
   run_fake_world(4, [](World&) {

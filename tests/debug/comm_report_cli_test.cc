@@ -12,7 +12,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-const char* kBinary = "debug/comm_report";  // runfiles-relative (data dependency)
+const char* kBinary = "examples/report/comm_report";  // runfiles-relative (data dependency)
 const char* kGolden = "tests/debug/testdata/mlp_fake4.golden.json";
 
 struct Result {

@@ -10,7 +10,7 @@
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
 #include "debug/comm_debug_mode.h"
-#include "debug/testing/comm_expect.h"
+#include "testing/dtensor_test.h"
 #include "debug/trace_json.h"
 #include "tests/debug/mlp_test_util.h"
 
@@ -19,6 +19,7 @@ namespace {
 
 using Json = nlohmann::json;
 using testing::make_tp_mlp;
+using testing::MLPModule;
 
 void run_mlp(FakeWorldTrace& world_trace, int64_t world_size) {
   run_fake_world(world_size, [&](World&) {

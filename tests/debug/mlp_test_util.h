@@ -1,18 +1,30 @@
-// The tensor-parallel MLP of the debug tests: debug::MLPModule with net1
-// colwise, net2 rowwise, and this test suite's own stand-in for
-// RowwiseParallel's output layout (a forward hook on net2: Partial -> Replicate).
+// The tensor-parallel MLP of the debug tests: examples::MLP under PyTorch's
+// test name MLPModule (so traces name "MLPModule.net1", ...), with net1
+// colwise, net2 rowwise, and a stand-in for RowwiseParallel's output layout
+// (a forward hook on net2: Partial -> Replicate) so that the module's own
+// forward sees DTensors in and out, as the recorded op snapshots expect.
 //   MLPModule model = make_tp_mlp(mesh);
 //   at::Tensor y = dtensor::nn::call(model, x);
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+
 #include "core/device_mesh.h"
 #include "core/dtensor.h"
 #include "core/nn/module_call.h"
-#include "debug/report/mlp_program.h"
+#include "core/parallel/module_params.h"
+#include "examples/models/mlp.h"
 
 namespace dtensor::debug::testing {
+
+/// examples::MLP named as PyTorch's test MLPModule (ModuleTracker names the
+/// root after its class: MLPModuleImpl -> "MLPModule").
+struct MLPModuleImpl : examples::MLPImpl {
+  explicit MLPModuleImpl(int64_t hidden = 16) : examples::MLPImpl(examples::MLPOptions().hidden(hidden)) {}
+};
+TORCH_MODULE(MLPModule);
 
 /// RowwiseParallel's output transform: a Partial output becomes Replicate
 /// (one all_reduce inside the module).
@@ -23,11 +35,14 @@ inline void add_rowwise_output_hook(torch::nn::Module& module) {
   });
 }
 
-/// PyTorch's MLPModule parallelized as {"net1": ColwiseParallel(), "net2": RowwiseParallel()}.
+/// MLPModule with {"net1": colwise ([S(0)] weight and bias), "net2": rowwise
+/// ([S(1)] weight, [R] bias)}, outputs left as DTensors.
 inline MLPModule make_tp_mlp(const DeviceMesh& mesh, int64_t hidden = 16) {
   MLPModule model(hidden);
-  distribute_linear(*model->net1, mesh, {Shard(0)}, {Shard(0)});
-  distribute_linear(*model->net2, mesh, {Shard(1)}, {Replicate()});
+  distribute_parameter(*model->net1, "weight", mesh, {Shard(0)});
+  distribute_parameter(*model->net1, "bias", mesh, {Shard(0)});
+  distribute_parameter(*model->net2, "weight", mesh, {Shard(1)});
+  distribute_parameter(*model->net2, "bias", mesh, {Replicate()});
   add_rowwise_output_hook(*model->net2);
   return model;
 }

@@ -9,13 +9,14 @@
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
 #include "debug/comm_debug_mode.h"
-#include "debug/testing/comm_expect.h"
+#include "testing/dtensor_test.h"
 #include "tests/debug/mlp_test_util.h"
 
 namespace dtensor::debug {
 namespace {
 
 using testing::make_tp_mlp;
+using testing::MLPModule;
 
 std::vector<std::string> fqns(const ModuleTracker& tracker) {
   std::vector<std::string> out;
@@ -95,7 +96,8 @@ TEST(ModuleTrackerTest, BackwardWorkBetweenChildrenBelongsToTheParent) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     Parent model;
-    distribute_linear(*model->a, mesh, {Replicate()}, {Replicate()});
+    distribute_parameter(*model->a, "weight", mesh, {Replicate()});
+    distribute_parameter(*model->a, "bias", mesh, {Replicate()});
     DTensor x =
         DTensor(distribute_tensor(torch::rand({4, 4}), mesh, {Replicate()}).detach().requires_grad_(true));
     CommDebugMode comm;

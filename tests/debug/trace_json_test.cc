@@ -2,7 +2,6 @@
 // PyTorch's comm_mode_log.json.
 #include "debug/trace_json.h"
 
-#include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -138,7 +137,7 @@ TEST(TraceJsonTest, ValidationNamesThePath) {
   try {
     comm_trace_from_json(root.dump());
     FAIL() << "expected an error";
-  } catch (const c10::Error& e) {
+  } catch (const TraceJsonError& e) {
     EXPECT_NE(std::string(e.what()).find("$.operations_forward: missing (and 2 more)"), std::string::npos)
         << e.what();
   }
@@ -186,7 +185,7 @@ TEST(TraceJsonTest, FilesRoundTrip) {
   const std::string path = ::testing::TempDir() + "/trace_json_test.json";
   write_text_file(path, "{\"a\": 1}\n");
   EXPECT_EQ(read_text_file(path), "{\"a\": 1}\n");
-  EXPECT_THROW(read_text_file(path + ".missing"), c10::Error);
+  EXPECT_THROW(read_text_file(path + ".missing"), TraceJsonError);
 }
 
 }  // namespace

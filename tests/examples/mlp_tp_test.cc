@@ -95,7 +95,7 @@ TrainRun tensor_parallel(const Case& c) {
     mlp->to(c.dtype);
     parallelize_module(*mlp, tp, examples::mlp_tp_plan(c.sequence_parallel));
     torch::optim::Adam opt(mlp->parameters(), torch::optim::AdamOptions(kLr));
-    testing::PhaseCounter counter(world);
+    testing::CollectiveCounter counter(world);
     TrainRun run;
     for (int step = 0; step < kSteps; ++step) {
       // This dp rank's rows; with sequence parallelism, this tp rank's slice of them.

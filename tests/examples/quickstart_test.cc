@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/launch/launcher.h"
+#include "backends/launch/launcher.h"
 
 namespace {
 

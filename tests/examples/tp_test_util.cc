@@ -5,24 +5,11 @@
 
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
 
 namespace dtensor::testing {
-
-std::string to_string(const Counts& counts) {
-  std::ostringstream out;
-  out << "{";
-  bool first = true;
-  for (const auto& [name, n] : counts) {
-    out << (first ? "" : ", ") << name << ": " << n;
-    first = false;
-  }
-  out << "}";
-  return out.str();
-}
 
 std::map<std::string, at::Tensor> full_parameters(const torch::nn::Module& module) {
   std::map<std::string, at::Tensor> out;

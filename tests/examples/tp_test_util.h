@@ -1,6 +1,6 @@
-// Helpers of the tensor-parallel example tests: per-phase collective counts,
-// the global value of every parameter, and the comparison of two runs.
-//   PhaseCounter counter(world);  ...  counter.take();   // {"all_reduce": 1}, then reset
+// Helpers of the tensor-parallel example tests: the global value of every
+// parameter, and the comparison of two runs. Per-phase collective counts:
+// testing/collective_counter.h (CollectiveCounter::take()).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -11,31 +11,9 @@
 #include <vector>
 
 #include "backends/world.h"
+#include "testing/collective_counter.h"
 
 namespace dtensor::testing {
-
-/// Collective name -> count.
-using Counts = std::map<std::string, int>;
-
-/// Counts this rank's collectives (world.observers()) while alive.
-class PhaseCounter : public CollectiveObserver {
- public:
-  explicit PhaseCounter(World& world) : registration_(world.observers().add(this)) {}
-  void on_collective(const CollectiveEvent& event) override { ++counts_[collective_name(event.kind)]; }
-  /// The counts since the last take(), then starts over.
-  Counts take() {
-    Counts out;
-    out.swap(counts_);
-    return out;
-  }
-
- private:
-  Counts counts_;
-  ObserverList::Registration registration_;
-};
-
-/// "{all_reduce: 6, all_gather_into_tensor: 1}" for failure messages.
-std::string to_string(const Counts& counts);
 
 /// Parameter name -> its global value (full_tensor() of a DTensor, a copy
 /// of a plain tensor), detached. Issues collectives for DTensors.

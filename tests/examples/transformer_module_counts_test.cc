@@ -12,7 +12,7 @@
 #include "core/dtensor.h"
 #include "core/nn/module_call.h"
 #include "debug/comm_debug_mode.h"
-#include "debug/testing/comm_expect.h"
+#include "testing/dtensor_test.h"
 #include "examples/models/seeded_init.h"
 #include "examples/models/transformer.h"
 

@@ -108,7 +108,7 @@ TrainRun tensor_parallel(const Case& c, const std::vector<std::string>& trainabl
         item.value().requires_grad_(keep);
       }
     }
-    testing::PhaseCounter counter(world);
+    testing::CollectiveCounter counter(world);
     TrainRun run;
     for (int step = 0; step < kSteps; ++step) {
       at::Tensor tokens = batches[step].tokens.chunk(dp_size, 0)[dp_rank];

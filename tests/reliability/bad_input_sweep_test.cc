@@ -450,7 +450,7 @@ struct CliResult {
 
 CliResult run_comm_report(const std::string& args) {
   CliResult r;
-  std::FILE* pipe = popen(("debug/comm_report " + args + " 2>&1").c_str(), "r");
+  std::FILE* pipe = popen(("examples/report/comm_report " + args + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return r;
   std::array<char, 4096> buffer;
   size_t n;

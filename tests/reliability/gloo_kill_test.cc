@@ -20,7 +20,7 @@
 #include "backends/gloo/gloo_world.h"
 #include "backends/launch/env.h"
 #include "backends/world.h"
-#include "tools/launch/launcher.h"
+#include "backends/launch/launcher.h"
 
 namespace dtensor {
 namespace {

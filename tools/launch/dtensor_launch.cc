@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tools/launch/launcher.h"
+#include "backends/launch/launcher.h"
 
 namespace {
 

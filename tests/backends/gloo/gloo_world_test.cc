@@ -11,7 +11,7 @@
 #include "tests/backends/collective_suite.h"
 #include "tests/backends/gloo/gloo_checks.h"
 #include "tests/backends/gloo/multiprocess.h"
-#include "tools/launch/launcher.h"
+#include "backends/launch/launcher.h"
 
 namespace dtensor::testing {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backends/world.h"
-#include "tools/launch/launcher.h"
+#include "backends/launch/launcher.h"
 
 namespace dtensor::testing {
 

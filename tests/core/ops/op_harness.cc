@@ -186,7 +186,7 @@ DTensorRun run_dtensor(World& world, const OpCase& c, const Tensors& inputs, con
   DTensorRun run;
   Tensors outputs;
   {
-    CommCounter counter(world);
+    CollectiveCounter counter(world);
     outputs = c.fn(leaves);
     run.comms.forward = counter.counts();
   }
@@ -200,7 +200,7 @@ DTensorRun run_dtensor(World& world, const OpCase& c, const Tensors& inputs, con
     loss = loss.defined() ? loss.add(term) : term;
   }
   if (c.check_grads && loss.defined()) {
-    CommCounter counter(world);
+    CollectiveCounter counter(world);
     // Reduce the scalar loss first so that the backward counts only the op's.
     DTensor reduced = DTensor(loss).redistribute(Placements(static_cast<size_t>(mesh.ndim()), Replicate()));
     counter.clear();
@@ -220,22 +220,6 @@ DTensorRun run_dtensor(World& world, const OpCase& c, const Tensors& inputs, con
 }
 
 }  // namespace
-
-std::vector<Placements> placement_lists(int mesh_ndim, const Placements& alphabet) {
-  std::vector<Placements> out{{}};
-  for (int d = 0; d < mesh_ndim; ++d) {
-    std::vector<Placements> next;
-    for (const auto& prefix : out) {
-      for (const auto& p : alphabet) {
-        Placements extended = prefix;
-        extended.push_back(p);
-        next.push_back(extended);
-      }
-    }
-    out = std::move(next);
-  }
-  return out;
-}
 
 uint64_t harness_seed() {
   if (const char* env = std::getenv("DTENSOR_TEST_SEED")) return std::strtoull(env, nullptr, 10);
@@ -285,7 +269,7 @@ std::vector<Placements> input_placements(const Input& in, int mesh_ndim) {
     alphabet.clear();
     for (const Placements& p : in.only) alphabet.push_back(p[0]);
   }
-  return placement_lists(mesh_ndim, alphabet);
+  return all_placement_lists(mesh_ndim, alphabet);
 }
 
 void check_placements(const OpCase& c, const std::vector<int64_t>& mesh_shape,

@@ -18,29 +18,12 @@
 
 #include "backends/world.h"
 #include "core/dtensor.h"
+#include "testing/collective_counter.h"
+#include "testing/placements.h"
 
 namespace dtensor::testing {
 
 using Tensors = std::vector<at::Tensor>;
-
-/// Collective name ("all_reduce", ...) -> count.
-using Counts = std::map<std::string, int>;
-
-/// Counts the collectives this rank issues while it lives.
-class CommCounter : public CollectiveObserver {
- public:
-  explicit CommCounter(World& world) : registration_(world.observers().add(this)) {}
-  void on_collective(const CollectiveEvent& event) override { ++counts_[collective_name(event.kind)]; }
-  const Counts& counts() const { return counts_; }
-  void clear() { counts_.clear(); }
-
- private:
-  Counts counts_;
-  ObserverList::Registration registration_;
-};
-
-/// Every placement list of length `mesh_ndim` over `alphabet`.
-std::vector<Placements> placement_lists(int mesh_ndim, const Placements& alphabet);
 
 /// A seed: $DTENSOR_TEST_SEED if set, else from the clock.
 uint64_t harness_seed();

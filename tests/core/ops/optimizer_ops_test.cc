@@ -69,7 +69,7 @@ TEST(OptimizerOpsTest, StepsMatchSingleDeviceWithoutCommunication) {
         for (int step = 0; step < kSteps; ++step) {
           opt->zero_grad();
           DTensor(loss_of(w, dc)).redistribute({Replicate()}).backward();
-          CommCounter counter(world);
+          CollectiveCounter counter(world);
           opt->step();
           for (const auto& [name, n] : counter.counts()) comms[name] += n;
         }

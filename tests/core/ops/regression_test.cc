@@ -5,6 +5,7 @@
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
+#include "testing/collective_counter.h"
 
 namespace dtensor {
 namespace {
@@ -34,13 +35,9 @@ TEST(RegressionTest, TransposedGradientOfAShardedLeafStaysSharded) {
     // d loss / d x.t() = z, sharded [S(1)]; through t() it arrives [S(0)]
     // with transposed strides.
     at::Tensor loss = DTensor((x.t() * z).sum()).redistribute({Replicate()});
-    struct Count : CollectiveObserver {
-      int n = 0;
-      void on_collective(const CollectiveEvent&) override { ++n; }
-    } count;
-    auto registration = world.observers().add(&count);
+    testing::CollectiveCounter count(world);
     loss.backward();
-    EXPECT_EQ(count.n, 0);
+    EXPECT_EQ(count.total(), 0);
     DTensor grad(x.grad());
     EXPECT_EQ(grad.placements(), (Placements{Shard(0)}));
     EXPECT_TRUE(torch::equal(grad.full_tensor(), DTensor(z).full_tensor().t()));  // rank 0 data is the truth

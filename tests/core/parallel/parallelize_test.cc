@@ -13,23 +13,13 @@
 #include "backends/fake/fake_world.h"
 #include "core/dtensor_impl.h"
 #include "core/nn/module_call.h"
+#include "testing/collective_counter.h"
 
 namespace dtensor {
 namespace {
 
-using Counts = std::map<std::string, int>;
-
-// Counts this rank's collectives while alive.
-class Counter : public CollectiveObserver {
- public:
-  explicit Counter(World& world) : registration_(world.observers().add(this)) {}
-  void on_collective(const CollectiveEvent& e) override { ++counts_[collective_name(e.kind)]; }
-  const Counts& counts() const { return counts_; }
-
- private:
-  Counts counts_;
-  ObserverList::Registration registration_;
-};
+using testing::CollectiveCounter;
+using testing::Counts;
 
 std::string error_of(const std::function<void()>& fn) {
   try {
@@ -191,7 +181,7 @@ TEST(ColwiseRowwiseTest, LinearPairComputesTheMlpWithOneAllReduce) {
     RowwiseParallel().apply(*l2, mesh);
     EXPECT_EQ(DTensor(l1->weight).local_tensor().sizes(), (std::vector<int64_t>{2, 6}));
     EXPECT_EQ(DTensor(l2->weight).local_tensor().sizes(), (std::vector<int64_t>{6, 2}));
-    Counter counter(world);
+    CollectiveCounter counter(world);
     at::Tensor h = nn::call(l1, x);
     EXPECT_FALSE(is_dtensor(h));  // use_local_output
     EXPECT_EQ(h.sizes(), (std::vector<int64_t>{5, 2}));
@@ -231,7 +221,7 @@ TEST(PrepareModuleTest, InputAndOutputLayouts) {
     Probe in_probe, out_probe;
     PrepareModuleInput().input_layouts({Shard(0)}).desired_input_layouts({Replicate()}).apply(*in_probe, mesh);
     PrepareModuleOutput().output_layouts(Shard(0)).desired_output_layouts(Replicate()).apply(*out_probe, mesh);
-    Counter counter(world);
+    CollectiveCounter counter(world);
     at::Tensor y = nn::call(in_probe, shard);
     ASSERT_TRUE(is_dtensor(in_probe->seen));
     EXPECT_EQ(DTensor(in_probe->seen).placements(), (Placements{Replicate()}));
@@ -255,7 +245,7 @@ TEST(SequenceParallelTest, ReplicatesParametersWithoutCommunication) {
   run_fake_world(2, [](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({4}));
-    Counter counter(world);
+    CollectiveCounter counter(world);
     SequenceParallel().apply(*norm, mesh);
     EXPECT_TRUE(counter.counts().empty());
     EXPECT_EQ(DTensor(norm->weight).placements(), (Placements{Replicate()}));
@@ -271,7 +261,7 @@ TEST(SequenceParallelTest, LayerNormOnSequenceShards) {
     torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({4}));
     SequenceParallel().apply(*norm, mesh);
     at::Tensor local = full.chunk(2, 1)[static_cast<size_t>(world.rank())];
-    Counter counter(world);
+    CollectiveCounter counter(world);
     at::Tensor y = nn::call(norm, local);
     ASSERT_TRUE(is_dtensor(y));
     EXPECT_EQ(DTensor(y).placements(), (Placements{Shard(1)}));

@@ -1,6 +1,6 @@
 // init_world_from_env: a gloo world of one from a hand-set environment, and
 // clear errors for backends it does not start.
-#include "backends/launch/init_world.h"
+#include "backends/init/init_world.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "tools/launch/launcher.h"
+#include "backends/launch/launcher.h"
 
 namespace dtensor {
 namespace {

@@ -1,6 +1,6 @@
 // Local multi-process launcher: fork/exec of the ranks, output pumping, and
 // stopping whole process groups on failure, timeout or interrupt.
-#include "tools/launch/launcher.h"
+#include "backends/launch/launcher.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,19 +1,15 @@
-// GoogleTest helpers: count comparisons and golden report matching.
-#include "debug/testing/comm_expect.h"
+// GoogleTest helpers: comm count comparisons. See comm_expect.h.
+#include "testing/comm_expect.h"
 
-#include <cstdlib>
-#include <fstream>
 #include <set>
 
-#include "debug/trace_json.h"
-
-namespace dtensor::debug::testing {
+namespace dtensor::testing {
 namespace {
 
 // An expression as the message shows it: a long one (a block) is cut.
 std::string shorten(const char* expr) {
   std::string text(expr);
-  const std::string wrapper = "::dtensor::debug::testing::comm_counts_of(";
+  const std::string wrapper = "::dtensor::testing::comm_counts_of(";
   if (text.rfind(wrapper, 0) == 0 && text.back() == ')') text = text.substr(wrapper.size(), text.size() - wrapper.size() - 1);
   constexpr size_t kMax = 72;
   return text.size() <= kMax ? text : text.substr(0, kMax - 3) + "...";
@@ -52,28 +48,4 @@ KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fq
   return p == m->second.end() ? KindCounts{} : p->second;
 }
 
-::testing::AssertionResult MatchesGoldenReport(const char* report_expr, const char* path_expr,
-                                               const CommReport& report, const std::string& golden_path) {
-  const std::string actual = report_json(report);
-  const char* update = std::getenv("DTENSOR_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    const char* dir = std::getenv("DTENSOR_GOLDEN_DIR");
-    const std::string path =
-        dir != nullptr && *dir != '\0' ? std::string(dir) + "/" + golden_path : golden_path;
-    write_text_file(path, actual);
-    return ::testing::AssertionSuccess() << "updated " << path;
-  }
-  if (!std::ifstream(golden_path).good()) {
-    return ::testing::AssertionFailure()
-           << "golden file " << golden_path << " (" << path_expr << ") is missing; create it with "
-           << "DTENSOR_UPDATE_GOLDEN=1 (see debug/testing/comm_expect.h) or comm_report --json. This run:\n"
-           << actual;
-  }
-  const GoldenComparison cmp = compare_report_json(read_text_file(golden_path), actual);
-  if (cmp.matches) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "comm report " << report_expr << " differs from golden " << golden_path << ":\n"
-         << cmp.diff << "(set DTENSOR_UPDATE_GOLDEN=1 to accept)";
-}
-
-}  // namespace dtensor::debug::testing
+}  // namespace dtensor::testing

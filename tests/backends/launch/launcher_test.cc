@@ -1,7 +1,7 @@
 // The local launcher: environment of the ranks, output capture and prefixing,
 // stopping the others when one fails, the job timeout, and that nothing it
 // started outlives it (grandchildren included).
-#include "tools/launch/launcher.h"
+#include "backends/launch/launcher.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 // Dispatch from BackendKind to the real backends compiled into this build.
-#include "backends/launch/init_world.h"
+#include "backends/init/init_world.h"
 
 #include <c10/util/Exception.h>
 
