@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "core/dispatch/op_name.h"
+
 namespace dtensor::debug::internal {
 namespace {
 
@@ -38,9 +40,10 @@ void backward_end(const at::RecordFunction& fn, at::ObserverContext* /*ctx*/) {
 }
 
 std::unique_ptr<at::ObserverContext> op_start(const at::RecordFunction& fn) {
+  // Operators by their full name ("aten::add.Tensor"); other record
+  // functions by the name they were given.
   std::string name = fn.name();
-  if (auto op = fn.operator_name(); op && !op->overload_name.empty())
-    name = op->name + "." + op->overload_name;
+  if (auto op = fn.operator_name()) name = full_op_name(*op);
   for (RecordFunctionListener* l : std::vector<RecordFunctionListener*>(listeners().ops))
     l->on_op(name, fn.inputs());
   return nullptr;
