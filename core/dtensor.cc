@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/dtensor_impl.h"
+#include "core/collectives.h"
 #include "core/init.h"
 #include "core/torch_errors.h"
 #include "core/layout/shard_layout.h"
@@ -113,6 +114,77 @@ std::vector<int64_t> even_global_shape(const at::Tensor& local, const DeviceMesh
       "DTensor::from_local on rank ", mesh.global_rank());
 }
 
+// `row` (1-D int64) of every rank of `mesh`: all_gather along each mesh dim
+// in turn, so every rank ends with the same [mesh size, width] table.
+at::Tensor gather_rows_from_all(const at::Tensor& row, const DeviceMesh& mesh) {
+  at::Tensor rows = row.unsqueeze(0);
+  for (int i = 0; i < mesh.ndim(); ++i) {
+    rows = collectives::all_gather_dim(rows, mesh, i, 0, rows.size(0) * mesh.size(i));
+  }
+  return rows;
+}
+
+std::string shape_text(const at::Tensor& values) {
+  std::ostringstream out;
+  out << c10::IntArrayRef(values.data_ptr<int64_t>(), static_cast<size_t>(values.numel()));
+  return out.str();
+}
+
+// Note [from_local run_check]
+// FromLocalOptions::run_check, as PyTorch's from_local(run_check=True), plus
+// the shape check PyTorch leaves as a TODO: every rank of the mesh gathers
+// every rank's (dims, dtype), then every rank's (local shape, global shape),
+// so all ranks reach the same verdict and raise the same error (no rank is
+// left waiting in a collective); then, for each Replicate mesh dim, the data
+// of the first rank along that dim is broadcast to the others. Returns the
+// local tensor to wrap (the broadcast result where there is a Replicate).
+at::Tensor run_from_local_check(const at::Tensor& local, const DeviceMesh& mesh,
+                                const Placements& placements, const std::vector<int64_t>& shape) {
+  const std::string where =
+      c10::str("DTensor::from_local(run_check) with ", to_string(placements), " on ",
+               mesh.to_string(), ", rank ", mesh.global_rank());
+  at::NoGradGuard no_grad;
+  const auto int64 = at::TensorOptions().dtype(at::kLong).device(mesh.device());
+  const at::Tensor head = gather_rows_from_all(
+      at::tensor({mesh.global_rank(), local.dim(), static_cast<int64_t>(local.scalar_type())}, int64),
+      mesh).cpu();
+  for (int64_t r = 1; r < head.size(0); ++r) {
+    if (head[r][1].item<int64_t>() == head[0][1].item<int64_t>() &&
+        head[r][2].item<int64_t>() == head[0][2].item<int64_t>()) {
+      continue;
+    }
+    auto describe = [&](int64_t i) {
+      return c10::str("rank ", head[i][0].item<int64_t>(), " has a ", head[i][1].item<int64_t>(),
+                      "-D ", static_cast<c10::ScalarType>(head[i][2].item<int64_t>()), " tensor");
+    };
+    TORCH_CHECK(false, where, ": ranks disagree on the local tensor: ", describe(0), ", ",
+                describe(r), "; every rank must pass a local tensor of the same dims and dtype");
+  }
+  std::vector<int64_t> mine = {mesh.global_rank()};
+  for (int64_t d = 0; d < local.dim(); ++d) mine.push_back(local.size(d));
+  mine.insert(mine.end(), shape.begin(), shape.end());
+  const at::Tensor rows = gather_rows_from_all(at::tensor(mine, int64), mesh).cpu();
+  const int64_t ndim = local.dim();
+  for (int64_t r = 1; r < rows.size(0); ++r) {
+    if (at::equal(rows[r].narrow(0, 1 + ndim, ndim), rows[0].narrow(0, 1 + ndim, ndim))) continue;
+    auto describe = [&](int64_t i) {
+      return c10::str("rank ", rows[i][0].item<int64_t>(), " has local ",
+                      shape_text(rows[i].narrow(0, 1, ndim).contiguous()), " (global ",
+                      shape_text(rows[i].narrow(0, 1 + ndim, ndim).contiguous()), ")");
+    };
+    TORCH_CHECK(false, where, ": ranks disagree on the global shape: ", describe(0), ", ",
+                describe(r), "; pass local tensors of one global tensor, and for uneven shards ",
+                "the global shape in FromLocalOptions::shape");
+  }
+  at::Tensor out = local;
+  for (int i = 0; i < mesh.ndim(); ++i) {
+    if (placements[static_cast<size_t>(i)].is_replicate() && mesh.size(i) > 1) {
+      out = collectives::broadcast(out, mesh, i, /*root=*/0);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 DTensor::DTensor(at::Tensor t) : at::Tensor(std::move(t)) {
@@ -131,6 +203,9 @@ DTensor DTensor::from_local(const at::Tensor& local, const DeviceMesh& mesh, Pla
   placements = checked_placements(placements, mesh, local.dim(), "DTensor::from_local");
   std::vector<int64_t> shape = options.shape ? *options.shape : even_global_shape(local, mesh, placements);
   std::vector<int64_t> stride = options.stride ? *options.stride : contiguous_strides(shape);
+  // See Note [from_local run_check]; before the per-rank checks below, so
+  // that every rank enters its collectives.
+  const at::Tensor data = options.run_check ? run_from_local_check(local, mesh, placements, shape) : local;
   DTensorSpec spec{mesh, placements, TensorMeta{shape, stride, local.scalar_type()}};
   TORCH_CHECK(spec.local_shape() == local.sizes().vec(), "DTensor::from_local on rank ",
               mesh.global_rank(), ": local shape ", local.sizes(), " does not match global shape ",
@@ -139,7 +214,7 @@ DTensor DTensor::from_local(const at::Tensor& local, const DeviceMesh& mesh, Pla
   at::Tensor out;
   {
     at::AutoDispatchBelowADInplaceOrView guard;
-    out = make_dtensor(local.alias(), spec);
+    out = make_dtensor(data.alias(), spec);
   }
   if (needs_grad(local)) {
     auto node = std::shared_ptr<FromLocalBackward>(new FromLocalBackward(), torch::autograd::deleteNode);

@@ -23,8 +23,10 @@ struct RedistributeOptions {
 };
 
 struct FromLocalOptions {
-  /// Check that ranks agree on shapes (all_gather of local shapes): off by
-  /// default like PyTorch's run_check=False; turn on while debugging.
+  /// Every rank checks that all ranks agree on dims, dtype and global shape
+  /// (two all_gathers per mesh dim), then Replicate mesh dims take the data
+  /// of their first rank (a broadcast each), as PyTorch's run_check=True.
+  /// Off by default, as in PyTorch; turn it on while debugging.
   bool run_check = false;
   /// Global shape/stride; needed for uneven shards (otherwise derived from
   /// the local shape assuming even shards).

@@ -150,8 +150,7 @@ std::vector<Row> api_rows() {
          o.run_check = true;
          DTensor::from_local(arange({w.rank() == 3 ? 3 : 2, 4}), m, P{Shard(0), Replicate()}, o);
        },
-       {"rank 3", "[3, 4]"},
-       "FromLocalOptions::run_check is declared (core/dtensor.h) but never read: from_local checks nothing"},
+       {"DTensor::from_local(run_check)", "rank 3", "[3, 4]"}},
       {"from_local shard dim out of range",
        [](World&, const DeviceMesh& m) { DTensor::from_local(arange({2}), m, P{Shard(1), Replicate()}); },
        {"DTensor::from_local", "S(1)"}},
