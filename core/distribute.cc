@@ -47,6 +47,13 @@ DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, Plac
   TORCH_CHECK(tensor.defined(), "distribute_tensor: the tensor is undefined");
   TORCH_CHECK(!is_dtensor(tensor), "distribute_tensor: the tensor is already a DTensor; use "
               "redistribute to change its placements");
+  // PyTorch raises here too: the result is a new leaf, so a non-leaf input's
+  // gradient path would be cut silently.
+  TORCH_CHECK(tensor.is_leaf(), "distribute_tensor: the tensor of shape ", tensor.sizes(),
+              " is not a leaf (it was computed from tensors that require grad), and the DTensor ",
+              "would be a new leaf that its gradient never reaches; distribute the leaf it came ",
+              "from, pass tensor.detach() to start a new leaf on purpose, or build the DTensor ",
+              "with DTensor::from_local, which keeps the gradient path");
   TORCH_CHECK(!tensor.is_meta() || mesh.device_type() == c10::kMeta, "distribute_tensor: the tensor of shape ",
               tensor.sizes(), " is on the meta device (no data) but ", mesh.to_string(), " is on ",
               mesh.device(), "; pass a tensor with data, or build the mesh with c10::kMeta to trace shapes only");

@@ -76,7 +76,9 @@ std::ostream& operator<<(std::ostream& out, const DTensor& t);
 /// each mesh dim), or each rank slices its own copy when src_data_rank is
 /// nullopt. Not differentiable with respect to `tensor`: as in PyTorch, the
 /// result is a new leaf, which requires grad when `tensor` does and whose
-/// .grad() receives the gradient (what parameters need).
+/// .grad() receives the gradient (what parameters need). A non-leaf `tensor`
+/// (computed from tensors requiring grad) is refused, as PyTorch refuses it:
+/// its gradient path would be cut; use DTensor::from_local to keep it.
 DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, Placements placements,
                           const DistributeOptions& options = {});
 

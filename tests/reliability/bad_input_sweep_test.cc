@@ -283,6 +283,12 @@ std::vector<Row> api_rows() {
          expect_equal(DTensor(d.grad()).full_tensor(), at::ones({4, 2}), "gradient");
        },
        {}},
+      {"distribute a non-leaf tensor",
+       [](World&, const DeviceMesh& m) {
+         at::Tensor x = arange({4, 2}).requires_grad_(true);
+         distribute_tensor(x * 2, m, P{Shard(0), Replicate()});
+       },
+       {"distribute_tensor", "not a leaf", "[4, 2]", "from_local"}},
       {"requires_grad local with from_local and to_local",
        [](World&, const DeviceMesh& m) {
          at::Tensor local = at::ones({2, 2}).requires_grad_(true);
