@@ -114,25 +114,27 @@ std::vector<int64_t> even_global_shape(const at::Tensor& local, const DeviceMesh
       "DTensor::from_local on rank ", mesh.global_rank());
 }
 
-// `row` (1-D int64) of every rank of `mesh`: all_gather along each mesh dim
-// in turn, so every rank ends with the same [mesh size, width] table.
-at::Tensor gather_rows_from_all(const at::Tensor& row, const DeviceMesh& mesh) {
-  at::Tensor rows = row.unsqueeze(0);
+// `row` of every rank of `mesh`: all_gather along each mesh dim in turn, so
+// every rank ends with the same table (one row per rank, equal widths).
+std::vector<std::vector<int64_t>> gather_rows_from_all(const std::vector<int64_t>& row,
+                                                      const DeviceMesh& mesh) {
+  const auto int64 = at::TensorOptions().dtype(at::kLong).device(mesh.device());
+  at::Tensor rows = at::tensor(row, int64).unsqueeze(0);
   for (int i = 0; i < mesh.ndim(); ++i) {
     rows = collectives::all_gather_dim(rows, mesh, i, 0, rows.size(0) * mesh.size(i));
   }
-  return rows;
-}
-
-std::string shape_text(const at::Tensor& values) {
-  std::ostringstream out;
-  out << c10::IntArrayRef(values.data_ptr<int64_t>(), static_cast<size_t>(values.numel()));
-  return out.str();
+  rows = rows.cpu().contiguous();
+  const int64_t* data = rows.data_ptr<int64_t>();
+  std::vector<std::vector<int64_t>> table;
+  for (int64_t r = 0; r < rows.size(0); ++r) {
+    table.emplace_back(data + r * rows.size(1), data + (r + 1) * rows.size(1));
+  }
+  return table;
 }
 
 // Note [from_local run_check]
 // FromLocalOptions::run_check, as PyTorch's from_local(run_check=True), plus
-// the shape check PyTorch leaves as a TODO: every rank of the mesh gathers
+// the shape check PyTorch leaves undone: every rank of the mesh gathers
 // every rank's (dims, dtype), then every rank's (local shape, global shape),
 // so all ranks reach the same verdict and raise the same error (no rank is
 // left waiting in a collective); then, for each Replicate mesh dim, the data
@@ -144,36 +146,35 @@ at::Tensor run_from_local_check(const at::Tensor& local, const DeviceMesh& mesh,
       c10::str("DTensor::from_local(run_check) with ", to_string(placements), " on ",
                mesh.to_string(), ", rank ", mesh.global_rank());
   at::NoGradGuard no_grad;
-  const auto int64 = at::TensorOptions().dtype(at::kLong).device(mesh.device());
-  const at::Tensor head = gather_rows_from_all(
-      at::tensor({mesh.global_rank(), local.dim(), static_cast<int64_t>(local.scalar_type())}, int64),
-      mesh).cpu();
-  for (int64_t r = 1; r < head.size(0); ++r) {
-    if (head[r][1].item<int64_t>() == head[0][1].item<int64_t>() &&
-        head[r][2].item<int64_t>() == head[0][2].item<int64_t>()) {
-      continue;
-    }
-    auto describe = [&](int64_t i) {
-      return c10::str("rank ", head[i][0].item<int64_t>(), " has a ", head[i][1].item<int64_t>(),
-                      "-D ", static_cast<c10::ScalarType>(head[i][2].item<int64_t>()), " tensor");
+  // Rows: [rank, dims, dtype].
+  const auto heads = gather_rows_from_all(
+      {mesh.global_rank(), local.dim(), static_cast<int64_t>(local.scalar_type())}, mesh);
+  for (const auto& head : heads) {
+    if (head[1] == heads[0][1] && head[2] == heads[0][2]) continue;
+    auto describe = [](const std::vector<int64_t>& h) {
+      return c10::str("rank ", h[0], " has a ", h[1], "-D ", static_cast<c10::ScalarType>(h[2]),
+                      " tensor");
     };
-    TORCH_CHECK(false, where, ": ranks disagree on the local tensor: ", describe(0), ", ",
-                describe(r), "; every rank must pass a local tensor of the same dims and dtype");
+    TORCH_CHECK(false, where, ": ranks disagree on the local tensor: ", describe(heads[0]), ", ",
+                describe(head), "; every rank must pass a local tensor of the same dims and dtype");
   }
+  // Rows: [rank, local shape..., global shape...].
+  const auto ndim = static_cast<size_t>(local.dim());
   std::vector<int64_t> mine = {mesh.global_rank()};
   for (int64_t d = 0; d < local.dim(); ++d) mine.push_back(local.size(d));
   mine.insert(mine.end(), shape.begin(), shape.end());
-  const at::Tensor rows = gather_rows_from_all(at::tensor(mine, int64), mesh).cpu();
-  const int64_t ndim = local.dim();
-  for (int64_t r = 1; r < rows.size(0); ++r) {
-    if (at::equal(rows[r].narrow(0, 1 + ndim, ndim), rows[0].narrow(0, 1 + ndim, ndim))) continue;
-    auto describe = [&](int64_t i) {
-      return c10::str("rank ", rows[i][0].item<int64_t>(), " has local ",
-                      shape_text(rows[i].narrow(0, 1, ndim).contiguous()), " (global ",
-                      shape_text(rows[i].narrow(0, 1 + ndim, ndim).contiguous()), ")");
+  const auto rows = gather_rows_from_all(mine, mesh);
+  auto global_of = [&](const std::vector<int64_t>& row) {
+    return c10::IntArrayRef(row).slice(1 + ndim, ndim);
+  };
+  for (const auto& row : rows) {
+    if (global_of(row) == global_of(rows[0])) continue;
+    auto describe = [&](const std::vector<int64_t>& r) {
+      return c10::str("rank ", r[0], " has local ", c10::IntArrayRef(r).slice(1, ndim),
+                      " (global ", global_of(r), ")");
     };
-    TORCH_CHECK(false, where, ": ranks disagree on the global shape: ", describe(0), ", ",
-                describe(r), "; pass local tensors of one global tensor, and for uneven shards ",
+    TORCH_CHECK(false, where, ": ranks disagree on the global shape: ", describe(rows[0]), ", ",
+                describe(row), "; pass local tensors of one global tensor, and for uneven shards ",
                 "the global shape in FromLocalOptions::shape");
   }
   at::Tensor out = local;

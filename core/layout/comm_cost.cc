@@ -37,6 +37,14 @@ double CommCostModel::collective_us(int64_t bytes_per_rank) const {
   return latency_us + static_cast<double>(bytes_per_rank) / (bandwidth_gbytes_per_s * 1e3);
 }
 
+int64_t padded_extent(int64_t size, int64_t n) { return saturating_mul((size + n - 1) / n, n); }
+
+int64_t buffer_bytes(const std::vector<int64_t>& shape, int64_t element_size) {
+  int64_t bytes = element_size;
+  for (int64_t extent : shape) bytes = saturating_mul(bytes, extent);
+  return bytes;
+}
+
 int64_t all_gather_bytes_per_rank(int64_t output_bytes, int64_t n) {
   return ring_fraction(output_bytes, n - 1, n);
 }

@@ -64,6 +64,15 @@ int64_t all_to_all_bytes_per_rank(int64_t input_bytes, int64_t n);
 int64_t ring_bytes_per_rank(CollectiveKind kind, int64_t input_bytes, int64_t output_bytes,
                             int64_t n);
 
+// n * ceil(size / n): a dim of `size` elements padded so that n equal pieces
+// cover it, as collectives pad uneven pieces; saturates at INT64_MAX.
+// Example: padded_extent(5, 4) == 8.
+int64_t padded_extent(int64_t size, int64_t n);
+
+// Bytes of a dense buffer of `shape` with elements of `element_size` bytes;
+// saturates at INT64_MAX. Example: buffer_bytes({2, 3}, 4) == 24.
+int64_t buffer_bytes(const std::vector<int64_t>& shape, int64_t element_size);
+
 // The largest local extent of every tensor dim under `placements` (the
 // padded piece: nested ceil(size / n) over the mesh dims sharding that dim,
 // mesh dim 0 first). Precondition: placements normalized and valid.

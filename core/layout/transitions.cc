@@ -2,28 +2,10 @@
 // See transitions.h, Note [Placement transitions].
 #include "core/layout/transitions.h"
 
-#include <limits>
-
 namespace dtensor {
 namespace {
 
 using Kind = Placement::Kind;
-
-constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
-
-int64_t saturating_mul(int64_t a, int64_t b) {
-  int64_t out = 0;
-  return __builtin_mul_overflow(a, b, &out) ? kMaxBytes : out;
-}
-
-// n * ceil(size / n): a dim of `size` elements padded so that n equal pieces cover it.
-int64_t padded_extent(int64_t size, int64_t n) { return saturating_mul((size + n - 1) / n, n); }
-
-int64_t buffer_bytes(const std::vector<int64_t>& shape, int64_t element_size) {
-  int64_t bytes = element_size;
-  for (int64_t extent : shape) bytes = saturating_mul(bytes, extent);
-  return bytes;
-}
 
 // The bytes a rank contributes to and receives from one collective.
 struct Buffers {
