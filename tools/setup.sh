@@ -71,6 +71,14 @@ else
   v="$(installed_version)" || { echo "setup: import torch failed in $VENV" >&2; exit 1; }
   [[ $v == "$TORCH_VERSION" ]] || { echo "setup: got torch $v, wanted $TORCH_VERSION" >&2; exit 1; }
 fi
+# Python's safetensors reads our checkpoints in tests/core:checkpoint_test.
+"$PY" -c 'import safetensors' 2>/dev/null ||
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "safetensors==0.8.0"
+# $DTENSOR_HOME/python runs the venv's interpreter, for tests (DTENSOR_PYTHON).
+# A script, not a link: a venv is found next to the path Python was run by.
+rm -f "$DTENSOR_HOME/python"
+printf '#!/bin/sh\nexec "%s" "$@"\n' "$PY" >"$DTENSOR_HOME/python"
+chmod +x "$DTENSOR_HOME/python"
 TORCH_DIR="$("$PY" -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
 if [[ "$(readlink "$DTENSOR_HOME/libtorch" || true)" != "$TORCH_DIR" ]]; then
   ln -sfn "$TORCH_DIR" "$DTENSOR_HOME/libtorch"

@@ -15,6 +15,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh || exit 1
+# Tests that compare with Python (safetensors) find it here; .bazelrc passes it on.
+export DTENSOR_PYTHON="${DTENSOR_HOME:-$HOME/.cache/dtensor}/python"
 
 passed=0
 failed=0

@@ -1,0 +1,271 @@
+#include "core/checkpoint/checkpoint.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "backends/world.h"
+#include "core/checkpoint/chunks.h"
+#include "core/checkpoint/safetensors.h"
+#include "core/dtensor.h"
+#include "core/layout/shard_layout.h"
+
+namespace dtensor::checkpoint {
+namespace {
+
+constexpr const char* kFormat = "dtensor-checkpoint";
+constexpr int kVersion = 1;
+constexpr const char* kIndexFile = "index.json";
+
+std::string shape_text(c10::IntArrayRef shape) {
+  std::ostringstream out;
+  out << shape;
+  return out.str();
+}
+
+/// A tensor as save sees it: global shape, layout, and this rank's block.
+struct SavedTensor {
+  std::string name;
+  c10::ScalarType dtype;
+  std::vector<int64_t> global_shape;
+  std::vector<WriteChunk> chunks;      // mesh ranks as global ranks
+  at::Tensor local;                    // this rank's data
+};
+
+SavedTensor describe_for_save(const std::string& name, const at::Tensor& tensor) {
+  TORCH_CHECK(tensor.defined(), "checkpoint::save: tensor \"", name, "\" is undefined");
+  TORCH_CHECK(!tensor.is_meta(), "checkpoint::save: tensor \"", name,
+              "\" is a meta tensor (solo mode and meta-device modules have no data to save)");
+  SavedTensor saved{name, tensor.scalar_type(), tensor.sizes().vec(), {}, {}};
+  if (!is_dtensor(tensor)) {
+    saved.chunks.push_back({0, Box{std::vector<int64_t>(tensor.dim(), 0), saved.global_shape}});
+    saved.local = tensor;
+    return saved;
+  }
+  DTensor dtensor(tensor);
+  Placements placements = dtensor.placements();
+  bool partial = false;
+  for (Placement& p : placements) {
+    if (p.is_partial()) {
+      p = Replicate();
+      partial = true;
+    }
+  }
+  // Partial values are summed (or max'ed, ...) first: a checkpoint holds full values.
+  if (partial) dtensor = dtensor.redistribute(placements);
+  const DeviceMesh& mesh = dtensor.device_mesh();
+  saved.chunks = write_chunks(saved.global_shape, mesh.mesh_shape(), placements);
+  for (WriteChunk& chunk : saved.chunks) chunk.mesh_rank = mesh.mesh_ranks()[chunk.mesh_rank];
+  saved.local = dtensor.local_tensor();
+  return saved;
+}
+
+nlohmann::ordered_json index_of(const std::vector<SavedTensor>& tensors) {
+  nlohmann::ordered_json entries = nlohmann::ordered_json::object();
+  for (const SavedTensor& t : tensors) {
+    nlohmann::ordered_json chunks = nlohmann::ordered_json::array();
+    for (const WriteChunk& c : t.chunks) {
+      chunks.push_back({{"file", rank_file_name(c.mesh_rank)},
+                        {"offsets", c.box.offsets},
+                        {"sizes", c.box.sizes}});
+    }
+    entries[t.name] = {{"dtype", safetensors_dtype(t.dtype)},
+                       {"shape", t.global_shape},
+                       {"chunks", std::move(chunks)}};
+  }
+  return {{"format", kFormat}, {"version", kVersion}, {"tensors", std::move(entries)}};
+}
+
+/// Every rank must save the same tensors: compare a hash of the index (names,
+/// dtypes, shapes, layouts) across the world, so that a disagreement is an
+/// error on every rank instead of a checkpoint with holes.
+void check_same_index(World& world, const std::string& index_text) {
+  const auto hash = static_cast<int64_t>(std::hash<std::string>{}(index_text));
+  at::Tensor mine = at::full({1}, hash, at::TensorOptions().dtype(at::kLong).device(world.device()));
+  at::Tensor all = at::empty({world.size()}, mine.options());
+  world.world_group()->all_gather_into_tensor(all, mine)->wait();
+  all = all.cpu();
+  std::vector<int64_t> differing;
+  for (int64_t r = 0; r < world.size(); ++r) {
+    if (all[r].item<int64_t>() != all[0].item<int64_t>()) differing.push_back(r);
+  }
+  TORCH_CHECK(differing.empty(), "checkpoint::save on rank ", world.rank(), ": ranks ",
+              c10::IntArrayRef(differing),
+              " save other tensors than rank 0 (names, dtypes, global shapes or placements "
+              "differ); every rank must call save with the same state in the same order. "
+              "This rank's index: ",
+              index_text.substr(0, 2000));
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    TORCH_CHECK(out, "checkpoint: cannot create ", temporary);
+    out << text << '\n';
+    TORCH_CHECK(out.flush(), "checkpoint: writing ", temporary, " failed");
+  }
+  TORCH_CHECK(std::rename(temporary.c_str(), path.c_str()) == 0, "checkpoint: cannot rename ",
+              temporary, " to ", path);
+}
+
+// Ordered: error messages list the tensors in the order they were saved.
+nlohmann::ordered_json read_index(const std::string& dir) {
+  const std::string path = dir + "/" + kIndexFile;
+  std::ifstream in(path);
+  TORCH_CHECK(in, "checkpoint::load: no checkpoint index at ", path,
+              " (save writes it; is this the directory given to save?)");
+  nlohmann::ordered_json index;
+  try {
+    index = nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    TORCH_CHECK(false, "checkpoint::load: ", path, " is not valid JSON: ", e.what());
+  }
+  TORCH_CHECK(index.value("format", "") == kFormat && index.value("version", 0) == kVersion,
+              "checkpoint::load: ", path, " is not a ", kFormat, " version ", kVersion, " index");
+  return index;
+}
+
+/// The block of the global tensor this rank's `tensor` holds, and whether it
+/// must be zero instead (a Partial(sum) mesh dim off its first rank).
+struct Target {
+  Box box;
+  bool zero = false;
+  at::Tensor local;
+};
+
+Target target_of(const at::Tensor& tensor) {
+  if (!is_dtensor(tensor)) {
+    return {Box{std::vector<int64_t>(tensor.dim(), 0), tensor.sizes().vec()}, false, tensor};
+  }
+  DTensor dtensor(tensor);
+  const DeviceMesh& mesh = dtensor.device_mesh();
+  const std::vector<int64_t>& coordinate = mesh.get_coordinate();
+  Target target;
+  ShardLayout layout = local_shape_and_offset(tensor.sizes().vec(), mesh.mesh_shape(),
+                                              dtensor.placements(), coordinate);
+  target.box = Box{std::move(layout.global_offset), std::move(layout.local_shape)};
+  for (size_t d = 0; d < dtensor.placements().size(); ++d) {
+    const Placement& p = dtensor.placements()[d];
+    if (p.is_partial() && p.reduce_op() == ReduceOp::kSum && coordinate[d] != 0) target.zero = true;
+  }
+  target.local = dtensor.local_tensor();
+  return target;
+}
+
+at::Tensor narrow_to(at::Tensor t, const Box& whole, const Box& part) {
+  for (size_t d = 0; d < part.sizes.size(); ++d) {
+    t = t.narrow(static_cast<int64_t>(d), part.offsets[d] - whole.offsets[d], part.sizes[d]);
+  }
+  return t;
+}
+
+void load_one(const std::string& name, const at::Tensor& tensor, const nlohmann::ordered_json& entry,
+              const std::string& dir,
+              std::map<std::string, std::unique_ptr<SafetensorsFile>>& files) {
+  const auto shape = entry.at("shape").get<std::vector<int64_t>>();
+  TORCH_CHECK(tensor.sizes().vec() == shape, "checkpoint::load: tensor \"", name,
+              "\" has global shape ", tensor.sizes(), " but the checkpoint holds ",
+              shape_text(shape), "; load into a tensor of the saved shape");
+  Target target = target_of(tensor);
+  if (target.zero) {
+    target.local.zero_();
+    return;
+  }
+  int64_t covered = 0;
+  for (const auto& chunk : entry.at("chunks")) {
+    const Box saved{chunk.at("offsets").get<std::vector<int64_t>>(),
+                    chunk.at("sizes").get<std::vector<int64_t>>()};
+    std::optional<Box> overlap = intersect(target.box, saved);
+    if (!overlap || overlap->numel() == 0) continue;
+    const std::string path = dir + "/" + chunk.at("file").get<std::string>();
+    auto& file = files[path];
+    if (!file) file = std::make_unique<SafetensorsFile>(path);
+    at::Tensor block = file->tensor(name);
+    TORCH_CHECK(block.sizes().vec() == saved.sizes, "checkpoint::load: ", path, " holds \"",
+                name, "\" as ", block.sizes(), " but the index says ", shape_text(saved.sizes));
+    narrow_to(target.local, target.box, *overlap).copy_(narrow_to(block, saved, *overlap));
+    covered += overlap->numel();
+  }
+  TORCH_CHECK(covered == target.box.numel(), "checkpoint::load: the checkpoint's blocks of \"",
+              name, "\" cover ", covered, " of the ", target.box.numel(),
+              " elements this rank needs (offsets ", shape_text(target.box.offsets), ", sizes ",
+              shape_text(target.box.sizes), "); the checkpoint is incomplete");
+}
+
+}  // namespace
+
+std::string rank_file_name(int64_t global_rank) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "rank-%05lld.safetensors", static_cast<long long>(global_rank));
+  return name;
+}
+
+StateDict module_state(const torch::nn::Module& module) {
+  StateDict state;
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+    state.emplace_back(item.key(), item.value());
+  }
+  for (const auto& item : module.named_buffers(/*recurse=*/true)) {
+    state.emplace_back(item.key(), item.value());
+  }
+  return state;
+}
+
+void save(const StateDict& state, const std::string& dir) {
+  World& world = require_current_world("checkpoint::save");
+  torch::NoGradGuard no_grad;
+  std::vector<SavedTensor> tensors;
+  for (const auto& [name, tensor] : state) tensors.push_back(describe_for_save(name, tensor));
+  const std::string index_text = index_of(tensors).dump(1);
+  check_same_index(world, index_text);
+
+  std::filesystem::create_directories(dir);
+  std::vector<std::pair<std::string, at::Tensor>> mine;
+  for (const SavedTensor& t : tensors) {
+    for (const WriteChunk& chunk : t.chunks) {
+      if (chunk.mesh_rank == world.rank()) mine.emplace_back(t.name, t.local);
+    }
+  }
+  write_safetensors(dir + "/" + rank_file_name(world.rank()), mine,
+                    {{"format", "pt"}, {"writer", kFormat}});
+  if (world.rank() == 0) write_text(dir + "/" + kIndexFile, index_text);
+  // Nobody returns (and perhaps loads) before every file is complete.
+  world.world_group()->barrier();
+}
+
+void save(const torch::nn::Module& module, const std::string& dir) {
+  save(module_state(module), dir);
+}
+
+void load(const StateDict& state, const std::string& dir) {
+  const nlohmann::ordered_json index = read_index(dir);
+  const nlohmann::ordered_json& entries = index.at("tensors");
+  torch::NoGradGuard no_grad;
+  std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
+  for (const auto& [name, tensor] : state) {
+    TORCH_CHECK(tensor.defined() && !tensor.is_meta(), "checkpoint::load: tensor \"", name,
+                "\" is undefined or a meta tensor; load needs storage to fill");
+    auto entry = entries.find(name);
+    if (entry == entries.end()) {
+      std::string names;
+      for (const auto& item : entries.items()) names += (names.empty() ? "" : ", ") + item.key();
+      TORCH_CHECK(false, "checkpoint::load: ", dir, " has no tensor \"", name,
+                  "\" (it has: ", names.substr(0, 2000), ")");
+    }
+    load_one(name, tensor, *entry, dir, files);
+  }
+}
+
+void load(torch::nn::Module& module, const std::string& dir) { load(module_state(module), dir); }
+
+}  // namespace dtensor::checkpoint
