@@ -3,6 +3,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/torch_errors.h"
@@ -12,7 +13,8 @@ namespace dtensor {
 struct DeviceMesh::Impl {
   MeshShape shape;
   std::vector<int64_t> mesh_ranks;  // global rank at each row-major position
-  std::vector<int64_t> coordinate;  // this rank's position
+  std::vector<int64_t> coordinate;  // this rank's position; empty when not a member
+  bool member = false;              // this rank is in mesh_ranks
   c10::Device device{c10::kCPU};
   World* world = nullptr;
   std::vector<std::shared_ptr<Communicator>> communicators;  // one per mesh dim
@@ -62,30 +64,103 @@ std::vector<int64_t> ranks_along(const MeshShape& shape, const std::vector<int64
 
 }  // namespace
 
-DeviceMesh DeviceMesh::init(c10::DeviceType device_type, std::vector<int64_t> shape,
-                            std::vector<std::string> dim_names) {
-  World& world = require_current_world("DeviceMesh::init");
-  auto impl = std::make_shared<Impl>();
-  impl->shape = rethrow_as_torch_error([&] {
-    MeshShape mesh = MeshShape::create(std::move(shape), std::move(dim_names));
-    mesh.check_world_size(world.size());
-    return mesh;
-  }, "DeviceMesh::init");
-  TORCH_CHECK(device_type == world.device().type() || device_type == c10::kMeta,
-              "DeviceMesh::init on rank ", world.rank(), ": device type ", device_type,
+namespace {
+
+void check_device_type(const char* caller, c10::DeviceType device_type, const World& world) {
+  TORCH_CHECK(device_type == world.device().type() || device_type == c10::kMeta, caller,
+              " on rank ", world.rank(), ": device type ", device_type,
               " does not match the world's device ", world.device(),
               "; use the world's device type (or kMeta for shape-only tracing)");
+}
+
+}  // namespace
+
+// Every constructor ends here: `mesh_ranks` are validated global ranks.
+DeviceMesh DeviceMesh::build(MeshShape shape, std::vector<int64_t> mesh_ranks,
+                             c10::DeviceType device_type, World& world) {
+  auto impl = std::make_shared<Impl>();
+  impl->shape = std::move(shape);
+  impl->mesh_ranks = std::move(mesh_ranks);
   impl->device = device_type == c10::kMeta ? c10::Device(c10::kMeta) : world.device();
   impl->world = &world;
-  for (int64_t r = 0; r < impl->shape.num_ranks(); ++r) impl->mesh_ranks.push_back(r);
-  impl->coordinate = impl->shape.coordinate_of(world.rank());
-  for (int d = 0; d < impl->shape.ndim(); ++d) {
-    impl->communicators.push_back(
-        world.new_group(ranks_along(impl->shape, impl->mesh_ranks, impl->coordinate, d)));
+  auto position = std::find(impl->mesh_ranks.begin(), impl->mesh_ranks.end(), world.rank());
+  if (position != impl->mesh_ranks.end()) {
+    impl->member = true;
+    impl->coordinate = impl->shape.coordinate_of(position - impl->mesh_ranks.begin());
+    for (int d = 0; d < impl->shape.ndim(); ++d) {
+      impl->communicators.push_back(
+          world.new_group(ranks_along(impl->shape, impl->mesh_ranks, impl->coordinate, d)));
+    }
   }
   impl->hash = hash_of(impl->shape, impl->mesh_ranks);
   impl->tags = tags_of(impl->shape, impl->device);
   return DeviceMesh(std::move(impl));
+}
+
+DeviceMesh DeviceMesh::init(c10::DeviceType device_type, std::vector<int64_t> shape,
+                            std::vector<std::string> dim_names) {
+  World& world = require_current_world("DeviceMesh::init");
+  MeshShape mesh = rethrow_as_torch_error([&] {
+    MeshShape m = MeshShape::create(std::move(shape), std::move(dim_names));
+    m.check_world_size(world.size());
+    return m;
+  }, "DeviceMesh::init");
+  check_device_type("DeviceMesh::init", device_type, world);
+  std::vector<int64_t> ranks(static_cast<size_t>(mesh.num_ranks()));
+  for (size_t r = 0; r < ranks.size(); ++r) ranks[r] = static_cast<int64_t>(r);
+  return build(std::move(mesh), std::move(ranks), device_type, world);
+}
+
+DeviceMesh DeviceMesh::from_ranks(c10::DeviceType device_type, std::vector<int64_t> shape,
+                                  std::vector<int64_t> ranks, std::vector<std::string> dim_names) {
+  World& world = require_current_world("DeviceMesh::from_ranks");
+  MeshShape mesh = rethrow_as_torch_error(
+      [&] { return MeshShape::create(std::move(shape), std::move(dim_names)); },
+      "DeviceMesh::from_ranks");
+  check_device_type("DeviceMesh::from_ranks", device_type, world);
+  TORCH_CHECK(static_cast<int64_t>(ranks.size()) == mesh.num_ranks(),
+              "DeviceMesh::from_ranks on rank ", world.rank(), ": a mesh of shape ",
+              c10::IntArrayRef(mesh.shape()), " needs ", mesh.num_ranks(), " ranks, got ",
+              ranks.size(), " (", c10::IntArrayRef(ranks), ")");
+  std::vector<int64_t> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    TORCH_CHECK(sorted[i] >= 0 && sorted[i] < world.size(), "DeviceMesh::from_ranks on rank ",
+                world.rank(), ": rank ", sorted[i], " in ", c10::IntArrayRef(ranks),
+                " is outside the world of ", world.size(), " ranks");
+    TORCH_CHECK(i == 0 || sorted[i] != sorted[i - 1], "DeviceMesh::from_ranks on rank ",
+                world.rank(), ": rank ", sorted[i], " appears twice in ",
+                c10::IntArrayRef(ranks), "; every mesh position needs its own rank");
+  }
+  return build(std::move(mesh), std::move(ranks), device_type, world);
+}
+
+DeviceMesh DeviceMesh::from_tensor(c10::DeviceType device_type, const at::Tensor& ranks,
+                                   std::vector<std::string> dim_names) {
+  TORCH_CHECK(ranks.defined() && !c10::isFloatingType(ranks.scalar_type()) &&
+                  !c10::isComplexType(ranks.scalar_type()) && ranks.dim() >= 1,
+              "DeviceMesh::from_tensor: the mesh must be an integer tensor of global ranks "
+              "with at least one dim, got ",
+              ranks.defined() ? ranks.toString() : std::string("an undefined tensor"));
+  at::Tensor flat = ranks.to(at::kCPU, at::kLong).contiguous().view(-1);
+  std::vector<int64_t> list(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel());
+  return from_ranks(device_type, ranks.sizes().vec(), std::move(list), std::move(dim_names));
+}
+
+DeviceMesh DeviceMesh::flatten(std::string name) const {
+  const Impl& m = impl("DeviceMesh::flatten");
+  TORCH_CHECK(m.member, "DeviceMesh::flatten on rank ", m.world->rank(), ": this rank is not in ",
+              to_string(), "; only its members flatten it");
+  if (name.empty() && m.shape.has_dim_names()) {
+    for (const std::string& dim : m.shape.dim_names()) name += (name.empty() ? "" : "_") + dim;
+  }
+  MeshShape flat = rethrow_as_torch_error(
+      [&] {
+        return MeshShape::create({m.shape.num_ranks()},
+                                 name.empty() ? std::vector<std::string>{} : std::vector<std::string>{name});
+      },
+      "DeviceMesh::flatten");
+  return build(std::move(flat), m.mesh_ranks, m.device.type(), *m.world);
 }
 
 const DeviceMesh::Impl& DeviceMesh::impl(const char* caller) const {
@@ -106,8 +181,18 @@ const std::vector<std::string>& DeviceMesh::dim_names() const {
   return impl("DeviceMesh::dim_names").shape.dim_names();
 }
 
+bool DeviceMesh::is_member() const { return impl("DeviceMesh::is_member").member; }
+
+const std::vector<int64_t>& DeviceMesh::member_impl_coordinate(const char* caller) const {
+  const Impl& m = impl(caller);
+  TORCH_CHECK(m.member, caller, " on rank ", m.world->rank(), ": this rank is not in ", to_string(),
+              " over ranks ", c10::IntArrayRef(m.mesh_ranks),
+              "; only its members have a coordinate and communicators (check is_member())");
+  return m.coordinate;
+}
+
 const std::vector<int64_t>& DeviceMesh::get_coordinate() const {
-  return impl("DeviceMesh::get_coordinate").coordinate;
+  return member_impl_coordinate("DeviceMesh::get_coordinate");
 }
 
 int64_t DeviceMesh::size(int mesh_dim) const {
@@ -116,19 +201,20 @@ int64_t DeviceMesh::size(int mesh_dim) const {
 }
 
 int64_t DeviceMesh::get_local_rank(int mesh_dim) const {
-  const Impl& m = impl("DeviceMesh::get_local_rank");
-  int dim = rethrow_as_torch_error([&] { return m.shape.normalize_dim(mesh_dim); }, "DeviceMesh::get_local_rank");
-  return m.coordinate[static_cast<size_t>(dim)];
+  const auto& coordinate = member_impl_coordinate("DeviceMesh::get_local_rank");
+  int dim = rethrow_as_torch_error([&] { return impl_->shape.normalize_dim(mesh_dim); }, "DeviceMesh::get_local_rank");
+  return coordinate[static_cast<size_t>(dim)];
 }
 
 int64_t DeviceMesh::get_local_rank(const std::string& dim_name) const {
-  const Impl& m = impl("DeviceMesh::get_local_rank");
-  int dim = rethrow_as_torch_error([&] { return m.shape.dim_index(dim_name); }, "DeviceMesh::get_local_rank");
-  return m.coordinate[static_cast<size_t>(dim)];
+  const auto& coordinate = member_impl_coordinate("DeviceMesh::get_local_rank");
+  int dim = rethrow_as_torch_error([&] { return impl_->shape.dim_index(dim_name); }, "DeviceMesh::get_local_rank");
+  return coordinate[static_cast<size_t>(dim)];
 }
 
 Communicator& DeviceMesh::communicator(int mesh_dim) const {
-  const Impl& m = impl("DeviceMesh::communicator");
+  member_impl_coordinate("DeviceMesh::communicator");
+  const Impl& m = *impl_;
   int dim = rethrow_as_torch_error([&] { return m.shape.normalize_dim(mesh_dim); }, "DeviceMesh::communicator");
   return *m.communicators[static_cast<size_t>(dim)];
 }
@@ -144,7 +230,8 @@ DeviceMesh DeviceMesh::operator[](const std::string& dim_name) const {
 }
 
 DeviceMesh DeviceMesh::operator[](const std::vector<std::string>& dim_names) const {
-  const Impl& parent = impl("DeviceMesh::operator[]");
+  member_impl_coordinate("DeviceMesh::operator[]");
+  const Impl& parent = *impl_;
   auto sub = std::make_shared<Impl>();
   std::vector<int> dims;
   rethrow_as_torch_error([&] {
@@ -154,6 +241,7 @@ DeviceMesh DeviceMesh::operator[](const std::vector<std::string>& dim_names) con
   }, "DeviceMesh::operator[]");
   sub->device = parent.device;
   sub->world = parent.world;
+  sub->member = true;
   for (int d : dims) {
     sub->coordinate.push_back(parent.coordinate[static_cast<size_t>(d)]);
     sub->communicators.push_back(parent.communicators[static_cast<size_t>(d)]);
@@ -174,7 +262,15 @@ DeviceMesh DeviceMesh::operator[](const std::vector<std::string>& dim_names) con
 std::string DeviceMesh::to_string() const {
   if (!impl_) return "DeviceMesh(empty)";
   std::ostringstream out;
-  out << "DeviceMesh(" << impl_->device << ", " << impl_->shape.to_string() << ")";
+  out << "DeviceMesh(" << impl_->device << ", " << impl_->shape.to_string();
+  // Meshes over ranks other than 0..n-1 in order say which.
+  for (size_t i = 0; i < impl_->mesh_ranks.size(); ++i) {
+    if (impl_->mesh_ranks[i] != static_cast<int64_t>(i)) {
+      out << ", ranks " << c10::IntArrayRef(impl_->mesh_ranks);
+      break;
+    }
+  }
+  out << ")";
   return out.str();
 }
 

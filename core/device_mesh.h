@@ -2,10 +2,14 @@
 // dimension (the ranks along that dimension that include this rank).
 //   auto mesh = DeviceMesh::init(c10::kCPU, {2, 2}, {"dp", "tp"});
 //   mesh.get_local_rank("tp");   mesh["tp"].size();   mesh.get_coordinate();
+//   auto stage = DeviceMesh::from_ranks(c10::kCPU, {2}, {4, 6});       // ranks 4 and 6 only
+//   auto dp_tp = mesh[{"dp", "tp"}].flatten();                         // 1-D "dp_tp" over 4 ranks
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +30,19 @@ class DeviceMesh {
   static DeviceMesh init(c10::DeviceType device_type, std::vector<int64_t> shape,
                          std::vector<std::string> dim_names = {});
 
+  /// A mesh over an explicit array of global ranks, as PyTorch's
+  /// `DeviceMesh(device_type, mesh_tensor)`: `ranks` lists the global rank at
+  /// each position of `shape`, row-major, so a subset of the world, in any
+  /// order (pipeline stages, HSDP layouts). Every rank may call it, in the
+  /// mesh or not; only members get a coordinate and communicators (see
+  /// is_member()). Preconditions as init, and `ranks` holds product(shape)
+  /// distinct ranks of the world. Example: `from_ranks(c10::kCPU, {2, 2}, {3, 1, 2, 0})`.
+  static DeviceMesh from_ranks(c10::DeviceType device_type, std::vector<int64_t> shape,
+                               std::vector<int64_t> ranks, std::vector<std::string> dim_names = {});
+  /// The same from an integer tensor of global ranks (its shape is the mesh's).
+  static DeviceMesh from_tensor(c10::DeviceType device_type, const at::Tensor& ranks,
+                                std::vector<std::string> dim_names = {});
+
   DeviceMesh() = default;  // an empty mesh; only assignable
 
   int ndim() const;
@@ -35,7 +52,10 @@ class DeviceMesh {
   int64_t size() const;
   const MeshShape& mesh_shape() const;
   const std::vector<std::string>& dim_names() const;
-  /// This rank's coordinate in the mesh.
+  /// True when this rank is in the mesh (always for init and slices).
+  bool is_member() const;
+  /// This rank's coordinate in the mesh. Throws for a rank not in the mesh
+  /// (check is_member(); PyTorch returns None there).
   const std::vector<int64_t>& get_coordinate() const;
   /// This rank's index along `mesh_dim` (or the named dim).
   int64_t get_local_rank(int mesh_dim) const;
@@ -60,6 +80,18 @@ class DeviceMesh {
   /// rank: `mesh["tp"]`, `mesh[{"dp", "tp"}]`.
   DeviceMesh operator[](const std::string& dim_name) const;
   DeviceMesh operator[](const std::vector<std::string>& dim_names) const;
+  /// `mesh[{"dp", "tp"}]`: without this overload the braces could also build
+  /// a std::string from two `const char*` iterators, and the call would be ambiguous.
+  DeviceMesh operator[](std::initializer_list<std::string> dim_names) const {
+    return (*this)[std::vector<std::string>(dim_names)];
+  }
+
+  /// The mesh as one dim over the same ranks in row-major order, as PyTorch's
+  /// `mesh["dp", "cp"]._flatten()`: collectives over it span every rank of
+  /// this mesh (e.g. the data-parallel gradient reduction over dp x cp). The
+  /// dim is called `name`, by default the dim names joined by "_" ("dp_cp"),
+  /// unnamed for an unnamed mesh. Only members may call it.
+  DeviceMesh flatten(std::string name = "") const;
 
   /// "DeviceMesh(cpu, (dp=2, tp=2))".
   std::string to_string() const;
@@ -72,7 +104,11 @@ class DeviceMesh {
  private:
   struct Impl;
   explicit DeviceMesh(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  static DeviceMesh build(MeshShape shape, std::vector<int64_t> mesh_ranks,
+                          c10::DeviceType device_type, World& world);
   const Impl& impl(const char* caller) const;
+  /// This rank's coordinate; throws naming `caller` when it is not a member.
+  const std::vector<int64_t>& member_impl_coordinate(const char* caller) const;
   std::shared_ptr<const Impl> impl_;
 };
 
