@@ -49,6 +49,7 @@ TraceEvent event_of(const debug::TraceJsonEvent& e) {
   out.seq = e.seq;
   out.kind = e.kind;
   out.bytes = e.bytes;
+  out.output_bytes = e.output_bytes;
   out.group = e.group;
   out.mesh_dim = static_cast<int>(std::min<int64_t>(e.mesh_dim, 64));
   out.module = e.module;

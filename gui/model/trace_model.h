@@ -52,6 +52,31 @@ struct ModuleNode {
   std::string short_name() const;
 };
 
+// Why a collective happened (schema 2's "origin" of an event): the op whose
+// input needed another placement, or the explicit call that asked for it.
+struct TraceOrigin {
+  // True for redistribute / full_tensor / distribute_tensor / TP-style and
+  // distribute_module boundaries / run_check; false when sharding propagation
+  // inserted the redistribution.
+  bool is_explicit = true;
+  // What asked for it: "redistribute", "full_tensor", "sharding_propagation", ...
+  std::string cause;
+  // The aten op ("aten::mm.default"); empty for explicit calls outside an op.
+  std::string op;
+  // The op's input whose placement changed; -1 when not an op input.
+  int64_t input_index = -1;
+  // Placements of the redistribution, as written ("[S(0), R]").
+  std::string from_placements;
+  std::string to_placements;
+  // The mesh dim this collective works on; -1 when unknown.
+  int64_t mesh_dim = -1;
+  // Implicit only: the strategy chosen and the cheapest one rejected (empty
+  // when none) with its cost.
+  std::string strategy;
+  std::string rejected_strategy;
+  double rejected_cost = 0.0;
+};
+
 // One collective issued by one rank, in issue order (`seq`).
 struct TraceEvent {
   int64_t rank = 0;
@@ -66,6 +91,10 @@ struct TraceEvent {
   std::string phase;
   std::vector<int64_t> shape;
   std::string dtype;
+  // Bytes received into the output (all_gather: the gathered tensor).
+  int64_t output_bytes = 0;
+  // Why it happened; unset in traces before schema 2 and PyTorch's files.
+  std::optional<TraceOrigin> origin;
 };
 
 // The mesh the trace was recorded on, when the file says.

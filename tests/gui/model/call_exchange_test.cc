@@ -1,0 +1,156 @@
+// Call exchange and call preset models: bytes between ranks of one traced
+// call, and the playground inputs replaying its transition (no window).
+#include "gui/model/call_exchange.h"
+
+#include <gtest/gtest.h>
+
+#include "core/layout/collective_kind.h"
+#include "core/layout/comm_cost.h"
+#include "gui/model/call_preset.h"
+#include "gui/model/viewer_state.h"
+
+namespace dtensor::gui {
+namespace {
+
+TraceEvent event(int64_t rank, int64_t seq, const std::string& kind, int64_t bytes,
+                 std::vector<int64_t> group, int mesh_dim) {
+  TraceEvent e;
+  e.rank = rank, e.seq = seq, e.kind = kind, e.bytes = bytes, e.group = std::move(group);
+  e.mesh_dim = mesh_dim;
+  return e;
+}
+
+// Every rank's total equals comm_cost's ring bytes per rank.
+TEST(CallExchangeTest, PerRankTotalsMatchTheRingFormulas) {
+  const std::vector<int64_t> group = {0, 1, 2, 3};
+  struct Case {
+    const char* kind;
+    CollectiveKind enum_kind;
+    int64_t input, output;
+  };
+  for (Case c : {Case{"all_gather_into_tensor", CollectiveKind::kAllGatherIntoTensor, 64, 256},
+                 Case{"reduce_scatter_tensor", CollectiveKind::kReduceScatterTensor, 256, 64},
+                 Case{"all_reduce", CollectiveKind::kAllReduce, 256, 256},
+                 Case{"all_to_all_single", CollectiveKind::kAllToAllSingle, 256, 256}}) {
+    SCOPED_TRACE(c.kind);
+    std::vector<RankExchange> edges = pairwise_bytes(c.kind, 2, c.input, group);
+    ASSERT_EQ(edges.size(), 3u);
+    int64_t total = 0;
+    for (const RankExchange& e : edges) {
+      EXPECT_EQ(e.from, 2);
+      EXPECT_NE(e.to, 2);
+      total += e.bytes;
+    }
+    EXPECT_EQ(total, ring_bytes_per_rank(c.enum_kind, c.input, c.output, 4));
+  }
+  EXPECT_TRUE(pairwise_bytes("broadcast", 1, 64, group).empty()) << "only the root sends";
+  EXPECT_EQ(pairwise_bytes("broadcast", 0, 64, group).size(), 3u);
+  EXPECT_TRUE(pairwise_bytes("barrier", 0, 0, group).empty());
+  EXPECT_TRUE(pairwise_bytes("all_reduce", 0, 64, {0}).empty()) << "a group of one sends nothing";
+}
+
+// A 2x2x2 mesh, all_gather over mesh dim 1 on every rank: four groups of two.
+TEST(CallExchangeTest, MergedTraceUsesEveryRanksGroup) {
+  Trace trace;
+  trace.world_size = 8;
+  MeshShape mesh = MeshShape::create({2, 2, 2});
+  for (int64_t rank = 0; rank < 8; ++rank) {
+    trace.events.push_back(event(rank, 0, "all_reduce", 32, mesh.group_ranks(rank, 0), 0));
+    trace.events.push_back(
+        event(rank, 1, "all_gather_into_tensor", 100 + rank, mesh.group_ranks(rank, 1), 1));
+  }
+  CallExchange x = call_exchange(trace, 3);  // rank 1, seq 1
+  EXPECT_EQ(x.seq, 1);
+  EXPECT_EQ(x.kind, "all_gather_into_tensor");
+  EXPECT_EQ(x.mesh_dim, 1);
+  EXPECT_EQ(x.groups, (std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  ASSERT_EQ(x.edges.size(), 8u);
+  EXPECT_EQ(x.edges[0].from, 0);
+  EXPECT_EQ(x.edges[0].to, 2);
+  EXPECT_EQ(x.edges[0].bytes, 100);
+  EXPECT_EQ(x.sent_by_rank.at(7), 107) << "each rank's own bytes";
+  EXPECT_EQ(x.max_edge_bytes, 107);
+}
+
+// A one-rank trace: the group's other members are assumed to do the same.
+TEST(CallExchangeTest, OneRankTraceStandsInForItsPeers) {
+  Trace trace;
+  trace.world_size = 4;
+  trace.events.push_back(event(0, 0, "reduce_scatter_tensor", 400, {0, 1, 2, 3}, 0));
+  CallExchange x = call_exchange(trace, 0);
+  EXPECT_EQ(x.edges.size(), 12u);
+  for (const auto& [rank, sent] : x.sent_by_rank) EXPECT_EQ(sent, 300) << rank;
+}
+
+Trace origin_trace() {
+  Trace trace;
+  trace.world_size = 4;
+  trace.mesh = TraceMesh{{2, 2}, {"dp", "tp"}};
+  TraceEvent e = event(0, 0, "all_gather_into_tensor", 96, {0, 1}, 1);
+  e.shape = {4, 6};
+  TraceOrigin origin;
+  origin.is_explicit = false;
+  origin.cause = "sharding_propagation";
+  origin.op = "aten::mm.default";
+  origin.input_index = 1;
+  origin.from_placements = "[S(0), S(0)]";
+  origin.to_placements = "[S(0), R]";
+  origin.mesh_dim = 1;
+  e.origin = origin;
+  trace.events.push_back(e);
+  trace.events.push_back(event(0, 1, "all_reduce", 32, {0, 2}, 0));  // no origin
+  return trace;
+}
+
+TEST(CallPresetTest, OriginGivesMeshPlacementsAndGlobalShape) {
+  Trace trace = origin_trace();
+  Parsed<CallPreset> preset = call_preset(trace, trace.events[0]);
+  ASSERT_TRUE(preset.ok()) << preset.error;
+  EXPECT_EQ(preset.value->mesh, "dp=2, tp=2");
+  EXPECT_EQ(preset.value->tensor, "16, 6") << "dim 0 sharded over both mesh dims";
+  EXPECT_EQ(preset.value->placements, "[S(0), S(0)]");
+  EXPECT_EQ(preset.value->target, "[S(0), R]");
+  EXPECT_EQ(origin_summary(*trace.events[0].origin),
+            "aten::mm.default input 1: [S(0), S(0)] -> [S(0), R] (implicit, sharding_propagation)");
+  Parsed<CallPreset> none = call_preset(trace, trace.events[1]);
+  EXPECT_FALSE(none.ok());
+  EXPECT_NE(none.error.find("no origin"), std::string::npos) << none.error;
+  trace.mesh.reset();
+  EXPECT_NE(call_preset(trace, trace.events[0]).error.find("names no mesh"), std::string::npos);
+}
+
+TEST(CallPresetTest, SelectingACallPresetsThePlaygroundAndTheExchange) {
+  ViewerState state;
+  state.trace = origin_trace();
+  ASSERT_TRUE(state.select_call(0)) << state.call_message;
+  const PlaygroundInputs& in = state.playground.inputs();
+  EXPECT_EQ(in.mesh, "dp=2, tp=2");
+  EXPECT_EQ(in.tensor, "16, 6");
+  EXPECT_EQ(in.placements, "[S(0), S(0)]");
+  EXPECT_EQ(in.target, "[S(0), R]");
+  ASSERT_TRUE(state.playground.plan()) << state.playground.plan_error();
+  ASSERT_FALSE(state.playground.plan()->steps.empty());
+  EXPECT_EQ(state.playground.plan()->steps[0].mesh_dim, 1) << "the transition on tp";
+  EXPECT_EQ(state.exchange.edges.size(), 2u);  // ranks 0 and 1 (stand-in)
+  // A call without origin stays selected (bytes still draw) with a message.
+  EXPECT_FALSE(state.select_call(1));
+  EXPECT_EQ(state.selected_event, std::optional<size_t>(1));
+  EXPECT_NE(state.call_message.find("no origin"), std::string::npos);
+  EXPECT_FALSE(state.select_call_seq(9));
+  EXPECT_FALSE(state.select_call(99));
+}
+
+TEST(CallPresetTest, ImplicitFilterKeepsOnlyImplicitOrigins) {
+  ViewerState state;
+  Trace trace = origin_trace();
+  EXPECT_TRUE(state.shows_event(trace.events[0]));
+  EXPECT_TRUE(state.shows_event(trace.events[1]));
+  state.implicit_only = true;
+  EXPECT_TRUE(state.shows_event(trace.events[0]));
+  EXPECT_FALSE(state.shows_event(trace.events[1])) << "no origin: not known to be implicit";
+  trace.events[0].origin->is_explicit = true;
+  EXPECT_FALSE(state.shows_event(trace.events[0]));
+}
+
+}  // namespace
+}  // namespace dtensor::gui
