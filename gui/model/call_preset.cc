@@ -36,6 +36,21 @@ Parsed<CallPreset> call_preset(const Trace& trace, const TraceEvent& event) {
   }
   preset.placements = normalize_placements_text(origin.from_placements);
   preset.target = normalize_placements_text(origin.to_placements);
+  // A redistribution on a 1-D sub-mesh (a TP style on the tp dim of a 2-D
+  // mesh) has one placement: replay it on that dim alone.
+  size_t count = 0;
+  try {
+    count = parse_placements(preset.placements).size();
+  } catch (const std::exception&) {
+    count = 0;  // parse_placements_text below names the problem
+  }
+  if (count == 1 && trace.mesh->shape.size() > 1 && event.mesh_dim >= 0 &&
+      static_cast<size_t>(event.mesh_dim) < trace.mesh->shape.size()) {
+    const size_t d = static_cast<size_t>(event.mesh_dim);
+    const TraceMesh& m = *trace.mesh;
+    preset.mesh = (m.dim_names.size() == m.shape.size() ? m.dim_names[d] + "=" : std::string()) +
+                  std::to_string(m.shape[d]);
+  }
   Parsed<MeshShape> mesh = parse_mesh_text(preset.mesh);
   if (!mesh.ok()) {
     result.error = mesh.error;
@@ -58,15 +73,6 @@ Parsed<CallPreset> call_preset(const Trace& trace, const TraceEvent& event) {
   }
   result.value = preset;
   return result;
-}
-
-std::string origin_summary(const TraceOrigin& origin) {
-  std::string text = origin.op.empty() ? origin.cause : origin.op;
-  if (origin.input_index >= 0) text += " input " + std::to_string(origin.input_index);
-  text += ": " + origin.from_placements + " -> " + origin.to_placements;
-  text += origin.is_explicit ? " (explicit" : " (implicit";
-  if (!origin.cause.empty() && !origin.op.empty()) text += ", " + origin.cause;
-  return text + ")";
 }
 
 }  // namespace dtensor::gui

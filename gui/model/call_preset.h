@@ -30,11 +30,9 @@ std::string trace_mesh_text(const Trace& trace);
 // collective's input shape with every dim sharded by the from placements
 // multiplied by its mesh dims' sizes: exact for the first collective of a
 // redistribution over evenly divisible dims, which is what the plan replays.
+// A one-placement redistribution on a mesh of more dims (a 1-D sub-mesh)
+// replays on the event's mesh dim alone ("tp=2").
 // Example: input [4, 6] on Mesh(dp=2, tp=2) from [S(0), R] -> tensor "8, 6".
 Parsed<CallPreset> call_preset(const Trace& trace, const TraceEvent& event);
-
-// One line naming an origin, for tables and tooltips:
-// "aten::mm.default input 1: [S(0), R] -> [R, R] (implicit, sharding_propagation)".
-std::string origin_summary(const TraceOrigin& origin);
 
 }  // namespace dtensor::gui

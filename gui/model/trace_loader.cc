@@ -56,6 +56,7 @@ TraceEvent event_of(const debug::TraceJsonEvent& e) {
   out.phase = e.phase;
   if (!e.input_shapes.empty()) out.shape = e.input_shapes.front();
   out.dtype = e.dtype;
+  out.origin = e.origin;
   return out;
 }
 

@@ -1,5 +1,5 @@
 // Trace model of the viewer: the comm trace JSON of debug/comm_trace_schema.md
-// (schema version 1) as plain structs: the module tree with forward/backward
+// (schema versions 1 and 2) as plain structs: the module tree with forward/backward
 // collective counts and bytes, parameters' sharding, the events of every rank
 // and per-rank totals. Loading lives in trace_loader.h.
 //   const ModuleNode& root = trace.root;   // fqn "Global"
@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/layout/collective_origin.h"
 
 namespace dtensor::gui {
 
@@ -52,30 +54,10 @@ struct ModuleNode {
   std::string short_name() const;
 };
 
-// Why a collective happened (schema 2's "origin" of an event): the op whose
-// input needed another placement, or the explicit call that asked for it.
-struct TraceOrigin {
-  // True for redistribute / full_tensor / distribute_tensor / TP-style and
-  // distribute_module boundaries / run_check; false when sharding propagation
-  // inserted the redistribution.
-  bool is_explicit = true;
-  // What asked for it: "redistribute", "full_tensor", "sharding_propagation", ...
-  std::string cause;
-  // The aten op ("aten::mm.default"); empty for explicit calls outside an op.
-  std::string op;
-  // The op's input whose placement changed; -1 when not an op input.
-  int64_t input_index = -1;
-  // Placements of the redistribution, as written ("[S(0), R]").
-  std::string from_placements;
-  std::string to_placements;
-  // The mesh dim this collective works on; -1 when unknown.
-  int64_t mesh_dim = -1;
-  // Implicit only: the strategy chosen and the cheapest one rejected (empty
-  // when none) with its cost.
-  std::string strategy;
-  std::string rejected_strategy;
-  double rejected_cost = 0.0;
-};
+// Why a collective happened (schema 2's "origin" of an event): core's plain
+// struct (explicit or implicit, cause, op, input index, from/to placements,
+// mesh dim, step, chosen and rejected strategy), shared with debug/.
+using TraceOrigin = ::dtensor::CollectiveOrigin;
 
 // One collective issued by one rank, in issue order (`seq`).
 struct TraceEvent {

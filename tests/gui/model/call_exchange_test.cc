@@ -4,9 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 #include "core/layout/collective_kind.h"
 #include "core/layout/comm_cost.h"
+#include "debug/trace_json.h"
 #include "gui/model/call_preset.h"
+#include "gui/model/trace_loader.h"
 #include "gui/model/viewer_state.h"
 
 namespace dtensor::gui {
@@ -90,8 +96,9 @@ Trace origin_trace() {
   e.shape = {4, 6};
   TraceOrigin origin;
   origin.is_explicit = false;
-  origin.cause = "sharding_propagation";
-  origin.op = "aten::mm.default";
+  origin.cause = "implicit";
+  origin.op = "aten::mm";
+  origin.step = "S(0) -> R";
   origin.input_index = 1;
   origin.from_placements = "[S(0), S(0)]";
   origin.to_placements = "[S(0), R]";
@@ -110,8 +117,14 @@ TEST(CallPresetTest, OriginGivesMeshPlacementsAndGlobalShape) {
   EXPECT_EQ(preset.value->tensor, "16, 6") << "dim 0 sharded over both mesh dims";
   EXPECT_EQ(preset.value->placements, "[S(0), S(0)]");
   EXPECT_EQ(preset.value->target, "[S(0), R]");
-  EXPECT_EQ(origin_summary(*trace.events[0].origin),
-            "aten::mm.default input 1: [S(0), S(0)] -> [S(0), R] (implicit, sharding_propagation)");
+  // A TP style's redistribution on the tp sub-mesh: one placement.
+  TraceEvent sub = trace.events[0];
+  sub.origin->from_placements = "[S(0)]";
+  sub.origin->to_placements = "[R]";
+  Parsed<CallPreset> on_tp = call_preset(trace, sub);
+  ASSERT_TRUE(on_tp.ok()) << on_tp.error;
+  EXPECT_EQ(on_tp.value->mesh, "tp=2");
+  EXPECT_EQ(on_tp.value->tensor, "8, 6");
   Parsed<CallPreset> none = call_preset(trace, trace.events[1]);
   EXPECT_FALSE(none.ok());
   EXPECT_NE(none.error.find("no origin"), std::string::npos) << none.error;
@@ -150,6 +163,50 @@ TEST(CallPresetTest, ImplicitFilterKeepsOnlyImplicitOrigins) {
   EXPECT_FALSE(state.shows_event(trace.events[1])) << "no origin: not known to be implicit";
   trace.events[0].origin->is_explicit = true;
   EXPECT_FALSE(state.shows_event(trace.events[0]));
+}
+
+std::string testdata(const std::string& name) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  std::string rel = "tests/gui/testdata/" + name;
+  if (srcdir != nullptr) {
+    std::string full = std::string(srcdir) + "/dtensor/" + rel;
+    if (std::ifstream(full).good()) return full;
+  }
+  return rel;
+}
+
+// The screenshot tests' schema-2 trace (origins on a 2x2x2 mesh) passes
+// debug's validator and loads with its origins, filters and presets.
+TEST(OriginsTraceTest, ThreeDimTraceLoadsWithOrigins) {
+  std::ifstream in(testdata("origins_3d_trace.json"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<std::string> problems = debug::validate_comm_trace_json(text.str());
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  ViewerState state;
+  ASSERT_TRUE(state.load_trace(testdata("origins_3d_trace.json"))) << state.trace_error;
+  const Trace& trace = *state.trace;
+  EXPECT_EQ(trace.schema_version, 2);
+  EXPECT_EQ(trace.events.size(), 48u);
+  OriginCounts counts = origin_counts(trace);
+  EXPECT_EQ(counts.with_origin, 48);
+  EXPECT_EQ(counts.implicit, 24);
+  EXPECT_EQ(state.calls_rank, 0);
+  std::vector<size_t> implicit = calls_of_rank(trace, 0, /*implicit_only=*/true);
+  ASSERT_EQ(implicit.size(), 3u);
+  EXPECT_EQ(trace.events[implicit[0]].origin->op, "aten::mm");
+  EXPECT_EQ(trace.events[implicit[0]].origin->input_index, 1);
+  EXPECT_EQ(calls_of_rank(trace, 0, false).size(), 6u);
+  // Call 3: implicit all_reduce over dp on every rank: 4 groups of 2.
+  ASSERT_TRUE(state.select_call_seq(3)) << state.call_message;
+  EXPECT_EQ(state.exchange.groups.size(), 4u);
+  EXPECT_EQ(state.exchange.edges.size(), 8u);
+  EXPECT_EQ(state.exchange.sent_by_rank.at(5), 64) << "2 * 64 / 2 bytes to its one peer";
+  EXPECT_EQ(state.playground.inputs().mesh, "pp=2, dp=2, tp=2");
+  EXPECT_EQ(state.playground.inputs().placements, "[R, P(sum), R]");
+  EXPECT_EQ(state.playground.inputs().target, "[R, R, R]");
+  ASSERT_TRUE(state.playground.plan()) << state.playground.plan_error();
+  EXPECT_EQ(state.playground.plan()->num_collectives(), 1);
 }
 
 }  // namespace
