@@ -55,6 +55,7 @@ bool ViewerState::load_trace(const std::string& path) {
   timeline = build_timeline(*trace);
   trace_palette = RankPalette(std::min<int64_t>(trace->world_size, 4096));
   calls_rank = default_calls_rank(*trace);
+  origin_counts = ::dtensor::gui::origin_counts(*trace);
   selected_event.reset();
   exchange = CallExchange{};
   call_message.clear();

@@ -81,6 +81,8 @@ class ViewerState {
   // Comm table and timeline show only implicit collectives (origins with
   // is_explicit false) when set.
   bool implicit_only = false;
+  // Origins in `trace` (derived by load_trace).
+  OriginCounts origin_counts;
   // Rank whose calls the comm table lists (default_calls_rank on load).
   int64_t calls_rank = -1;
   // The mesh dims the Mesh panel draws as rows / columns / grids.

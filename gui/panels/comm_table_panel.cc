@@ -250,14 +250,25 @@ void draw_kind_legend(const Trace& trace) {
   }
 }
 
+// A filled tag: `text` in dark letters on `color` (reads at a glance, and
+// the screenshot tests count its pixels).
+void badge(const char* text, Rgb color) {
+  ImVec2 size = ImGui::CalcTextSize(text);
+  ImVec2 pos = ImGui::GetCursorScreenPos();
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  draw->AddRectFilled(pos, ImVec2(pos.x + size.x + 8, pos.y + size.y), to_imu32(color), 3.0f);
+  draw->AddText(ImVec2(pos.x + 4, pos.y), IM_COL32(24, 24, 24, 255), text);
+  ImGui::Dummy(ImVec2(size.x + 8, size.y));
+}
+
 // "implicit" / "explicit" tag in its colour; "-" without origin.
 void origin_tag(const TraceEvent& e) {
   if (!e.origin) {
     ImGui::TextDisabled("-");
   } else if (e.origin->is_explicit) {
-    ImGui::TextColored(to_imvec4(kExplicitColor), "explicit");
+    badge("explicit", kExplicitColor);
   } else {
-    ImGui::TextColored(to_imvec4(kImplicitColor), "implicit");
+    badge("implicit", kImplicitColor);
   }
 }
 
@@ -318,10 +329,12 @@ void draw_call_row(ViewerState& state, const Trace& trace, size_t index) {
 // select the call (Mesh panel bytes, playground preset).
 void draw_calls(ViewerState& state, const Trace& trace, float height) {
   if (trace.events.empty()) return;
-  OriginCounts counts = origin_counts(trace);
+  const OriginCounts& counts = state.origin_counts;
   std::string header = "Calls and their origins (" + std::to_string(counts.implicit) +
                        " implicit of " + std::to_string(counts.with_origin) + " with origin)###calls";
-  if (!ImGui::CollapsingHeader(header.c_str(), ImGuiTreeNodeFlags_DefaultOpen)) return;
+  // Open by default when there are origins to show (schema 2 traces).
+  ImGuiTreeNodeFlags open = counts.with_origin > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0;
+  if (!ImGui::CollapsingHeader(header.c_str(), open)) return;
   ImGui::Checkbox("implicit only", &state.implicit_only);
   ImGui::SameLine();
   int rank = static_cast<int>(state.calls_rank);
@@ -382,7 +395,7 @@ void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
                            &state.comm_options.filter);
   draw_kind_legend(trace);
   float avail = ImGui::GetContentRegionAvail().y;
-  float share = trace.events.empty() ? 0.62f : 0.4f;
+  float share = state.origin_counts.with_origin > 0 ? 0.4f : 0.62f;
   draw_module_table(state, trace, std::max(avail * share, ImGui::GetFontSize() * 8.0f));
   draw_calls(state, trace, std::max(avail * 0.34f, ImGui::GetFontSize() * 8.0f));
   draw_parameters(state, trace);

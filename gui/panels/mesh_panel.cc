@@ -154,9 +154,10 @@ void draw_exchange(const CallExchange& x, const std::map<int64_t, ImVec2>& cente
     if (len < 1.0f) continue;
     float ux = dx / len, uy = dy / len;
     // Start and end a little inside the cells' edges.
-    float inset = cell * 0.28f;
+    float inset = cell * 0.34f;
     ImVec2 p0(a.x + ux * inset, a.y + uy * inset), p2(b.x - ux * inset, b.y - uy * inset);
-    float bend = std::min(len * 0.18f, cell * 0.6f);
+    // Bent enough that the labels of a -> b and b -> a do not overlap.
+    float bend = std::min(len * 0.55f, cell * 0.8f);
     ImVec2 ctrl((p0.x + p2.x) / 2 - uy * bend, (p0.y + p2.y) / 2 + ux * bend);
     float width = 1.5f + 4.5f * static_cast<float>(e->bytes) / static_cast<float>(x.max_edge_bytes);
     draw->AddBezierQuadratic(p0, ctrl, p2, color, width);

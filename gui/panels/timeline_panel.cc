@@ -107,14 +107,14 @@ size_t draw_lane(ImDrawList* draw, const ViewerState& state, const Trace& trace,
     ImVec2 max(min.x + std::max(g.cell_w - 2, 1.0f), y + g.lane_h - 2);
     Rgb color = collective_kind_color(e.kind);
     bool shown = state.shows_event(e);
-    draw->AddRectFilled(min, max, to_imu32(color, shown ? 1.0f : 0.12f), 2.0f);
+    draw->AddRectFilled(min, max, to_imu32(color, shown ? 1.0f : 0.25f), 2.0f);
     if (e.phase == "backward" && shown) {
       draw_hatching(draw, min, max, IM_COL32(0, 0, 0, 150), 5.0f);
     }
     if (e.origin && !e.origin->is_explicit) {
-      float s = std::min(std::max(g.cell_w * 0.35f, 4.0f), 9.0f);
-      draw->AddTriangleFilled(ImVec2(min.x, min.y), ImVec2(min.x + 2 * s, min.y),
-                              ImVec2(min.x, min.y + 2 * s), to_imu32(kImplicitColor));
+      float s = std::min(std::max(g.cell_w * 0.4f, 5.0f), 11.0f);
+      draw->AddTriangleFilled(ImVec2(min.x, min.y), ImVec2(min.x + s, min.y),
+                              ImVec2(min.x, min.y + s), to_imu32(kImplicitColor));
     }
     if (timeline.mismatched_seqs.count(e.seq)) draw->AddRect(min, max, kMismatch, 2.0f, 0, 2.0f);
     if (e.seq == selected_seq)
@@ -204,7 +204,7 @@ void draw_timeline_panel(ViewerState& state, const PanelFrame& frame) {
   if (state.implicit_only) {
     ImGui::SameLine();
     ImGui::TextColored(to_imvec4(kImplicitColor), "%lld implicit",
-                       static_cast<long long>(origin_counts(*state.trace).implicit));
+                       static_cast<long long>(state.origin_counts.implicit));
   }
   draw_lanes(state, *state.trace);
   ImGui::End();
