@@ -317,8 +317,10 @@ void draw_call_row(ViewerState& state, const Trace& trace, size_t index) {
     ImGui::TextUnformatted(where.empty() ? "-" : where.c_str());
     ImGui::TableNextColumn();
     ImGui::Text("%s -> %s", o.from_placements.c_str(), o.to_placements.c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(o.step.c_str());
   }
-  if (!e.origin) ImGui::TableNextColumn();
+  if (!e.origin) ImGui::TableNextColumn(), ImGui::TableNextColumn();
   ImGui::TableNextColumn();
   origin_tag(e);
   ImGui::TableNextColumn();
@@ -352,16 +354,17 @@ void draw_calls(ViewerState& state, const Trace& trace, float height) {
   ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersV |
                           ImGuiTableFlags_BordersOuterH | ImGuiTableFlags_ScrollY |
                           ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingStretchProp;
-  if (!ImGui::BeginTable("calls", 8, flags, ImVec2(0.0f, height))) return;
+  if (!ImGui::BeginTable("calls", 9, flags, ImVec2(0.0f, height))) return;
   ImGui::TableSetupScrollFreeze(0, 1);
-  ImGui::TableSetupColumn("#", 0, 0.35f);
-  ImGui::TableSetupColumn("call", 0, 0.45f);
-  ImGui::TableSetupColumn("bytes", 0, 0.7f);
-  ImGui::TableSetupColumn("module", 0, 1.6f);
+  ImGui::TableSetupColumn("#", 0, 0.3f);
+  ImGui::TableSetupColumn("call", 0, 0.4f);
+  ImGui::TableSetupColumn("bytes", 0, 0.6f);
+  ImGui::TableSetupColumn("module", 0, 1.2f);
   ImGui::TableSetupColumn("op, input", 0, 1.4f);
-  ImGui::TableSetupColumn("from -> to", 0, 1.5f);
-  ImGui::TableSetupColumn("origin", 0, 0.8f);
-  ImGui::TableSetupColumn("cause", 0, 1.1f);
+  ImGui::TableSetupColumn("from -> to", 0, 2.1f);
+  ImGui::TableSetupColumn("step", 0, 0.9f);
+  ImGui::TableSetupColumn("origin", 0, 0.7f);
+  ImGui::TableSetupColumn("cause", 0, 1.0f);
   ImGui::TableHeadersRow();
   for (size_t index : rows) draw_call_row(state, trace, index);
   ImGui::EndTable();
@@ -395,9 +398,9 @@ void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
                            &state.comm_options.filter);
   draw_kind_legend(trace);
   float avail = ImGui::GetContentRegionAvail().y;
-  float share = state.origin_counts.with_origin > 0 ? 0.4f : 0.62f;
+  float share = state.origin_counts.with_origin > 0 ? 0.32f : 0.62f;
   draw_module_table(state, trace, std::max(avail * share, ImGui::GetFontSize() * 8.0f));
-  draw_calls(state, trace, std::max(avail * 0.34f, ImGui::GetFontSize() * 8.0f));
+  draw_calls(state, trace, std::max(avail * 0.42f, ImGui::GetFontSize() * 8.0f));
   draw_parameters(state, trace);
   draw_per_rank_totals(trace);
   ImGui::End();

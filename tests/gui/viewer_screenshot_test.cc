@@ -235,6 +235,37 @@ TEST_F(ViewerScreenshotTest, MeshDrawsTheBytesOfACallOnA3dMesh) {
   EXPECT_LT(testing::find_color(none, collective_kind_color("all_reduce"), 3).count, 20);
 }
 
+// --call 1 (implicit all_gather for aten::mm) presets the playground: its
+// origin line in amber and an all_gather step in the plan.
+TEST_F(ViewerScreenshotTest, SelectedCallOpensThePlaygroundAtItsTransition) {
+  Image image = render("playground_call", "playground",
+                       {runfile("tests/gui/testdata/origins_3d_trace.json"), "--call", "1"});
+  EXPECT_LT(testing::find_color(image, kErrorColor, 3).count, 20) << "valid preset";
+  EXPECT_GT(testing::find_color(image, kImplicitColor, 3).count, 60) << "the origin line";
+  EXPECT_GT(testing::find_color(image, collective_kind_color("all_gather_into_tensor"), 12).count, 10)
+      << "the plan's all_gather";
+  std::vector<Box> b = rank_boxes(image, 8);
+  for (int r = 0; r < 8; ++r) EXPECT_GT(b[r].count, 300) << "rank " << r << " in the layouts";
+}
+
+// The layout of a 4-D mesh: each 2x2 block of an 8x8 tensor is replicated
+// over pp and cp, so all 16 rank colours show as stripes.
+TEST_F(ViewerScreenshotTest, LayoutOfA4dMeshStripesItsReplicas) {
+  Image image = render("layout_4d", "layout",
+                       {"--mesh", "pp=2, dp=2, cp=2, tp=2", "--tensor", "8, 8", "--placements",
+                        "R, S(0), R, S(1)"});
+  std::vector<Box> b = rank_boxes(image, 16, /*min_row=*/30);  // not the legend
+  for (int r = 0; r < 16; ++r) EXPECT_GT(b[r].count, 500) << "rank " << r;
+  // rank = 8 pp + 4 dp + 2 cp + tp: ranks 0, 2, 8, 10 (dp 0, tp 0) stripe
+  // the top-left block, rank 1 (tp 1) is right of it, rank 4 (dp 1) below.
+  for (int r : {2, 8, 10}) {
+    EXPECT_NEAR(b[r].y0, b[0].y0, 4) << "rank " << r;
+    EXPECT_NEAR(b[r].x1, b[0].x1, 4) << "rank " << r;
+  }
+  EXPECT_LT(b[0].x1, b[1].x0 + 4);
+  EXPECT_LT(b[0].y1, b[4].y0 + 4);
+}
+
 // A 4-D mesh: two dims as rows and columns, one as side-by-side grids, pp
 // fixed at 0, so ranks 0-7 are drawn and 8-15 are not.
 TEST_F(ViewerScreenshotTest, MeshOf4dShowsOneIndexOfTheFixedDim) {
