@@ -332,8 +332,11 @@ void draw_call_row(ViewerState& state, const Trace& trace, size_t index) {
 void draw_calls(ViewerState& state, const Trace& trace, float height) {
   if (trace.events.empty()) return;
   const OriginCounts& counts = state.origin_counts;
-  std::string header = "Calls and their origins (" + std::to_string(counts.implicit) +
-                       " implicit of " + std::to_string(counts.with_origin) + " with origin)###calls";
+  std::string header = counts.with_origin == 0
+                           ? std::string("Calls (this trace records no origins)###calls")
+                           : "Calls and their origins (" + std::to_string(counts.implicit) +
+                                 " implicit of " + std::to_string(counts.with_origin) +
+                                 " with origin)###calls";
   // Open by default when there are origins to show (schema 2 traces).
   ImGuiTreeNodeFlags open = counts.with_origin > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0;
   if (!ImGui::CollapsingHeader(header.c_str(), open)) return;
@@ -345,7 +348,7 @@ void draw_calls(ViewerState& state, const Trace& trace, float height) {
     state.calls_rank = std::clamp<int64_t>(rank, 0, std::max<int64_t>(trace.world_size - 1, 0));
   if (counts.with_origin == 0) {
     ImGui::SameLine();
-    ImGui::TextDisabled("(this trace records no origins: schema 2 does)");
+    ImGui::TextDisabled("(schema 2 traces record why each call happened)");
   }
   if (!state.call_message.empty() && state.selected_event) {
     ImGui::TextDisabled("selected call: %s", state.call_message.c_str());
