@@ -49,6 +49,10 @@ CallExchange call_exchange(const Trace& trace, size_t event_index) {
   std::map<std::pair<int64_t, int64_t>, int64_t> bytes;
   std::set<std::vector<int64_t>> groups;
   auto add = [&](int64_t rank, const TraceEvent& e, const std::vector<int64_t>& group) {
+    if (bytes.size() + group.size() > kMaxExchangeEdges) {
+      x.truncated = true;
+      return;
+    }
     for (const RankExchange& edge : pairwise_bytes(e.kind, rank, e.bytes, group))
       bytes[{edge.from, edge.to}] = edge.bytes;
   };
@@ -58,6 +62,7 @@ CallExchange call_exchange(const Trace& trace, size_t event_index) {
     groups.insert(group);
     add(e->rank, *e, e->group);
     for (int64_t peer : e->group) {
+      if (x.truncated) break;
       if (!recorded.count(peer)) add(peer, *e, e->group);  // SPMD stand-in
     }
   }

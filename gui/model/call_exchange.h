@@ -28,7 +28,12 @@ namespace dtensor::gui {
 //   scatter:         the root (group[0]) sends input / n to each peer
 //   barrier:         nothing
 // Ranks of the group without an event of their own (a one-rank trace) are
-// assumed to do what the recorded rank did (SPMD).
+// assumed to do what the recorded rank did (SPMD). At most kMaxExchangeEdges
+// pairs are kept (a solo-mode trace of 65,536 ranks would have billions);
+// the Mesh panel draws at most kMaxPlaygroundRanks ranks anyway.
+
+// Most (from, to) pairs call_exchange keeps.
+inline constexpr size_t kMaxExchangeEdges = 1 << 16;
 
 // Bytes `from` sends to `to` in one call.
 struct RankExchange {
@@ -51,6 +56,8 @@ struct CallExchange {
   std::map<int64_t, int64_t> sent_by_rank;
   // Largest edge, for scaling line widths (0 when there are no edges).
   int64_t max_edge_bytes = 0;
+  // True when pairs past kMaxExchangeEdges were dropped.
+  bool truncated = false;
 };
 
 // The bytes `rank` sends to each of its peers in `group` for a collective

@@ -73,8 +73,10 @@ std::vector<std::string> per_rank_kinds(const Trace& trace);
 int64_t default_calls_rank(const Trace& trace);
 
 // Indices into trace.events of `rank`'s calls in issue order; with
-// `implicit_only`, only those whose origin says implicit.
-std::vector<size_t> calls_of_rank(const Trace& trace, int64_t rank, bool implicit_only);
+// `implicit_only`, only those whose origin says implicit; with a `filter`,
+// only those whose module, kind, origin op or cause contains it (ignoring case).
+std::vector<size_t> calls_of_rank(const Trace& trace, int64_t rank, bool implicit_only,
+                                  const std::string& filter = "");
 
 // Events with an origin, and how many of them are implicit.
 struct OriginCounts {

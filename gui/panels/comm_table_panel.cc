@@ -299,7 +299,10 @@ void draw_call_row(ViewerState& state, const Trace& trace, size_t index) {
   bool selected = state.selected_event == index;
   if (ImGui::Selectable(label.c_str(), selected, ImGuiSelectableFlags_SpanAllColumns))
     state.select_call(index);
-  if (ImGui::IsItemHovered()) call_tooltip(e);
+  if (ImGui::IsItemHovered()) {
+    call_tooltip(e);
+    state.set_hover(e.group);  // its process group lights up in the Mesh panel
+  }
   ImGui::TableNextColumn();
   ImGui::TextColored(to_imvec4(collective_kind_color(e.kind)), "%s",
                      collective_abbreviation(e.kind).c_str());
@@ -353,7 +356,8 @@ void draw_calls(ViewerState& state, const Trace& trace, float height) {
   if (!state.call_message.empty() && state.selected_event) {
     ImGui::TextDisabled("selected call: %s", state.call_message.c_str());
   }
-  std::vector<size_t> rows = calls_of_rank(trace, state.calls_rank, state.implicit_only);
+  std::vector<size_t> rows =
+      calls_of_rank(trace, state.calls_rank, state.implicit_only, state.comm_options.filter);
   ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersV |
                           ImGuiTableFlags_BordersOuterH | ImGuiTableFlags_ScrollY |
                           ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingStretchProp;
@@ -397,7 +401,7 @@ void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
   const Trace& trace = *state.trace;
   draw_summary(state, trace);
   ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 22.0f));
-  ImGui::InputTextWithHint("##filter", "filter: module, type, collective or parameter",
+  ImGui::InputTextWithHint("##filter", "filter: module, type, collective, parameter or op",
                            &state.comm_options.filter);
   draw_kind_legend(trace);
   float avail = ImGui::GetContentRegionAvail().y;

@@ -88,6 +88,20 @@ TEST(CallExchangeTest, OneRankTraceStandsInForItsPeers) {
   for (const auto& [rank, sent] : x.sent_by_rank) EXPECT_EQ(sent, 300) << rank;
 }
 
+// A solo-mode trace: one rank's all_gather over 4096 ranks would stand in
+// for 4096 * 4095 pairs; the model stops at kMaxExchangeEdges.
+TEST(CallExchangeTest, HugeGroupsAreCapped) {
+  Trace trace;
+  trace.world_size = 4096;
+  std::vector<int64_t> group(4096);
+  for (int64_t r = 0; r < 4096; ++r) group[static_cast<size_t>(r)] = r;
+  trace.events.push_back(event(0, 0, "all_gather_into_tensor", 8, group, 0));
+  CallExchange x = call_exchange(trace, 0);
+  EXPECT_TRUE(x.truncated);
+  EXPECT_LE(x.edges.size(), kMaxExchangeEdges);
+  EXPECT_EQ(x.sent_by_rank.at(0), 8 * 4095) << "the recorded rank is always complete";
+}
+
 Trace origin_trace() {
   Trace trace;
   trace.world_size = 4;
@@ -197,6 +211,9 @@ TEST(OriginsTraceTest, ThreeDimTraceLoadsWithOrigins) {
   EXPECT_EQ(trace.events[implicit[0]].origin->op, "aten::mm");
   EXPECT_EQ(trace.events[implicit[0]].origin->input_index, 1);
   EXPECT_EQ(calls_of_rank(trace, 0, false).size(), 6u);
+  EXPECT_EQ(calls_of_rank(trace, 0, false, "MLP").size(), 3u) << "filter by module";
+  EXPECT_EQ(calls_of_rank(trace, 0, false, "aten::MM").size(), 1u) << "filter by op";
+  EXPECT_EQ(calls_of_rank(trace, 0, true, "full_tensor").size(), 0u) << "explicit cause";
   // Call 3: implicit all_reduce over dp on every rank: 4 groups of 2.
   ASSERT_TRUE(state.select_call_seq(3)) << state.call_message;
   EXPECT_EQ(state.exchange.groups.size(), 4u);
@@ -207,6 +224,50 @@ TEST(OriginsTraceTest, ThreeDimTraceLoadsWithOrigins) {
   EXPECT_EQ(state.playground.inputs().target, "[R, R, R]");
   ASSERT_TRUE(state.playground.plan()) << state.playground.plan_error();
   EXPECT_EQ(state.playground.plan()->num_collectives(), 1);
+}
+
+// debug's writer -> the viewer's loader: every origin field survives.
+TEST(OriginsTraceTest, OriginsFromTheRealWriterLoad) {
+  debug::CommTrace written;
+  written.rank = 0;
+  written.world_size = 2;
+  written.mesh = debug::MeshRecord{{2}, {"tp"}, "cpu"};
+  debug::CollectiveRecord record;
+  record.kind = "all_gather_into_tensor";
+  record.bytes = 64;
+  record.output_bytes = 128;
+  record.group = {0, 1};
+  record.mesh_dim = 0;
+  record.mesh_dim_name = "tp";
+  record.input_shapes = {{4, 4}};
+  record.output_shapes = {{8, 4}};
+  record.dtype = "Float";
+  TraceOrigin origin;
+  origin.is_explicit = false;
+  origin.cause = "implicit";
+  origin.op = "aten::addmm";
+  origin.input_index = 1;
+  origin.from_placements = "[S(0)]";
+  origin.to_placements = "[R]";
+  origin.mesh_dim = 0;
+  origin.step = "S(0) -> R";
+  origin.strategy = "[R], [S(0)] -> [S(0)]";
+  origin.strategy_cost = 250064;
+  origin.rejected_strategy = "[S(0)], [R] -> [P(sum)]";
+  origin.rejected_cost = 250128;
+  record.origin = origin;
+  written.collectives.push_back(record);
+  TraceLoadResult loaded = parse_trace_json(debug::comm_trace_to_json(written), "written.json");
+  ASSERT_TRUE(loaded.trace) << loaded.error;
+  ASSERT_EQ(loaded.trace->events.size(), 1u);
+  const TraceEvent& e = loaded.trace->events[0];
+  ASSERT_TRUE(e.origin);
+  EXPECT_EQ(*e.origin, origin);
+  EXPECT_EQ(e.output_bytes, 128);
+  Parsed<CallPreset> preset = call_preset(*loaded.trace, e);
+  ASSERT_TRUE(preset.ok()) << preset.error;
+  EXPECT_EQ(preset.value->mesh, "tp=2");
+  EXPECT_EQ(preset.value->tensor, "8, 4");
 }
 
 }  // namespace
