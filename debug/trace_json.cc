@@ -67,6 +67,23 @@ struct TreeWriter {
   }
 };
 
+Json origin_json(const CollectiveOriginRecord& o) {
+  Json j;
+  j["explicit"] = o.is_explicit;
+  j["cause"] = o.cause;
+  j["op"] = o.op;
+  j["input_index"] = o.input_index;
+  j["from"] = o.from_placements;
+  j["to"] = o.to_placements;
+  j["mesh_dim"] = o.mesh_dim;
+  j["step"] = o.step;
+  j["strategy"] = o.strategy;
+  j["strategy_cost"] = o.strategy_cost;
+  j["rejected_strategy"] = o.rejected_strategy;
+  j["rejected_cost"] = o.rejected_cost;
+  return j;
+}
+
 Json event_json(const CollectiveRecord& r) {
   Json j;
   j["rank"] = r.rank;
@@ -85,6 +102,7 @@ Json event_json(const CollectiveRecord& r) {
   j["dtype"] = r.dtype;
   j["reduce_op"] = r.reduce_op;
   j["ts_us"] = r.ts_us;
+  if (r.origin) j["origin"] = origin_json(*r.origin);
   return j;
 }
 
@@ -190,6 +208,25 @@ struct Validator {
     if (j.contains("shape")) int_list(j["shape"], path + ".shape");
     for (const char* key : {"input_shapes", "output_shapes"}) {
       if (j.contains(key)) shape_list(j[key], path + "." + key);
+    }
+    if (j.contains("origin") && !j["origin"].is_null()) origin(j["origin"], path + ".origin");
+  }
+
+  void origin(const Json& j, const std::string& path) {
+    if (!expect(path, j.is_object(), "an origin object")) return;
+    if (!j.contains("explicit") || !j["explicit"].is_boolean()) fail(path + ".explicit", "expected a boolean");
+    if (!j.contains("cause") || !j["cause"].is_string() || j["cause"].get<std::string>().empty())
+      fail(path + ".cause", "expected a non-empty string");
+    for (const char* key : {"op", "from", "to", "step", "strategy", "rejected_strategy"}) {
+      if (j.contains(key)) expect(path + "." + key, j[key].is_string(), "a string");
+    }
+    for (const char* key : {"input_index", "mesh_dim"}) {
+      if (j.contains(key)) {
+        expect(path + "." + key, j[key].is_number_integer() && j[key].get<int64_t>() >= -1, "an integer >= -1");
+      }
+    }
+    for (const char* key : {"strategy_cost", "rejected_cost"}) {
+      if (j.contains(key)) expect(path + "." + key, j[key].is_number(), "a number");
     }
   }
 

@@ -21,7 +21,9 @@
 namespace dtensor::debug {
 
 /// The schema version this code writes (root key "dtensor_schema_version").
-inline constexpr int kCommTraceSchemaVersion = 1;
+/// Version 2 added "origin" to events (why each collective happened); version
+/// 1 files still load (their events have no origin).
+inline constexpr int kCommTraceSchemaVersion = 2;
 
 /// What the comm trace readers and the text file helpers throw. what() names
 /// the JSON path of the problem ("$.events[3].rank: expected an integer, got
@@ -84,6 +86,7 @@ struct TraceJsonEvent {
   std::string dtype;
   std::string reduce_op;
   double ts_us = 0;
+  std::optional<CollectiveOriginRecord> origin;  // "origin" (version 2); nullopt when absent
 };
 
 /// A comm trace JSON document, key by key. Absent optional keys read as

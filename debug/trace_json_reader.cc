@@ -144,6 +144,35 @@ TraceJsonNode read_node(const Json& j, const std::string& where, int depth) {
   return node;
 }
 
+double read_number(const Json& j, const std::string& where) {
+  if (!j.is_number()) fail(where, std::string("expected a number, got ") + j.type_name());
+  return j.get<double>();
+}
+
+// An event's "origin" (schema version 2).
+CollectiveOriginRecord read_origin(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail(where, std::string("expected an origin object, got ") + j.type_name());
+  CollectiveOriginRecord o;
+  if (const Json* v = member(j, "explicit")) {
+    if (!v->is_boolean()) fail(where + ".explicit", std::string("expected a boolean, got ") + v->type_name());
+    o.is_explicit = v->get<bool>();
+  }
+  if (const Json* v = member(j, "cause")) o.cause = read_string(*v, where + ".cause");
+  if (o.cause.empty()) fail(where + ".cause", "an origin needs a non-empty cause");
+  if (const Json* v = member(j, "op")) o.op = read_string(*v, where + ".op");
+  if (const Json* v = member(j, "input_index")) o.input_index = read_int(*v, where + ".input_index", -1);
+  if (const Json* v = member(j, "from")) o.from_placements = read_string(*v, where + ".from");
+  if (const Json* v = member(j, "to")) o.to_placements = read_string(*v, where + ".to");
+  if (const Json* v = member(j, "mesh_dim")) o.mesh_dim = read_int(*v, where + ".mesh_dim", -1);
+  if (const Json* v = member(j, "step")) o.step = read_string(*v, where + ".step");
+  if (const Json* v = member(j, "strategy")) o.strategy = read_string(*v, where + ".strategy");
+  if (const Json* v = member(j, "strategy_cost")) o.strategy_cost = read_number(*v, where + ".strategy_cost");
+  if (const Json* v = member(j, "rejected_strategy"))
+    o.rejected_strategy = read_string(*v, where + ".rejected_strategy");
+  if (const Json* v = member(j, "rejected_cost")) o.rejected_cost = read_number(*v, where + ".rejected_cost");
+  return o;
+}
+
 TraceJsonEvent read_event(const Json& j, const std::string& where) {
   if (!j.is_object()) fail(where, std::string("expected an event object, got ") + j.type_name());
   const Json* rank = member(j, "rank");
@@ -173,6 +202,7 @@ TraceJsonEvent read_event(const Json& j, const std::string& where) {
     if (!v->is_number()) fail(where + ".ts_us", std::string("expected a number, got ") + v->type_name());
     e.ts_us = v->get<double>();
   }
+  if (const Json* v = member(j, "origin")) e.origin = read_origin(*v, where + ".origin");
   return e;
 }
 
@@ -290,6 +320,7 @@ CollectiveRecord record_of(const TraceJsonEvent& e) {
   r.dtype = e.dtype;
   r.reduce_op = e.reduce_op;
   r.ts_us = e.ts_us;
+  r.origin = e.origin;
   return r;
 }
 

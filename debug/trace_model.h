@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/layout/collective_origin.h"
+
 namespace dtensor::debug {
 
 /// The root of every module tree: collectives outside any tracked module.
@@ -25,6 +27,11 @@ enum class Phase { kForward, kBackward };
 const char* phase_name(Phase phase);
 /// Inverse of phase_name; nullopt for anything else.
 std::optional<Phase> parse_phase(std::string_view name);
+
+/// Why a collective happened (see core/layout/collective_origin.h): explicit
+/// (the API the user called) or implicit (the op, the input, the strategy
+/// sharding propagation chose and the cheapest one it rejected).
+using CollectiveOriginRecord = ::dtensor::CollectiveOrigin;
 
 /// One collective issued by one rank.
 struct CollectiveRecord {
@@ -43,6 +50,9 @@ struct CollectiveRecord {
   std::string dtype;      // "Float"
   std::string reduce_op;  // "sum" for reductions, else ""
   double ts_us = 0;       // issue time, microseconds after CommTrace::epoch_us
+  /// Why it happened; nullopt when unknown (a Communicator called directly,
+  /// a trace of schema version 1 or from PyTorch).
+  std::optional<CollectiveOriginRecord> origin;
 };
 
 /// One operator call seen on a rank: a DTensor op (with input placements), or

@@ -161,11 +161,12 @@ int run_viewer(const ViewerOptions& options) {
   {
     ViewerState state;
     std::string error;
-    if (!state.apply_options(options, &error))
-      std::fprintf(stderr, "dtensor-viewer: %s\n", error.c_str());
+    // The trace first: --call selects one of its calls.
     if (!options.trace_path.empty() && !state.load_trace(options.trace_path)) {
       std::fprintf(stderr, "dtensor-viewer: %s\n", state.trace_error.c_str());
     }
+    if (!state.apply_options(options, &error))
+      std::fprintf(stderr, "dtensor-viewer: %s\n", error.c_str());
     rc = headless ? run_screenshot(state, options) : run_interactive(window, state, options);
   }
   ImGui_ImplOpenGL3_Shutdown();

@@ -161,4 +161,40 @@ std::vector<std::string> per_rank_kinds(const Trace& trace) {
   return {kinds.begin(), kinds.end()};
 }
 
+int64_t default_calls_rank(const Trace& trace) {
+  if (trace.events.empty()) return -1;
+  for (const TraceEvent& e : trace.events) {
+    if (e.rank == trace.rank) return e.rank;
+  }
+  return trace.events.front().rank;  // sorted by (rank, seq)
+}
+
+std::vector<size_t> calls_of_rank(const Trace& trace, int64_t rank, bool implicit_only,
+                                  const std::string& filter) {
+  std::vector<size_t> out;
+  const std::string needle = lower(filter);
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (e.rank != rank) continue;
+    if (implicit_only && !(e.origin && !e.origin->is_explicit)) continue;
+    if (!needle.empty()) {
+      std::string haystack = e.module + "\n" + e.kind;
+      if (e.origin) haystack += "\n" + e.origin->op + "\n" + e.origin->cause;
+      if (!contains(haystack, needle)) continue;
+    }
+    out.push_back(i);
+  }
+  return out;
+}
+
+OriginCounts origin_counts(const Trace& trace) {
+  OriginCounts counts;
+  for (const TraceEvent& e : trace.events) {
+    if (!e.origin) continue;
+    ++counts.with_origin;
+    if (!e.origin->is_explicit) ++counts.implicit;
+  }
+  return counts;
+}
+
 }  // namespace dtensor::gui

@@ -68,4 +68,21 @@ std::map<std::string, std::vector<int64_t>> per_rank_outliers(const Trace& trace
 // Kinds present in the per-rank totals, sorted, for the table's columns.
 std::vector<std::string> per_rank_kinds(const Trace& trace);
 
+// The rank whose calls the comm table lists by default: the trace's own rank,
+// else the lowest rank with events; -1 when there are none.
+int64_t default_calls_rank(const Trace& trace);
+
+// Indices into trace.events of `rank`'s calls in issue order; with
+// `implicit_only`, only those whose origin says implicit; with a `filter`,
+// only those whose module, kind, origin op or cause contains it (ignoring case).
+std::vector<size_t> calls_of_rank(const Trace& trace, int64_t rank, bool implicit_only,
+                                  const std::string& filter = "");
+
+// Events with an origin, and how many of them are implicit.
+struct OriginCounts {
+  int64_t with_origin = 0;
+  int64_t implicit = 0;
+};
+OriginCounts origin_counts(const Trace& trace);
+
 }  // namespace dtensor::gui

@@ -73,5 +73,9 @@ Rgb collective_kind_color(std::string_view kind);
 inline constexpr Rgb kErrorColor{255, 110, 110};
 // Background tint of rows and cells that differ between ranks.
 inline constexpr Rgb kDifferenceColor{150, 40, 40};
+// Tags of collectives' origins: implicit (inserted by sharding propagation)
+// in amber, explicit (redistribute, full_tensor, TP styles) in light blue.
+inline constexpr Rgb kImplicitColor{255, 176, 0};
+inline constexpr Rgb kExplicitColor{120, 200, 255};
 
 }  // namespace dtensor::gui

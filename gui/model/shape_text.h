@@ -30,8 +30,9 @@ struct Parsed {
 
 // Largest tensor rank the playground accepts.
 inline constexpr int kMaxTensorDims = 6;
-// Largest mesh rank the playground accepts (the Mesh panel draws 1-D to 3-D).
-inline constexpr int kMaxMeshDims = 3;
+// Largest mesh rank the playground accepts (the Mesh panel draws two dims as
+// rows and columns, a third as grids side by side, and fixes the others).
+inline constexpr int kMaxMeshDims = 5;
 // Most ranks the playground draws; bigger meshes are refused with a message.
 inline constexpr int64_t kMaxPlaygroundRanks = 1024;
 

@@ -49,12 +49,14 @@ TraceEvent event_of(const debug::TraceJsonEvent& e) {
   out.seq = e.seq;
   out.kind = e.kind;
   out.bytes = e.bytes;
+  out.output_bytes = e.output_bytes;
   out.group = e.group;
   out.mesh_dim = static_cast<int>(std::min<int64_t>(e.mesh_dim, 64));
   out.module = e.module;
   out.phase = e.phase;
   if (!e.input_shapes.empty()) out.shape = e.input_shapes.front();
   out.dtype = e.dtype;
+  out.origin = e.origin;
   return out;
 }
 

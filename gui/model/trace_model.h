@@ -1,5 +1,5 @@
 // Trace model of the viewer: the comm trace JSON of debug/comm_trace_schema.md
-// (schema version 1) as plain structs: the module tree with forward/backward
+// (schema versions 1 and 2) as plain structs: the module tree with forward/backward
 // collective counts and bytes, parameters' sharding, the events of every rank
 // and per-rank totals. Loading lives in trace_loader.h.
 //   const ModuleNode& root = trace.root;   // fqn "Global"
@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/layout/collective_origin.h"
 
 namespace dtensor::gui {
 
@@ -52,6 +54,11 @@ struct ModuleNode {
   std::string short_name() const;
 };
 
+// Why a collective happened (schema 2's "origin" of an event): core's plain
+// struct (explicit or implicit, cause, op, input index, from/to placements,
+// mesh dim, step, chosen and rejected strategy), shared with debug/.
+using TraceOrigin = ::dtensor::CollectiveOrigin;
+
 // One collective issued by one rank, in issue order (`seq`).
 struct TraceEvent {
   int64_t rank = 0;
@@ -66,6 +73,10 @@ struct TraceEvent {
   std::string phase;
   std::vector<int64_t> shape;
   std::string dtype;
+  // Bytes received into the output (all_gather: the gathered tensor).
+  int64_t output_bytes = 0;
+  // Why it happened; unset in traces before schema 2 and PyTorch's files.
+  std::optional<TraceOrigin> origin;
 };
 
 // The mesh the trace was recorded on, when the file says.

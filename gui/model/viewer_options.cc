@@ -58,6 +58,10 @@ std::string apply_flag(const std::string& flag, const std::string& value, Viewer
     std::optional<int64_t> n = parse_int(value);
     if (!n || *n < -1) return "--hover-rank: expected a rank number";
     o->hover_rank = *n;
+  } else if (flag == "--call") {
+    std::optional<int64_t> n = parse_int(value);
+    if (!n || *n < 0) return "--call: expected a call's sequence number >= 0";
+    o->call_seq = *n;
   } else if (flag == "--mesh") {
     o->mesh = value;
   } else if (flag == "--tensor") {
@@ -95,6 +99,10 @@ ParsedOptions parse_viewer_options(const std::vector<std::string>& args) {
     const std::string& arg = args[i];
     if (arg == "-h" || arg == "--help") {
       parsed.options.show_help = true;
+      continue;
+    }
+    if (arg == "--implicit-only") {
+      parsed.options.implicit_only = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
@@ -144,6 +152,9 @@ std::string viewer_usage() {
          "  --dtype NAME           float32, bfloat16, float16, float64, int64, int8\n"
          "  --step N               plan step shown in detail (default 0)\n"
          "  --hover-rank N         highlight rank N as if hovered\n"
+         "  --call SEQ             select call SEQ of the trace as if clicked (bytes\n"
+         "                         between ranks on the Mesh panel, playground preset)\n"
+         "  --implicit-only        show only implicit collectives (origins)\n"
          "  -h, --help             this text\n";
 }
 

@@ -38,6 +38,10 @@ struct ViewerOptions {
   int step = 0;
   // Rank highlighted as if the mouse hovered it (-1: none).
   int64_t hover_rank = -1;
+  // Call (sequence number) selected at start, as if clicked (-1: none).
+  int64_t call_seq = -1;
+  // Comm table and timeline start with the implicit-only filter on.
+  bool implicit_only = false;
   bool show_help = false;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "gui/model/call_preset.h"
 #include "gui/model/trace_loader.h"
 
 namespace dtensor::gui {
@@ -33,6 +34,11 @@ bool ViewerState::apply_options(const ViewerOptions& options, std::string* error
   playground.selected_step = options.step;
   playground.refresh();
   forced_hover_rank_ = options.hover_rank;
+  implicit_only = options.implicit_only;
+  if (options.call_seq >= 0 && !select_call_seq(options.call_seq)) {
+    *error = "--call: " + (call_message.empty() ? "no trace loaded" : call_message);
+    ok = false;
+  }
   return ok;
 }
 
@@ -48,22 +54,57 @@ bool ViewerState::load_trace(const std::string& path) {
   module_counts = module_rank_counts(*trace);
   timeline = build_timeline(*trace);
   trace_palette = RankPalette(std::min<int64_t>(trace->world_size, 4096));
+  calls_rank = default_calls_rank(*trace);
+  origin_counts = ::dtensor::gui::origin_counts(*trace);
+  selected_event.reset();
+  exchange = CallExchange{};
+  call_message.clear();
   return true;
 }
 
 bool ViewerState::use_trace_mesh() {
-  if (!trace || !trace->mesh || trace->mesh->shape.empty()) return false;
-  const TraceMesh& mesh = *trace->mesh;
-  bool named = mesh.dim_names.size() == mesh.shape.size();
-  std::string text;
-  for (size_t i = 0; i < mesh.shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    if (named) text += mesh.dim_names[i] + "=";
-    text += std::to_string(mesh.shape[i]);
-  }
+  if (!trace) return false;
+  std::string text = trace_mesh_text(*trace);
+  if (text.empty()) return false;
   playground.inputs().mesh = text;
   playground.refresh();
   return true;
+}
+
+bool ViewerState::select_call(size_t event_index) {
+  if (!trace || event_index >= trace->events.size()) {
+    call_message = "no such call";
+    return false;
+  }
+  selected_event = event_index;
+  exchange = call_exchange(*trace, event_index);
+  Parsed<CallPreset> preset = call_preset(*trace, trace->events[event_index]);
+  if (!preset.ok()) {
+    call_message = preset.error;
+    use_trace_mesh();  // the bytes still draw on the trace's mesh
+    return false;
+  }
+  PlaygroundInputs& inputs = playground.inputs();
+  inputs.mesh = preset.value->mesh;
+  if (!preset.value->tensor.empty()) inputs.tensor = preset.value->tensor;
+  inputs.placements = preset.value->placements;
+  inputs.target = preset.value->target;
+  playground.selected_step = 0;
+  playground.refresh();
+  call_message.clear();
+  return true;
+}
+
+bool ViewerState::select_call_seq(int64_t seq) {
+  if (!trace) return false;
+  for (size_t i = 0; i < trace->events.size(); ++i) {  // sorted by (rank, seq)
+    if (trace->events[i].seq == seq) {
+      select_call(i);
+      return true;
+    }
+  }
+  call_message = "no call #" + std::to_string(seq) + " in the trace";
+  return false;
 }
 
 void ViewerState::begin_frame() {

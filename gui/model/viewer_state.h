@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "gui/model/call_exchange.h"
 #include "gui/model/comm_table_model.h"
+#include "gui/model/mesh_grid_model.h"
 #include "gui/model/playground_state.h"
 #include "gui/model/timeline_model.h"
 #include "gui/model/trace_model.h"
@@ -76,6 +78,37 @@ class ViewerState {
   RankPalette trace_palette;
   // Pixels per sequence number in the timeline.
   float timeline_cell_width = 28.0f;
+  // Comm table and timeline show only implicit collectives (origins with
+  // is_explicit false) when set.
+  bool implicit_only = false;
+  // Origins in `trace` (derived by load_trace).
+  OriginCounts origin_counts;
+  // Rank whose calls the comm table lists (default_calls_rank on load).
+  int64_t calls_rank = -1;
+  // The mesh dims the Mesh panel draws as rows / columns / grids.
+  MeshGridSelection mesh_grid;
+
+  // Selects the call of trace->events[event_index] (clicked in the comm
+  // table or the timeline): the Mesh panel draws its bytes between ranks,
+  // and the playground is preset to its transition (trace mesh, from and
+  // to placements, global shape) when the event has an origin. Returns
+  // false with call_message set when the index is out of range or the
+  // playground could not be preset (the call stays selected then).
+  bool select_call(size_t event_index);
+  // Selects the lowest rank's event with sequence number `seq`; false when
+  // there is none.
+  bool select_call_seq(int64_t seq);
+  // Index into trace->events of the selected call.
+  std::optional<size_t> selected_event;
+  // Bytes between ranks of the selected call (empty edges when none).
+  CallExchange exchange;
+  // Why the last select_call did not preset the playground ("" when it did).
+  std::string call_message;
+
+  // True when `e` passes the implicit filter.
+  bool shows_event(const TraceEvent& e) const {
+    return !implicit_only || (e.origin && !e.origin->is_explicit);
+  }
 
  private:
   HoverState hover_;

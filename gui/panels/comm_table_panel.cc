@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "gui/model/comm_table_model.h"
 #include "core/layout/text.h"
+#include "gui/model/call_preset.h"
+#include "gui/model/comm_table_model.h"
 #include "gui/model/format.h"
 #include "gui/model/shape_text.h"
 
@@ -249,6 +250,136 @@ void draw_kind_legend(const Trace& trace) {
   }
 }
 
+// A filled tag: `text` in dark letters on `color` (reads at a glance, and
+// the screenshot tests count its pixels).
+void badge(const char* text, Rgb color) {
+  ImVec2 size = ImGui::CalcTextSize(text);
+  ImVec2 pos = ImGui::GetCursorScreenPos();
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  draw->AddRectFilled(pos, ImVec2(pos.x + size.x + 8, pos.y + size.y), to_imu32(color), 3.0f);
+  draw->AddText(ImVec2(pos.x + 4, pos.y), IM_COL32(24, 24, 24, 255), text);
+  ImGui::Dummy(ImVec2(size.x + 8, size.y));
+}
+
+// "implicit" / "explicit" tag in its colour; "-" without origin.
+void origin_tag(const TraceEvent& e) {
+  if (!e.origin) {
+    ImGui::TextDisabled("-");
+  } else if (e.origin->is_explicit) {
+    badge("explicit", kExplicitColor);
+  } else {
+    badge("implicit", kImplicitColor);
+  }
+}
+
+void call_tooltip(const TraceEvent& e) {
+  ImGui::BeginTooltip();
+  ImGui::Text("rank %lld, call #%lld: %s, %s", static_cast<long long>(e.rank),
+              static_cast<long long>(e.seq), e.kind.c_str(), format_bytes(e.bytes).c_str());
+  ImGui::Text("module %s (%s), group %s", e.module.empty() ? "-" : e.module.c_str(),
+              e.phase.c_str(), format_rank_list(e.group).c_str());
+  if (e.origin) {
+    const TraceOrigin& o = *e.origin;
+    ImGui::Separator();
+    ImGui::TextUnformatted(origin_summary(o).c_str());
+    if (o.mesh_dim >= 0) ImGui::Text("mesh dim %lld", static_cast<long long>(o.mesh_dim));
+    if (!o.strategy.empty()) ImGui::Text("strategy chosen: %s", o.strategy.c_str());
+    if (!o.rejected_strategy.empty())
+      ImGui::Text("cheapest rejected: %s (cost %.0f)", o.rejected_strategy.c_str(), o.rejected_cost);
+  }
+  ImGui::TextDisabled("click: draw its bytes on the Mesh panel and open it in the Playground");
+  ImGui::EndTooltip();
+}
+
+void draw_call_row(ViewerState& state, const Trace& trace, size_t index) {
+  const TraceEvent& e = trace.events[index];
+  ImGui::TableNextRow();
+  ImGui::TableNextColumn();
+  std::string label = std::to_string(e.seq) + "##call" + std::to_string(index);
+  bool selected = state.selected_event == index;
+  if (ImGui::Selectable(label.c_str(), selected, ImGuiSelectableFlags_SpanAllColumns))
+    state.select_call(index);
+  if (ImGui::IsItemHovered()) {
+    call_tooltip(e);
+    state.set_hover(e.group);  // its process group lights up in the Mesh panel
+  }
+  ImGui::TableNextColumn();
+  ImGui::TextColored(to_imvec4(collective_kind_color(e.kind)), "%s",
+                     collective_abbreviation(e.kind).c_str());
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(format_bytes(e.bytes).c_str());
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(e.module.empty() ? "-" : e.module.c_str());
+  ImGui::TableNextColumn();
+  if (!e.origin) {
+    ImGui::TextDisabled("-");
+  } else {
+    const TraceOrigin& o = *e.origin;
+    std::string where = o.op.empty() ? "" : o.op;
+    if (o.input_index >= 0) where += " #" + std::to_string(o.input_index);
+    ImGui::TextUnformatted(where.empty() ? "-" : where.c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%s -> %s", o.from_placements.c_str(), o.to_placements.c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(o.step.c_str());
+  }
+  if (!e.origin) ImGui::TableNextColumn(), ImGui::TableNextColumn();
+  ImGui::TableNextColumn();
+  origin_tag(e);
+  ImGui::TableNextColumn();
+  ImGui::TextDisabled("%s", e.origin ? e.origin->cause.c_str() : "");
+}
+
+// Every call of one rank with its origin; the implicit filter; click a row to
+// select the call (Mesh panel bytes, playground preset).
+void draw_calls(ViewerState& state, const Trace& trace, float height) {
+  if (trace.events.empty()) return;
+  const OriginCounts& counts = state.origin_counts;
+  std::string header = counts.with_origin == 0
+                           ? std::string("Calls (this trace records no origins)###calls")
+                           : "Calls and their origins (" + std::to_string(counts.implicit) +
+                                 " implicit of " + std::to_string(counts.with_origin) +
+                                 " with origin)###calls";
+  // Open by default when there are origins to show (schema 2 traces).
+  ImGuiTreeNodeFlags open = counts.with_origin > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0;
+  if (!ImGui::CollapsingHeader(header.c_str(), open)) return;
+  ImGui::Checkbox("implicit only", &state.implicit_only);
+  ImGui::SameLine();
+  int rank = static_cast<int>(state.calls_rank);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6.0f);
+  if (ImGui::InputInt("rank", &rank))
+    state.calls_rank = std::clamp<int64_t>(rank, 0, std::max<int64_t>(trace.world_size - 1, 0));
+  if (counts.with_origin == 0) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(schema 2 traces record why each call happened)");
+  }
+  if (!state.call_message.empty() && state.selected_event) {
+    ImGui::TextDisabled("selected call: %s", state.call_message.c_str());
+  }
+  std::vector<size_t> rows =
+      calls_of_rank(trace, state.calls_rank, state.implicit_only, state.comm_options.filter);
+  ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersV |
+                          ImGuiTableFlags_BordersOuterH | ImGuiTableFlags_ScrollY |
+                          ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingStretchProp;
+  if (!ImGui::BeginTable("calls", 9, flags, ImVec2(0.0f, height))) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("#", 0, 0.3f);
+  ImGui::TableSetupColumn("call", 0, 0.4f);
+  ImGui::TableSetupColumn("bytes", 0, 0.6f);
+  ImGui::TableSetupColumn("module", 0, 1.2f);
+  ImGui::TableSetupColumn("op, input", 0, 1.4f);
+  ImGui::TableSetupColumn("from -> to", 0, 2.1f);
+  ImGui::TableSetupColumn("step", 0, 0.9f);
+  ImGui::TableSetupColumn("origin", 0, 0.7f);
+  ImGui::TableSetupColumn("cause", 0, 1.0f);
+  ImGui::TableHeadersRow();
+  for (size_t index : rows) draw_call_row(state, trace, index);
+  ImGui::EndTable();
+  if (rows.empty())
+    ImGui::TextDisabled(state.implicit_only ? "No implicit calls on rank %lld." : "No calls on rank %lld.",
+                        static_cast<long long>(state.calls_rank));
+}
+
 }  // namespace
 
 void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
@@ -270,11 +401,13 @@ void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
   const Trace& trace = *state.trace;
   draw_summary(state, trace);
   ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 22.0f));
-  ImGui::InputTextWithHint("##filter", "filter: module, type, collective or parameter",
+  ImGui::InputTextWithHint("##filter", "filter: module, type, collective, parameter or op",
                            &state.comm_options.filter);
   draw_kind_legend(trace);
   float avail = ImGui::GetContentRegionAvail().y;
-  draw_module_table(state, trace, std::max(avail * 0.62f, ImGui::GetFontSize() * 8.0f));
+  float share = state.origin_counts.with_origin > 0 ? 0.32f : 0.62f;
+  draw_module_table(state, trace, std::max(avail * share, ImGui::GetFontSize() * 8.0f));
+  draw_calls(state, trace, std::max(avail * 0.42f, ImGui::GetFontSize() * 8.0f));
   draw_parameters(state, trace);
   draw_per_rank_totals(trace);
   ImGui::End();

@@ -1,9 +1,12 @@
-// Mesh panel: grid(s) of rank cells with coordinates and hover links. See
+// Mesh panel: grid(s) of rank cells with coordinates, hover links, dim
+// pickers for 3+-D meshes and the bytes of the selected call. See
 // mesh_panel.h.
 #include "gui/panels/mesh_panel.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,45 +16,28 @@
 namespace dtensor::gui {
 namespace {
 
-// How the mesh maps onto grids: `slices` grids of rows x cols cells,
-// `per_line` grids side by side.
-struct GridShape {
-  int64_t slices = 1, rows = 1, cols = 1;
+// How the grids are placed: `per_line` grids side by side, square cells.
+struct GridFit {
   int64_t per_line = 1;
   float cell = 40.0f;
 };
 
 constexpr float kGap = 18.0f;
 
-std::string dim_label(const MeshShape& mesh, int dim) {
-  std::string label = "mesh dim " + std::to_string(dim);
-  return mesh.has_dim_names() ? mesh.dim_names()[static_cast<size_t>(dim)] + " (" + label + ")"
-                              : label;
-}
-
 // Picks grids per line and cell size that use `avail` best.
-GridShape fit_grids(const MeshShape& mesh, ImVec2 avail, float label_w, float line_h) {
-  const std::vector<int64_t>& s = mesh.shape();
-  GridShape g;
-  if (s.size() == 1) g.cols = s[0];
-  if (s.size() == 2) g.rows = s[0], g.cols = s[1];
-  if (s.size() == 3) g.slices = s[0], g.rows = s[1], g.cols = s[2];
+GridFit fit_grids(const MeshGridView& view, ImVec2 avail, float label_w, float line_h) {
+  const int64_t slices = static_cast<int64_t>(view.grids.size());
+  GridFit g;
   float best = 0.0f;
-  for (int64_t k = 1; k <= g.slices; ++k) {
-    int64_t lines = (g.slices + k - 1) / k;
-    float w = (avail.x - k * (label_w + kGap)) / static_cast<float>(k * g.cols);
-    float h = (avail.y - lines * (2 * line_h + kGap)) / static_cast<float>(lines * g.rows);
+  for (int64_t k = 1; k <= slices; ++k) {
+    int64_t lines = (slices + k - 1) / k;
+    float w = (avail.x - k * (label_w + kGap)) / static_cast<float>(k * view.cols);
+    float h = (avail.y - lines * (2 * line_h + kGap)) / static_cast<float>(lines * view.rows);
     float cell = std::min({w, h, 140.0f});
     if (cell >= best) best = cell, g.per_line = k;  // ties: side by side
   }
   g.cell = std::max(best, 10.0f);
   return g;
-}
-
-std::vector<int64_t> coordinate_of(const MeshShape& mesh, int64_t slice, int64_t row, int64_t col) {
-  if (mesh.ndim() == 1) return {col};
-  if (mesh.ndim() == 2) return {row, col};
-  return {slice, row, col};
 }
 
 void cell_tooltip(const ViewerState& state, const MeshShape& mesh, int64_t rank) {
@@ -60,7 +46,7 @@ void cell_tooltip(const ViewerState& state, const MeshShape& mesh, int64_t rank)
   ImGui::Text("rank %lld   coordinate %s", static_cast<long long>(rank),
               format_shape(coord).c_str());
   for (int d = 0; d < mesh.ndim(); ++d) {
-    ImGui::Text("%s: index %lld, group %s", dim_label(mesh, d).c_str(),
+    ImGui::Text("%s: index %lld, group %s", mesh_dim_label(mesh, d).c_str(),
                 static_cast<long long>(coord[static_cast<size_t>(d)]),
                 format_rank_list(mesh.group_ranks(rank, d)).c_str());
   }
@@ -75,6 +61,16 @@ void cell_tooltip(const ViewerState& state, const MeshShape& mesh, int64_t rank)
     } else {
       ImGui::TextUnformatted(layout.view->rank_is_empty(rank) ? "holds an empty shard"
                                                               : "holds nothing in the drawn slice");
+    }
+  }
+  const CallExchange& x = state.exchange;
+  if (!x.edges.empty()) {
+    ImGui::Separator();
+    ImGui::Text("call #%lld %s:", static_cast<long long>(x.seq), x.kind.c_str());
+    for (const RankExchange& e : x.edges) {
+      if (e.from == rank)
+        ImGui::Text("  sends %s to rank %lld", format_bytes(e.bytes).c_str(),
+                    static_cast<long long>(e.to));
     }
   }
   ImGui::EndTooltip();
@@ -93,6 +89,8 @@ bool draw_cell(ViewerState& state, const MeshShape& mesh, int64_t rank, ImVec2 m
     draw->AddRectFilled(min, max, to_imu32(kCanvasBackground, 0.72f), 4.0f);
   std::vector<std::string> lines = {"r" + std::to_string(rank),
                                     format_shape(mesh.coordinate_of(rank))};
+  auto sent = state.exchange.sent_by_rank.find(rank);
+  if (sent != state.exchange.sent_by_rank.end()) lines.push_back("sends " + format_bytes(sent->second));
   const LayoutResult& layout = state.playground.layout();
   int block = layout.view ? layout.view->block_of_rank(rank) : -1;
   if (block >= 0)
@@ -104,37 +102,83 @@ bool draw_cell(ViewerState& state, const MeshShape& mesh, int64_t rank, ImVec2 m
          mouse.y < max.y;
 }
 
-// Draws one grid (a slice of a 3-D mesh) with its index labels at `origin`.
-int64_t draw_grid(ViewerState& state, const MeshShape& mesh, const GridShape& g, int64_t slice,
-                  ImVec2 origin, float label_w) {
+// Draws one grid with its index labels at `origin`; records each drawn
+// rank's cell centre in `centers`. Returns the hovered rank or -1.
+int64_t draw_grid(ViewerState& state, const MeshShape& mesh, const MeshGridView& view,
+                  const MeshGrid& grid, const GridFit& g, ImVec2 origin, float label_w,
+                  std::map<int64_t, ImVec2>* centers) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   ImU32 dim_color = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   float line_h = ImGui::GetTextLineHeight();
-  if (mesh.ndim() == 3) {
-    std::string caption = (mesh.has_dim_names() ? mesh.dim_names()[0] : std::string("dim 0")) +
-                          " = " + std::to_string(slice);
-    draw->AddText(origin, ImGui::GetColorU32(ImGuiCol_Text), caption.c_str());
-  }
+  if (!grid.caption.empty())
+    draw->AddText(origin, ImGui::GetColorU32(ImGuiCol_Text), grid.caption.c_str());
   ImVec2 cells(origin.x + label_w, origin.y + 2 * line_h);
-  for (int64_t c = 0; c < g.cols; ++c) {
+  for (int64_t c = 0; c < view.cols; ++c) {
     std::string index = std::to_string(c);
     float w = ImGui::CalcTextSize(index.c_str()).x;
     draw->AddText(ImVec2(cells.x + c * g.cell + (g.cell - w) / 2, cells.y - line_h - 1), dim_color,
                   index.c_str());
   }
   int64_t hovered = -1;
-  for (int64_t r = 0; r < g.rows; ++r) {
-    if (mesh.ndim() >= 2) {
+  for (int64_t r = 0; r < view.rows; ++r) {
+    if (view.selection.row_dim >= 0) {
       draw->AddText(ImVec2(origin.x, cells.y + r * g.cell + (g.cell - line_h) / 2), dim_color,
                     std::to_string(r).c_str());
     }
-    for (int64_t c = 0; c < g.cols; ++c) {
-      int64_t rank = mesh.rank_of(coordinate_of(mesh, slice, r, c));
-      if (draw_cell(state, mesh, rank, ImVec2(cells.x + c * g.cell, cells.y + r * g.cell), g.cell))
-        hovered = rank;
+    for (int64_t c = 0; c < view.cols; ++c) {
+      int64_t rank = grid.ranks[static_cast<size_t>(r)][static_cast<size_t>(c)];
+      ImVec2 min(cells.x + c * g.cell, cells.y + r * g.cell);
+      if (draw_cell(state, mesh, rank, min, g.cell)) hovered = rank;
+      (*centers)[rank] = ImVec2(min.x + (g.cell - 3) / 2, min.y + (g.cell - 3) / 2);
     }
   }
   return hovered;
+}
+
+// The selected call's bytes as curved arrows between the drawn cells: width
+// by bytes, bent to the right of their direction so that a -> b and b -> a
+// stay apart; labelled with the bytes when few enough to read.
+void draw_exchange(const CallExchange& x, const std::map<int64_t, ImVec2>& centers, float cell) {
+  if (x.edges.empty() || x.max_edge_bytes <= 0) return;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  ImU32 color = to_imu32(collective_kind_color(x.kind), 0.95f);
+  std::vector<const RankExchange*> shown;
+  for (const RankExchange& e : x.edges) {
+    if (centers.count(e.from) && centers.count(e.to)) shown.push_back(&e);
+  }
+  const bool labels = shown.size() <= 16;
+  for (const RankExchange* e : shown) {
+    ImVec2 a = centers.at(e->from), b = centers.at(e->to);
+    float dx = b.x - a.x, dy = b.y - a.y;
+    float len = std::sqrt(dx * dx + dy * dy);
+    if (len < 1.0f) continue;
+    float ux = dx / len, uy = dy / len;
+    // Start and end a little inside the cells' edges.
+    float inset = cell * 0.34f;
+    ImVec2 p0(a.x + ux * inset, a.y + uy * inset), p2(b.x - ux * inset, b.y - uy * inset);
+    // Bent enough that the labels of a -> b and b -> a do not overlap.
+    float bend = std::min(len * 0.55f, cell * 0.8f);
+    ImVec2 ctrl((p0.x + p2.x) / 2 - uy * bend, (p0.y + p2.y) / 2 + ux * bend);
+    float width = 1.5f + 4.5f * static_cast<float>(e->bytes) / static_cast<float>(x.max_edge_bytes);
+    draw->AddBezierQuadratic(p0, ctrl, p2, color, width);
+    // Arrowhead along the curve's end tangent.
+    float tx = p2.x - ctrl.x, ty = p2.y - ctrl.y;
+    float tl = std::max(std::sqrt(tx * tx + ty * ty), 1.0f);
+    tx /= tl, ty /= tl;
+    float head = 6.0f + width;
+    draw->AddTriangleFilled(p2, ImVec2(p2.x - tx * head - ty * head * 0.5f, p2.y - ty * head + tx * head * 0.5f),
+                            ImVec2(p2.x - tx * head + ty * head * 0.5f, p2.y - ty * head - tx * head * 0.5f),
+                            color);
+    if (labels) {
+      ImVec2 mid(0.25f * p0.x + 0.5f * ctrl.x + 0.25f * p2.x, 0.25f * p0.y + 0.5f * ctrl.y + 0.25f * p2.y);
+      std::string text = format_bytes(e->bytes);
+      ImVec2 size = ImGui::CalcTextSize(text.c_str());
+      ImVec2 min(mid.x - size.x / 2 - 2, mid.y - size.y / 2 - 1);
+      draw->AddRectFilled(min, ImVec2(min.x + size.x + 4, min.y + size.y + 2),
+                          to_imu32(kCanvasBackground, 0.85f), 3.0f);
+      draw->AddText(ImVec2(min.x + 2, min.y + 1), IM_COL32(255, 255, 255, 255), text.c_str());
+    }
+  }
 }
 
 // "tp groups: 0-1 | 2-3": the process groups of every mesh dim (small meshes).
@@ -155,35 +199,120 @@ void draw_groups(const MeshShape& mesh) {
   }
 }
 
+// A combo choosing one mesh dim for `role`; picking a dim another role holds
+// swaps the two. Edits state.mesh_grid only (applied next frame).
+void role_combo(const char* label, int MeshGridSelection::*role, const MeshShape& mesh,
+                MeshGridSelection& selection, const MeshGridSelection& drawn) {
+  int current = drawn.*role;
+  std::string preview = mesh.has_dim_names() ? mesh.dim_names()[static_cast<size_t>(current)]
+                                             : "dim " + std::to_string(current);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5.5f);
+  if (!ImGui::BeginCombo(label, preview.c_str())) return;
+  for (int d = 0; d < mesh.ndim(); ++d) {
+    ImGui::PushID(d);
+    if (ImGui::Selectable(mesh_dim_label(mesh, d).c_str(), d == current)) {
+      selection = drawn;
+      for (int MeshGridSelection::*other :
+           {&MeshGridSelection::row_dim, &MeshGridSelection::col_dim, &MeshGridSelection::slice_dim}) {
+        if (other != role && selection.*other == d) selection.*other = current;
+      }
+      selection.*role = d;
+    }
+    ImGui::PopID();
+  }
+  ImGui::EndCombo();
+}
+
+// Dim pickers (3+-D meshes): which dims are rows, columns and grids, and a
+// slider per fixed dim (4+-D).
+void draw_dim_pickers(ViewerState& state, const MeshShape& mesh, const MeshGridView& view) {
+  MeshGridSelection& selection = state.mesh_grid;
+  role_combo("rows", &MeshGridSelection::row_dim, mesh, selection, view.selection);
+  ImGui::SameLine();
+  role_combo("columns", &MeshGridSelection::col_dim, mesh, selection, view.selection);
+  ImGui::SameLine();
+  role_combo("grids", &MeshGridSelection::slice_dim, mesh, selection, view.selection);
+  for (int d = 0; d < mesh.ndim(); ++d) {
+    const MeshGridSelection& s = view.selection;
+    if (d == s.row_dim || d == s.col_dim || d == s.slice_dim) continue;
+    ImGui::PushID(d);
+    selection.fixed_index = s.fixed_index;
+    int index = static_cast<int>(s.fixed_index[static_cast<size_t>(d)]);
+    int max_index = static_cast<int>(std::min<int64_t>(mesh.shape()[static_cast<size_t>(d)] - 1, INT_MAX));
+    std::string label = mesh_dim_label(mesh, d) + " index";
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10.0f);
+    if (ImGui::SliderInt(label.c_str(), &index, 0, max_index)) {
+      selection = s;
+      selection.fixed_index[static_cast<size_t>(d)] = index;
+    }
+    ImGui::PopID();
+  }
+}
+
+void draw_exchange_caption(const ViewerState& state, const MeshShape& mesh) {
+  const CallExchange& x = state.exchange;
+  if (!state.selected_event) return;
+  int64_t total = 0;
+  for (const auto& [rank, bytes] : x.sent_by_rank) total += bytes;
+  std::string dim = x.mesh_dim >= 0 && x.mesh_dim < mesh.ndim() ? ", " + mesh_dim_label(mesh, x.mesh_dim) : "";
+  ImGui::TextColored(to_imvec4(collective_kind_color(x.kind)), "call #%lld %s%s: %s between ranks",
+                     static_cast<long long>(x.seq), x.kind.c_str(), dim.c_str(),
+                     format_bytes(total).c_str());
+  if (state.trace && state.trace->world_size != mesh.num_ranks()) {
+    show_error_text("the trace has " + std::to_string(state.trace->world_size) +
+                    " ranks but the mesh " + std::to_string(mesh.num_ranks()) +
+                    ": set the playground mesh to the trace's to see the bytes");
+  }
+}
+
 void draw_mesh_body(ViewerState& state, const MeshShape& mesh) {
+  MeshGridView view = mesh_grid_view(mesh, state.mesh_grid);
   ImGui::Text("%s: %lld ranks", mesh.to_string().c_str(), static_cast<long long>(mesh.num_ranks()));
-  ImGui::TextDisabled("columns: %s", dim_label(mesh, mesh.ndim() - 1).c_str());
-  if (mesh.ndim() >= 2) ImGui::TextDisabled("rows: %s", dim_label(mesh, mesh.ndim() - 2).c_str());
+  if (mesh.ndim() >= 3) {
+    draw_dim_pickers(state, mesh, view);
+  } else {
+    ImGui::TextDisabled("columns: %s", mesh_dim_label(mesh, view.selection.col_dim).c_str());
+    if (mesh.ndim() == 2)
+      ImGui::TextDisabled("rows: %s", mesh_dim_label(mesh, view.selection.row_dim).c_str());
+  }
+  if (!view.fixed_notes.empty()) {
+    std::string text;
+    for (const std::string& note : view.fixed_notes) text += (text.empty() ? "" : ", ") + note;
+    ImGui::TextDisabled("showing %lld of %lld ranks: %s", static_cast<long long>(view.drawn_ranks().size()),
+                        static_cast<long long>(mesh.num_ranks()), text.c_str());
+  }
+  draw_exchange_caption(state, mesh);
   float line_h = ImGui::GetTextLineHeight();
-  float label_w =
-      mesh.ndim() >= 2
-          ? ImGui::CalcTextSize(std::to_string(mesh.shape()[mesh.ndim() - 2]).c_str()).x + 8
-          : 0;
+  float label_w = view.selection.row_dim >= 0
+                      ? ImGui::CalcTextSize(std::to_string(view.rows).c_str()).x + 8
+                      : 0;
   ImVec2 avail = ImGui::GetContentRegionAvail();
   avail.y -= line_h * (2.0f + static_cast<float>(mesh.num_ranks() > 32 ? 0 : mesh.ndim()));
-  GridShape g = fit_grids(mesh, avail, label_w, line_h);
+  GridFit g = fit_grids(view, avail, label_w, line_h);
   ImVec2 origin = ImGui::GetCursorScreenPos();
-  float grid_w = label_w + g.cols * g.cell + kGap;
-  float grid_h = 2 * line_h + g.rows * g.cell + kGap;
+  float grid_w = label_w + view.cols * g.cell + kGap;
+  float grid_h = 2 * line_h + view.rows * g.cell + kGap;
   int64_t hovered = -1;
-  for (int64_t s = 0; s < g.slices; ++s) {
-    ImVec2 at(origin.x + (s % g.per_line) * grid_w, origin.y + (s / g.per_line) * grid_h);
-    int64_t h = draw_grid(state, mesh, g, s, at, label_w);
+  std::map<int64_t, ImVec2> centers;
+  for (size_t s = 0; s < view.grids.size(); ++s) {
+    int64_t k = static_cast<int64_t>(s);
+    ImVec2 at(origin.x + (k % g.per_line) * grid_w, origin.y + (k / g.per_line) * grid_h);
+    int64_t h = draw_grid(state, mesh, view, view.grids[s], g, at, label_w, &centers);
     if (h >= 0) hovered = h;
   }
-  int64_t lines = (g.slices + g.per_line - 1) / g.per_line;
+  if (state.trace && state.trace->world_size == mesh.num_ranks())
+    draw_exchange(state.exchange, centers, g.cell);
+  int64_t slices = static_cast<int64_t>(view.grids.size());
+  int64_t lines = (slices + g.per_line - 1) / g.per_line;
   ImGui::Dummy(ImVec2(g.per_line * grid_w, lines * grid_h));
   if (hovered >= 0) {
     state.set_hover({hovered});
     cell_tooltip(state, mesh, hovered);
   }
   draw_groups(mesh);
-  hint_text("Hover a rank to see what it holds in the Layout panel.");
+  hint_text(
+      "Hover a rank to see what it holds in the Layout panel. Click a call in the comm table or "
+      "the timeline to draw its bytes between ranks here.");
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // Mesh panel: the playground's device mesh as a grid of ranks (1-D: a row,
-// 2-D: rows x columns, 3-D: one grid per index of mesh dim 0), each cell in
-// its rank colour with rank id and coordinate. Hovering a rank highlights
-// what it holds in the Layout panel.
+// 2-D: rows x columns, 3-D: one grid per index of mesh dim 0; pickers choose
+// which dims are rows, columns and grids, and 4+-D meshes fix the other dims
+// at an index), each cell in its rank colour with rank id and coordinate.
+// Hovering a rank highlights what it holds in the Layout panel. The selected
+// call of the trace draws as arrows between ranks with the bytes each sends
+// (Note [Pairwise bytes of a collective]).
 //   draw_mesh_panel(state, frame);   // once per frame
 #pragma once
 

@@ -210,6 +210,25 @@ void draw_plan(ViewerState& state) {
   }
 }
 
+
+// "Replaying call #1: implicit aten::mm input 1, S(0) -> R" above the inputs
+// after a call was selected in the comm table or the timeline.
+void draw_selected_call(const ViewerState& state) {
+  if (!state.trace || !state.selected_event || *state.selected_event >= state.trace->events.size())
+    return;
+  const TraceEvent& e = state.trace->events[*state.selected_event];
+  ImGui::PushTextWrapPos(0.0f);
+  if (e.origin && state.call_message.empty()) {
+    ImGui::TextColored(to_imvec4(e.origin->is_explicit ? kExplicitColor : kImplicitColor),
+                       "Replaying call #%lld (%s): %s", static_cast<long long>(e.seq), e.kind.c_str(),
+                       origin_summary(*e.origin).c_str());
+  } else {
+    ImGui::TextDisabled("Call #%lld (%s) selected: %s", static_cast<long long>(e.seq), e.kind.c_str(),
+                        state.call_message.c_str());
+  }
+  ImGui::PopTextWrapPos();
+}
+
 }  // namespace
 
 void draw_playground_panel(ViewerState& state, const PanelFrame& frame) {
@@ -218,6 +237,7 @@ void draw_playground_panel(ViewerState& state, const PanelFrame& frame) {
     ImGui::End();
     return;
   }
+  draw_selected_call(state);
   draw_inputs(state.playground);
   ImGui::Separator();
   draw_plan(state);

@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <string>
 
-#include "gui/model/comm_table_model.h"
 #include "core/layout/text.h"
+#include "gui/model/call_preset.h"
+#include "gui/model/comm_table_model.h"
 #include "gui/model/format.h"
 
 namespace dtensor::gui {
@@ -30,7 +31,7 @@ void draw_legend(const TimelineModel& timeline) {
     color_swatch(collective_kind_color(kind), kind.c_str());
     ImGui::PopID();
   }
-  ImGui::TextDisabled("solid = forward, hatched = backward");
+  ImGui::TextDisabled("solid = forward, hatched = backward, amber corner = implicit");
   if (!timeline.mismatched_seqs.empty()) {
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextColored(
@@ -52,7 +53,16 @@ void event_tooltip(const TraceEvent& e, bool mismatch) {
               e.mesh_dim >= 0 ? (", mesh dim " + std::to_string(e.mesh_dim)).c_str() : "");
   if (!e.shape.empty())
     ImGui::Text("shape   %s %s", format_shape(e.shape).c_str(), e.dtype.c_str());
+  if (e.origin) {
+    ImGui::Separator();
+    ImGui::TextColored(to_imvec4(e.origin->is_explicit ? kExplicitColor : kImplicitColor), "%s",
+                       origin_summary(*e.origin).c_str());
+    if (!e.origin->rejected_strategy.empty())
+      ImGui::Text("chose %s over %s (cost %.0f)", e.origin->strategy.c_str(),
+                  e.origin->rejected_strategy.c_str(), e.origin->rejected_cost);
+  }
   if (mismatch) ImGui::TextColored(to_imvec4(kErrorColor), "ranks disagree at this call");
+  ImGui::TextDisabled("click: bytes on the Mesh panel, transition in the Playground");
   ImGui::EndTooltip();
 }
 
@@ -80,22 +90,36 @@ void draw_axis(ImDrawList* draw, const TimelineModel& timeline, const LaneGeomet
   }
 }
 
-// Draws one lane; returns the index of the hovered event or SIZE_MAX.
-size_t draw_lane(ImDrawList* draw, const Trace& trace, const TimelineModel& timeline,
+// Draws one lane; returns the index of the hovered event or SIZE_MAX. Events
+// the implicit filter hides are drawn faint; implicit ones carry an amber
+// mark on top; the selected call (same seq on every rank) is outlined white.
+size_t draw_lane(ImDrawList* draw, const ViewerState& state, const Trace& trace,
                  const TimelineLane& lane, const LaneGeometry& g, float y) {
+  const TimelineModel& timeline = state.timeline;
   size_t hovered = SIZE_MAX;
   ImVec2 mouse = ImGui::GetIO().MousePos;
   bool window_hovered = ImGui::IsWindowHovered();
+  const int64_t selected_seq =
+      state.selected_event ? trace.events[*state.selected_event].seq : int64_t{-1};
   for (size_t index : lane.events) {
     const TraceEvent& e = trace.events[index];
     ImVec2 min(g.origin.x + g.label_w + e.seq * g.cell_w + 1, y + 2);
     ImVec2 max(min.x + std::max(g.cell_w - 2, 1.0f), y + g.lane_h - 2);
     Rgb color = collective_kind_color(e.kind);
-    draw->AddRectFilled(min, max, to_imu32(color), 2.0f);
-    if (e.phase == "backward") {
+    bool shown = state.shows_event(e);
+    draw->AddRectFilled(min, max, to_imu32(color, shown ? 1.0f : 0.25f), 2.0f);
+    if (e.phase == "backward" && shown) {
       draw_hatching(draw, min, max, IM_COL32(0, 0, 0, 150), 5.0f);
     }
+    if (e.origin && !e.origin->is_explicit) {
+      float s = std::min(std::max(g.cell_w * 0.4f, 5.0f), 11.0f);
+      draw->AddTriangleFilled(ImVec2(min.x, min.y), ImVec2(min.x + s, min.y),
+                              ImVec2(min.x, min.y + s), to_imu32(kImplicitColor));
+    }
     if (timeline.mismatched_seqs.count(e.seq)) draw->AddRect(min, max, kMismatch, 2.0f, 0, 2.0f);
+    if (e.seq == selected_seq)
+      draw->AddRect(ImVec2(min.x - 1, min.y - 1), ImVec2(max.x + 1, max.y + 1),
+                    IM_COL32(255, 255, 255, 255), 2.0f, 0, 2.0f);
     if (window_hovered && mouse.x >= min.x && mouse.x < max.x && mouse.y >= min.y &&
         mouse.y < max.y)
       hovered = index;
@@ -139,7 +163,7 @@ void draw_lanes(ViewerState& state, const Trace& trace) {
   const RankPalette& palette = state.trace_palette;
   size_t hovered = SIZE_MAX;
   for (size_t i = 0; i < timeline.lanes.size(); ++i) {
-    size_t h = draw_lane(draw, trace, timeline, timeline.lanes[i], g, g.origin.y + i * g.lane_h);
+    size_t h = draw_lane(draw, state, trace, timeline.lanes[i], g, g.origin.y + i * g.lane_h);
     if (h != SIZE_MAX) hovered = h;
   }
   draw_axis(draw, timeline, g);
@@ -150,6 +174,7 @@ void draw_lanes(ViewerState& state, const Trace& trace) {
     const TraceEvent& e = trace.events[hovered];
     event_tooltip(e, timeline.mismatched_seqs.count(e.seq) > 0);
     state.set_hover({e.rank});
+    if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) state.select_call(hovered);
   }
   ImGui::EndChild();
 }
@@ -174,6 +199,13 @@ void draw_timeline_panel(ViewerState& state, const PanelFrame& frame) {
   draw_legend(state.timeline);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10.0f);
   ImGui::SliderFloat("zoom (px per call)", &state.timeline_cell_width, 6.0f, 80.0f, "%.0f");
+  ImGui::SameLine();
+  ImGui::Checkbox("implicit only", &state.implicit_only);
+  if (state.implicit_only) {
+    ImGui::SameLine();
+    ImGui::TextColored(to_imvec4(kImplicitColor), "%lld implicit",
+                       static_cast<long long>(state.origin_counts.implicit));
+  }
   draw_lanes(state, *state.trace);
   ImGui::End();
 }

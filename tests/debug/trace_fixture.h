@@ -13,7 +13,9 @@ namespace dtensor::debug::testing {
 /// (320 B), MLPModule backward all_gather_into_tensor (64 B sent, 256 B
 /// received) on mesh dim 0 of a 4-rank mesh "tp"; ops: aten::addmm and
 /// aten::t (trivial) in net1 forward, aten::relu in relu, a local aten::mm in
-/// net2, aten::mm in net1 backward.
+/// net2, aten::mm in net1 backward. Origins: the all_reduce is explicit
+/// (RowwiseParallel's output, P(sum) -> R), the all_gather implicit (aten::mm
+/// input 1, S(0) -> R, strategy and rejected alternative with costs).
 inline CommTrace mlp_like_trace(int64_t rank = 0) {
   CommTrace t;
   t.rank = rank;
@@ -41,7 +43,29 @@ inline CommTrace mlp_like_trace(int64_t rank = 0) {
   ar.dtype = "Float";
   ar.reduce_op = "sum";
   ar.ts_us = 10.5;
+  CollectiveOriginRecord explicit_origin;
+  explicit_origin.is_explicit = true;
+  explicit_origin.cause = "parallel_style";
+  explicit_origin.op = "RowwiseParallel output";
+  explicit_origin.from_placements = "[P(sum)]";
+  explicit_origin.to_placements = "[R]";
+  explicit_origin.mesh_dim = 0;
+  explicit_origin.step = "P(sum) -> R";
+  ar.origin = explicit_origin;
   CollectiveRecord ag = ar;
+  CollectiveOriginRecord implicit_origin;
+  implicit_origin.cause = "implicit";
+  implicit_origin.op = "aten::mm";
+  implicit_origin.input_index = 1;
+  implicit_origin.from_placements = "[S(0)]";
+  implicit_origin.to_placements = "[R]";
+  implicit_origin.mesh_dim = 0;
+  implicit_origin.step = "S(0) -> R";
+  implicit_origin.strategy = "[S(0)], [R] -> [S(0)]";
+  implicit_origin.strategy_cost = 250048;
+  implicit_origin.rejected_strategy = "[R], [S(1)] -> [S(1)]";
+  implicit_origin.rejected_cost = 250320;
+  ag.origin = implicit_origin;
   ag.seq = 1;
   ag.kind = "all_gather_into_tensor";
   ag.module = "MLPModule";

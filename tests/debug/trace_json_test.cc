@@ -102,6 +102,62 @@ TEST(TraceJsonTest, RoundTripKeepsEventFields) {
   EXPECT_EQ(back.mesh->shape, (std::vector<int64_t>{4}));
 }
 
+TEST(TraceJsonTest, RoundTripKeepsOrigins) {
+  const CommTrace trace = mlp_like_trace();
+  const std::string text = comm_trace_to_json(trace);
+  Json root = Json::parse(text);
+  EXPECT_EQ(root["events"][0]["origin"]["explicit"], true);
+  EXPECT_EQ(root["events"][0]["origin"]["cause"], "parallel_style");
+  EXPECT_EQ(root["events"][1]["origin"]["op"], "aten::mm");
+  EXPECT_EQ(root["events"][1]["origin"]["input_index"], 1);
+  EXPECT_EQ(root["events"][1]["origin"]["from"], "[S(0)]");
+  EXPECT_EQ(root["events"][1]["origin"]["rejected_cost"], 250320.0);
+  CommTrace back = comm_trace_from_json(text);
+  ASSERT_TRUE(back.collectives[0].origin && back.collectives[1].origin);
+  EXPECT_EQ(*back.collectives[0].origin, *trace.collectives[0].origin);
+  EXPECT_EQ(*back.collectives[1].origin, *trace.collectives[1].origin);
+  EXPECT_EQ(origin_summary(*back.collectives[1].origin), "implicit aten::mm input 1, S(0) -> R");
+  EXPECT_EQ(origin_summary(*back.collectives[0].origin),
+            "explicit parallel_style (RowwiseParallel output), P(sum) -> R");
+  // The document reader (the viewer's) sees the same origin.
+  TraceJsonDocument doc = read_comm_trace_json(text);
+  ASSERT_TRUE(doc.events && (*doc.events)[1].origin);
+  EXPECT_EQ((*doc.events)[1].origin->strategy, "[S(0)], [R] -> [S(0)]");
+}
+
+TEST(TraceJsonTest, BadOriginIsNamed) {
+  Json root = Json::parse(comm_trace_to_json(mlp_like_trace()));
+  root["events"][1]["origin"]["explicit"] = "no";
+  root["events"][1]["origin"]["input_index"] = -5;
+  std::vector<std::string> errors = validate_comm_trace_json(root.dump());
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0], "$.events[1].origin.explicit: expected a boolean");
+  EXPECT_EQ(errors[1], "$.events[1].origin.input_index: expected an integer >= -1");
+  root["events"][1]["origin"] = Json::parse(R"({"explicit": true, "cause": ""})");
+  try {
+    read_comm_trace_json(root.dump());
+    FAIL() << "expected an error";
+  } catch (const TraceJsonError& e) {
+    EXPECT_EQ(e.kind(), TraceJsonError::Kind::kSchema);
+    EXPECT_NE(std::string(e.what()).find("$.events[1].origin.cause"), std::string::npos) << e.what();
+  }
+}
+
+// A version-1 trace (written before origins existed, testdata/trace_v1.json)
+// still loads: its events have no origin.
+TEST(TraceJsonTest, SchemaVersionOneStillLoads) {
+  const std::string text = read_text_file("tests/debug/testdata/trace_v1.json");
+  ASSERT_EQ(Json::parse(text)["dtensor_schema_version"], 1);
+  EXPECT_TRUE(validate_comm_trace_json(text).empty());
+  CommTrace back = comm_trace_from_json(text);
+  ASSERT_EQ(back.collectives.size(), 2u);
+  EXPECT_EQ(back.collectives[0].kind, "all_reduce");
+  EXPECT_EQ(back.collectives[0].module, "MLPModule.net2");
+  EXPECT_FALSE(back.collectives[0].origin.has_value());
+  EXPECT_FALSE(back.collectives[1].origin.has_value());
+  EXPECT_EQ(read_comm_trace_json(text).schema_version, 1);
+}
+
 TEST(TraceJsonTest, MergedTraceCarriesPerRankData) {
   CommTrace merged = mlp_like_trace(0);
   merged.rank = -1;

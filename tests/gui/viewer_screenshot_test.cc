@@ -188,6 +188,96 @@ TEST_F(ViewerScreenshotTest, TimelineColoursKindsAndMarksMismatches) {
   for (int r = 1; r < 4; ++r) EXPECT_LT(swatch[r - 1].y0, swatch[r].y0);
 }
 
+// Schema-2 trace on a 2x2x2 mesh: six calls per rank with origins, three
+// implicit (amber tags) and three explicit (blue tags).
+TEST_F(ViewerScreenshotTest, CommTableShowsOriginsAndFiltersImplicitOnes) {
+  const std::string trace = runfile("tests/gui/testdata/origins_3d_trace.json");
+  Image all = render("comm_origins", "comm_table", {trace});
+  EXPECT_LT(testing::find_color(all, kErrorColor, 3).count, 20) << "no load error";
+  int64_t implicit_px = testing::find_color(all, kImplicitColor, 3).count;
+  int64_t explicit_px = testing::find_color(all, kExplicitColor, 3).count;
+  EXPECT_GT(implicit_px, 60) << "implicit tags";
+  EXPECT_GT(explicit_px, 60) << "explicit tags";
+  Image only = render("comm_origins_implicit", "comm_table", {trace, "--implicit-only"});
+  EXPECT_EQ(testing::find_color(only, kExplicitColor, 3).count, 0) << "explicit rows filtered out";
+  EXPECT_NEAR(testing::find_color(only, kImplicitColor, 3).count, implicit_px, implicit_px / 5)
+      << "the implicit rows stay";
+}
+
+TEST_F(ViewerScreenshotTest, TimelineMarksImplicitCallsAndFiltersThem) {
+  const std::string trace = runfile("tests/gui/testdata/origins_3d_trace.json");
+  Image all = render("timeline_origins", "timeline", {trace});
+  EXPECT_GT(testing::find_color(all, kImplicitColor, 3).count, 8 * 3 * 10)
+      << "an amber corner on each implicit call of every lane";
+  const Rgb rs = collective_kind_color("reduce_scatter_tensor");  // call 5: explicit only
+  const Rgb a2a = collective_kind_color("all_to_all_single");     // call 2: implicit
+  // The legend swatch keeps its colour; the 8 cells of the explicit call fade.
+  int64_t rs_all = testing::find_color(all, rs, 2).count;
+  EXPECT_GT(rs_all, 1500);
+  Image only = render("timeline_origins_implicit", "timeline", {trace, "--implicit-only"});
+  EXPECT_LT(testing::find_color(only, rs, 2).count, rs_all / 4) << "explicit calls drawn faint";
+  EXPECT_GT(testing::find_color(only, a2a, 2).count, 1500) << "implicit calls stay solid";
+}
+
+// --call 3 selects the implicit all_reduce over dp: the Mesh panel switches to
+// the trace's 2x2x2 mesh and draws arrows between each dp pair in the
+// all_reduce colour; without a selected call there are none.
+TEST_F(ViewerScreenshotTest, MeshDrawsTheBytesOfACallOnA3dMesh) {
+  const std::string trace = runfile("tests/gui/testdata/origins_3d_trace.json");
+  Image call = render("mesh_3d_call", "mesh", {trace, "--call", "3"});
+  std::vector<Box> b = rank_boxes(call, 8);
+  for (int r = 0; r < 8; ++r) EXPECT_GT(b[r].count, 1500) << "rank " << r;
+  Box arrows = testing::find_color(call, collective_kind_color("all_reduce"), 3);
+  EXPECT_GT(arrows.count, 400) << "arrows between dp peers";
+  EXPECT_GT(arrows.height(), b[0].height()) << "dp pairs sit in different rows";
+  Image none = render("mesh_3d_no_call", "mesh",
+                      {trace, "--mesh", "pp=2, dp=2, tp=2", "--placements", "R, R, R"});
+  EXPECT_LT(testing::find_color(none, collective_kind_color("all_reduce"), 3).count, 20);
+}
+
+// --call 1 (implicit all_gather for aten::mm) presets the playground: its
+// origin line in amber and an all_gather step in the plan.
+TEST_F(ViewerScreenshotTest, SelectedCallOpensThePlaygroundAtItsTransition) {
+  Image image = render("playground_call", "playground",
+                       {runfile("tests/gui/testdata/origins_3d_trace.json"), "--call", "1"});
+  EXPECT_LT(testing::find_color(image, kErrorColor, 3).count, 20) << "valid preset";
+  EXPECT_GT(testing::find_color(image, kImplicitColor, 3).count, 60) << "the origin line";
+  EXPECT_GT(testing::find_color(image, collective_kind_color("all_gather_into_tensor"), 12).count, 10)
+      << "the plan's all_gather";
+  std::vector<Box> b = rank_boxes(image, 8);
+  for (int r = 0; r < 8; ++r) EXPECT_GT(b[r].count, 300) << "rank " << r << " in the layouts";
+}
+
+// The layout of a 4-D mesh: each 2x2 block of an 8x8 tensor is replicated
+// over pp and cp, so all 16 rank colours show as stripes.
+TEST_F(ViewerScreenshotTest, LayoutOfA4dMeshStripesItsReplicas) {
+  Image image = render("layout_4d", "layout",
+                       {"--mesh", "pp=2, dp=2, cp=2, tp=2", "--tensor", "8, 8", "--placements",
+                        "R, S(0), R, S(1)"});
+  std::vector<Box> b = rank_boxes(image, 16, /*min_row=*/30);  // not the legend
+  for (int r = 0; r < 16; ++r) EXPECT_GT(b[r].count, 500) << "rank " << r;
+  // rank = 8 pp + 4 dp + 2 cp + tp: ranks 0, 2, 8, 10 (dp 0, tp 0) stripe
+  // the top-left block, rank 1 (tp 1) is right of it, rank 4 (dp 1) below.
+  for (int r : {2, 8, 10}) {
+    EXPECT_NEAR(b[r].y0, b[0].y0, 4) << "rank " << r;
+    EXPECT_NEAR(b[r].x1, b[0].x1, 4) << "rank " << r;
+  }
+  EXPECT_LT(b[0].x1, b[1].x0 + 4);
+  EXPECT_LT(b[0].y1, b[4].y0 + 4);
+}
+
+// A 4-D mesh: two dims as rows and columns, one as side-by-side grids, pp
+// fixed at 0, so ranks 0-7 are drawn and 8-15 are not.
+TEST_F(ViewerScreenshotTest, MeshOf4dShowsOneIndexOfTheFixedDim) {
+  Image image = render("mesh_4d", "mesh",
+                       {"--mesh", "pp=2, dp=2, cp=2, tp=2", "--tensor", "8, 8", "--placements",
+                        "R, S(0), R, S(1)"});
+  std::vector<Box> b = rank_boxes(image, 16);
+  for (int r = 0; r < 8; ++r) EXPECT_GT(b[r].count, 1500) << "rank " << r;
+  for (int r = 8; r < 16; ++r) EXPECT_LT(b[r].count, 200) << "rank " << r << " is in pp = 1";
+  EXPECT_LT(b[1].x1, b[4].x0) << "cp = 0 left of cp = 1";
+}
+
 // The README's path: the quickstart writes every rank's trace of a real
 // fake-world run (2x2 dp x tp, sequence parallel), and the viewer opens it
 // without a load error, with the quickstart's collective kinds in the table

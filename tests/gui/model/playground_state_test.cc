@@ -49,7 +49,7 @@ TEST(ShapeTextTest, MeshNamedAndUnnamed) {
   }
   const std::pair<const char*, const char*> table[] = {{"dp=2, 4", "name every dim"},
                                                        {"0", "not a mesh dim size"},
-                                                       {"2,2,2,2", "1 to 3"},
+                                                       {"2,2,2,2,2,2", "1 to 5"},
                                                        {"64, 64", "at most 1024 ranks"},
                                                        {"a=2, a=2", "mesh:"}};
   for (auto [text, want] : table) {

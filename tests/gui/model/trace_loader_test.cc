@@ -97,7 +97,7 @@ TEST(TraceLoaderTest, MalformedFilesGiveClearErrors) {
        "$.children[0].collectives_forward: expected [[name, count], ...], got string"},
       {"malformed_bad_event.json", "$.events[1].rank: expected an integer, got string"},
       {"malformed_future_version.json",
-       "dtensor_schema_version is 7 but this viewer reads version 1"},
+       "dtensor_schema_version is 7 but this viewer reads version 2"},
       {"malformed_rank_outside_world.json", "rank 5 appears but world_size is 2"},
   };
   for (auto [file, want] : table) {

@@ -1,0 +1,87 @@
+// Why a collective happened: the origin of the redistribution that issued it,
+// as plain data (no LibTorch). core/ fills one for every collective it issues
+// (Note [Collective origins] in core/redistribution_origin.h); CollectiveEvent
+// carries it, CommDebugMode records it (debug::CollectiveRecord::origin), the
+// comm trace JSON writes it ("origin" of an event, debug/comm_trace_schema.md)
+// and reports group and diff by it.
+//   CollectiveOrigin o;  // aten::mm needed input 1 as R on mesh dim 0
+//   o.cause = "implicit"; o.op = "aten::mm"; o.input_index = 1;
+//   o.from_placements = "[S(0)]"; o.to_placements = "[R]"; o.mesh_dim = 0; o.step = "S(0) -> R";
+//   origin_summary(o);   // "implicit aten::mm input 1, S(0) -> R"
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dtensor {
+
+/// Causes of explicit redistributions (the API the user called), and the one
+/// implicit cause. CollectiveOrigin::cause holds one of these names; readers
+/// must accept names they do not know (newer writers may add some).
+namespace origin_cause {
+inline constexpr const char* kImplicit = "implicit";                // sharding propagation
+inline constexpr const char* kRedistribute = "redistribute";        // DTensor::redistribute
+inline constexpr const char* kRedistributeBackward = "redistribute_backward";  // its gradient
+inline constexpr const char* kFullTensor = "full_tensor";           // DTensor::full_tensor
+inline constexpr const char* kFromLocalBackward = "from_local_backward";  // gradient of from_local
+inline constexpr const char* kToLocalGrad = "to_local_grad";        // to_local(grad_placements) hint
+inline constexpr const char* kDistributeTensor = "distribute_tensor";
+inline constexpr const char* kRunCheck = "run_check";               // from_local(run_check)
+inline constexpr const char* kParallelStyle = "parallel_style";     // a TP style's boundary
+inline constexpr const char* kDistributeModule = "distribute_module";
+inline constexpr const char* kDataParallel = "data_parallel";       // gradient sync of DDP/FSDP-like wrappers
+}  // namespace origin_cause
+
+/// The origin of one collective.
+struct CollectiveOrigin {
+  /// True when the user asked for it (any cause but "implicit").
+  bool is_explicit = false;
+  /// One of origin_cause's names.
+  std::string cause;
+  /// Implicit: the operator, "aten::addmm" (name.overload). Explicit: the API
+  /// or boundary, "DTensor::redistribute", "ColwiseParallel input",
+  /// "distribute_tensor".
+  std::string op;
+  /// Implicit: the index of the tensor input (among the op's tensor inputs,
+  /// in argument order) whose placements changed; -1 when not applicable.
+  int64_t input_index = -1;
+  /// The whole redistribution this collective is a step of: placements
+  /// before and after, "[S(0), R]" -> "[R, R]" (placement.h text form).
+  std::string from_placements;
+  std::string to_placements;
+  /// The dim of the redistributed tensor's mesh this step ran over (-1 when
+  /// unknown), and the step itself on that dim, "S(0) -> R".
+  int64_t mesh_dim = -1;
+  std::string step;
+  /// Implicit ones decided by a cost comparison (Note [Choosing among
+  /// candidates] in core/dispatch/sharding_registry.cc): the strategy chosen
+  /// on `mesh_dim`, "[S(0)], [R] -> [S(0)]" (input placements -> output
+  /// placements), and its cost; the cheapest candidate rejected and its cost
+  /// ("" and 0 when there was none). Costs are in bytes: ring bytes per rank
+  /// plus 250000 per collective (5 us of latency at 50 GB/s).
+  std::string strategy;
+  double strategy_cost = 0;
+  std::string rejected_strategy;
+  double rejected_cost = 0;
+
+  bool operator==(const CollectiveOrigin& o) const {
+    return is_explicit == o.is_explicit && cause == o.cause && op == o.op && input_index == o.input_index &&
+           from_placements == o.from_placements && to_placements == o.to_placements &&
+           mesh_dim == o.mesh_dim && step == o.step && strategy == o.strategy &&
+           strategy_cost == o.strategy_cost && rejected_strategy == o.rejected_strategy &&
+           rejected_cost == o.rejected_cost;
+  }
+  bool operator!=(const CollectiveOrigin& o) const { return !(*this == o); }
+};
+
+/// One line for tables and diffs:
+///   implicit:  "implicit aten::addmm input 1, S(0) -> R"   (the step; the whole
+///              redistribution is added when it differs: "..., S(0) -> R ([S(0), S(1)] -> [R, S(1)])")
+///   explicit:  "explicit full_tensor (DTensor::full_tensor), S(0) -> R"
+std::string origin_summary(const CollectiveOrigin& origin);
+
+/// The grouping key of reports ("what changed and why"): the origin without
+/// its costs, "implicit aten::addmm input 1 [S(0)] -> [R] dim 0".
+std::string origin_key(const CollectiveOrigin& origin);
+
+}  // namespace dtensor

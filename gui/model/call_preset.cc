@@ -1,0 +1,78 @@
+// Call preset: playground inputs from a traced collective. See call_preset.h.
+#include "gui/model/call_preset.h"
+
+#include <exception>
+
+#include "core/layout/placement.h"
+
+namespace dtensor::gui {
+
+std::string trace_mesh_text(const Trace& trace) {
+  if (!trace.mesh || trace.mesh->shape.empty()) return "";
+  const TraceMesh& mesh = *trace.mesh;
+  bool named = mesh.dim_names.size() == mesh.shape.size();
+  std::string text;
+  for (size_t i = 0; i < mesh.shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    if (named) text += mesh.dim_names[i] + "=";
+    text += std::to_string(mesh.shape[i]);
+  }
+  return text;
+}
+
+Parsed<CallPreset> call_preset(const Trace& trace, const TraceEvent& event) {
+  Parsed<CallPreset> result;
+  if (!event.origin) {
+    result.error = "call #" + std::to_string(event.seq) +
+                   " has no origin (traces before schema 2 do not record one)";
+    return result;
+  }
+  const TraceOrigin& origin = *event.origin;
+  CallPreset preset;
+  preset.mesh = trace_mesh_text(trace);
+  if (preset.mesh.empty()) {
+    result.error = "the trace names no mesh, so the transition cannot be replayed";
+    return result;
+  }
+  preset.placements = normalize_placements_text(origin.from_placements);
+  preset.target = normalize_placements_text(origin.to_placements);
+  // A redistribution on a 1-D sub-mesh (a TP style on the tp dim of a 2-D
+  // mesh) has one placement: replay it on that dim alone.
+  size_t count = 0;
+  try {
+    count = parse_placements(preset.placements).size();
+  } catch (const std::exception&) {
+    count = 0;  // parse_placements_text below names the problem
+  }
+  if (count == 1 && trace.mesh->shape.size() > 1 && event.mesh_dim >= 0 &&
+      static_cast<size_t>(event.mesh_dim) < trace.mesh->shape.size()) {
+    const size_t d = static_cast<size_t>(event.mesh_dim);
+    const TraceMesh& m = *trace.mesh;
+    preset.mesh = (m.dim_names.size() == m.shape.size() ? m.dim_names[d] + "=" : std::string()) +
+                  std::to_string(m.shape[d]);
+  }
+  Parsed<MeshShape> mesh = parse_mesh_text(preset.mesh);
+  if (!mesh.ok()) {
+    result.error = mesh.error;
+    return result;
+  }
+  if (!event.shape.empty()) {
+    const int64_t ndim = static_cast<int64_t>(event.shape.size());
+    Parsed<Placements> from = parse_placements_text(preset.placements, *mesh.value, ndim, "from");
+    if (!from.ok()) {
+      result.error = from.error;
+      return result;
+    }
+    std::vector<int64_t> global = event.shape;
+    for (size_t i = 0; i < from.value->size(); ++i) {
+      const Placement& p = (*from.value)[i];
+      if (p.is_shard()) global[static_cast<size_t>(p.shard_dim())] *= mesh.value->shape()[i];
+    }
+    for (size_t d = 0; d < global.size(); ++d)
+      preset.tensor += (d ? ", " : "") + std::to_string(global[d]);
+  }
+  result.value = preset;
+  return result;
+}
+
+}  // namespace dtensor::gui
