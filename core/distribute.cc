@@ -3,6 +3,7 @@
 // PyTorch's distribute_tensor. The result is a leaf that requires grad when
 // the input does (PyTorch's behaviour: parameters are built this way).
 #include <ATen/ATen.h>
+#include <algorithm>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
@@ -16,15 +17,20 @@
 namespace dtensor {
 namespace {
 
+// Note [src_data_rank is a group rank]
+// As in PyTorch (Shard._make_shard_tensor / Replicate._make_replicate_tensor
+// pass it as group_src), src_data_rank is the source's rank *within each mesh
+// dim's group*: every mesh dim scatters or broadcasts from its member
+// src_data_rank, so on an N-D mesh the data of the rank at coordinate
+// (s, s, ..., s) becomes the DTensor. Run with PyTorch 2.11 on a (2, 2) gloo
+// mesh, src_data_rank=1 with [R, R] gives every rank global rank 3's values.
 at::Tensor local_piece(at::Tensor current, const DeviceMesh& mesh, const Placements& placements,
                        std::optional<int64_t> src_rank) {
-  std::vector<int64_t> src_coordinate;
-  if (src_rank) src_coordinate = mesh.mesh_shape().coordinate_of(*src_rank);
   for (int i = 0; i < mesh.ndim(); ++i) {
     const Placement& p = placements[static_cast<size_t>(i)];
     const int64_t n = mesh.size(i);
     if (src_rank && n > 1) {
-      const int64_t root = src_coordinate[static_cast<size_t>(i)];
+      const int64_t root = *src_rank;
       if (p.is_shard()) {
         current = collectives::scatter_dim(current, mesh, i, p.shard_dim(), root);
         continue;
@@ -64,9 +70,15 @@ DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, Plac
                 "distribute_tensor: ", p.to_string(), " cannot be made from a full tensor; use "
                 "Partial(sum), Partial(avg), or DTensor::from_local with your partial values");
   }
-  TORCH_CHECK(!options.src_data_rank || (*options.src_data_rank >= 0 && *options.src_data_rank < mesh.size()),
-              "distribute_tensor: src_data_rank ", *options.src_data_rank, " is not a rank of ",
-              mesh.to_string());
+  if (options.src_data_rank) {
+    const int64_t smallest = *std::min_element(mesh.shape().begin(), mesh.shape().end());
+    TORCH_CHECK(*options.src_data_rank >= 0 && *options.src_data_rank < smallest,
+                "distribute_tensor on rank ", mesh.global_rank(), ": src_data_rank ",
+                *options.src_data_rank, " is not a rank of every mesh dim's group of ",
+                mesh.to_string(), " (it is a rank within each mesh dim, as PyTorch's group_src: "
+                "the source is the rank at coordinate (s, ..., s)); pass 0 <= src_data_rank < ",
+                smallest, ", or nullopt to slice every rank's own copy");
+  }
   at::Tensor local;
   {
     torch::autograd::AutoGradMode no_grad(false);

@@ -35,8 +35,11 @@ struct FromLocalOptions {
 };
 
 struct DistributeOptions {
-  /// Rank whose data is the truth (scattered/broadcast from it), or nullopt
-  /// to take every rank's own tensor and slice locally (no communication).
+  /// Whose data is the truth: a rank *within each mesh dim's group*, as
+  /// PyTorch's (every mesh dim scatters/broadcasts from its member
+  /// src_data_rank, so on a 2-D mesh 1 means the rank at coordinate (1, 1));
+  /// or nullopt to take every rank's own tensor and slice locally (no
+  /// communication). Must be below every mesh dim's size.
   std::optional<int64_t> src_data_rank = 0;
 };
 
@@ -72,8 +75,8 @@ class DTensor : public at::Tensor {
 std::ostream& operator<<(std::ostream& out, const DTensor& t);
 
 /// Distributes a global tensor: every rank passes a tensor of the same shape;
-/// rank `src_data_rank`'s values become the DTensor (scatter/broadcast along
-/// each mesh dim), or each rank slices its own copy when src_data_rank is
+/// the values at mesh coordinate (src_data_rank, ..., src_data_rank) become
+/// the DTensor (scatter/broadcast along each mesh dim), or each rank slices its own copy when src_data_rank is
 /// nullopt. Not differentiable with respect to `tensor`: as in PyTorch, the
 /// result is a new leaf, which requires grad when `tensor` does and whose
 /// .grad() receives the gradient (what parameters need). A non-leaf `tensor`

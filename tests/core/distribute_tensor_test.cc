@@ -1,0 +1,58 @@
+// distribute_tensor's source data on N-D meshes: src_data_rank is a rank
+// within each mesh dim's group, as in PyTorch (Note [src_data_rank is a group
+// rank]); nullopt slices every rank's own copy.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <string>
+
+#include "backends/fake/fake_world.h"
+#include "core/dtensor.h"
+
+namespace dtensor {
+namespace {
+
+// What PyTorch 2.11 printed for the same program on 4 gloo processes:
+//   [R, R], src_data_rank=1:   every rank [3, 3, 3, 3]
+//   [S(0), R], src_data_rank=1 with arange(4) + 10 * rank: [30, 31] on ranks 0, 1; [32, 33] on 2, 3
+TEST(DistributeTensorTest, SrcDataRankIsAGroupRankOnEveryMeshDim) {
+  run_fake_world(4, [](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
+    DistributeOptions from_one;
+    from_one.src_data_rank = 1;
+    DTensor replicated = distribute_tensor(torch::full({4}, static_cast<double>(w.rank())), mesh,
+                                           {Replicate(), Replicate()}, from_one);
+    EXPECT_TRUE(at::equal(replicated.to_local(), torch::full({4}, 3.0)));
+    DTensor sharded = distribute_tensor(torch::arange(4, torch::kFloat64) + 10 * w.rank(), mesh,
+                                        {Shard(0), Replicate()}, from_one);
+    at::Tensor expected = w.rank() < 2 ? torch::tensor({30.0, 31.0}, torch::kFloat64)
+                                       : torch::tensor({32.0, 33.0}, torch::kFloat64);
+    EXPECT_TRUE(at::equal(sharded.to_local(), expected)) << "rank " << w.rank();
+
+    DistributeOptions own_copy;
+    own_copy.src_data_rank = std::nullopt;
+    DTensor local = distribute_tensor(torch::arange(4, torch::kFloat64) + 10 * w.rank(), mesh,
+                                      {Shard(0), Replicate()}, own_copy);
+    EXPECT_TRUE(at::equal(local.to_local(),
+                          (torch::arange(4, torch::kFloat64) + 10 * w.rank()).slice(0, w.rank() / 2 * 2, w.rank() / 2 * 2 + 2)));
+  });
+}
+
+TEST(DistributeTensorTest, SrcDataRankMustBeInEveryMeshDimsGroup) {
+  run_fake_world(8, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 4});
+    DistributeOptions from_three;
+    from_three.src_data_rank = 3;  // a rank of the 4-wide dim, not of the 2-wide one
+    try {
+      distribute_tensor(torch::ones({8}), mesh, {Shard(0), Replicate()}, from_three);
+      ADD_FAILURE() << "src_data_rank 3 on a (2, 4) mesh must be refused";
+    } catch (const c10::Error& e) {
+      const std::string message = e.what_without_backtrace();
+      EXPECT_NE(message.find("src_data_rank 3 is not a rank of every mesh dim's group"), std::string::npos) << message;
+      EXPECT_NE(message.find("pass 0 <= src_data_rank < 2"), std::string::npos) << message;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace dtensor
