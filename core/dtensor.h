@@ -13,6 +13,7 @@
 #include "core/device_mesh.h"
 #include "core/dtensor_impl.h"  // is_dtensor
 #include "core/dtensor_spec.h"
+#include "core/layout/placement_alias.h"
 
 namespace dtensor {
 
@@ -53,6 +54,12 @@ class DTensor : public at::Tensor {
   /// is a [2 * mesh.size(), 4] tensor of ones.
   static DTensor from_local(const at::Tensor& local, const DeviceMesh& mesh, Placements placements,
                             const FromLocalOptions& options = {});
+  /// The same with the alias form on a named mesh, one entry per tensor dim
+  /// naming the mesh dims that shard it (core/layout/placement_alias.h):
+  /// from_local(t, mesh, AliasSpec{{"dp"}, {"None"}}) is {Shard(0), Replicate()}
+  /// on Mesh(dp, tp). The alias form cannot express Partial.
+  static DTensor from_local(const at::Tensor& local, const DeviceMesh& mesh, const AliasSpec& alias,
+                            const FromLocalOptions& options = {});
 
   /// This rank's shard (differentiable). `grad_placements` says how the
   /// gradient of the result is laid out (e.g. {Partial()}); default: as now.
@@ -62,6 +69,10 @@ class DTensor : public at::Tensor {
   /// The same tensor under other placements (differentiable; the backward
   /// redistributes the gradient back). Example: dt.redistribute({Replicate()}).
   DTensor redistribute(Placements placements, const RedistributeOptions& options = {}) const;
+  /// The same with the alias form: dt.redistribute(AliasSpec{{"tp"}, {}}).
+  DTensor redistribute(const AliasSpec& alias, const RedistributeOptions& options = {}) const;
+  /// These placements in the alias form (the mesh must be named; throws for Partial).
+  AliasSpec alias() const;
 
   const DeviceMesh& device_mesh() const { return spec().mesh; }
   const Placements& placements() const { return spec().placements; }
@@ -83,6 +94,10 @@ std::ostream& operator<<(std::ostream& out, const DTensor& t);
 /// (computed from tensors requiring grad) is refused, as PyTorch refuses it:
 /// its gradient path would be cut; use DTensor::from_local to keep it.
 DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, Placements placements,
+                          const DistributeOptions& options = {});
+/// The same with the alias form on a named mesh:
+///   distribute_tensor(w, mesh, AliasSpec{{"dp", "tp"}, {}})   // dim 0 split over dp, then tp
+DTensor distribute_tensor(const at::Tensor& tensor, const DeviceMesh& mesh, const AliasSpec& alias,
                           const DistributeOptions& options = {});
 
 }  // namespace dtensor

@@ -56,3 +56,49 @@ TEST(DistributeTensorTest, SrcDataRankMustBeInEveryMeshDimsGroup) {
 
 }  // namespace
 }  // namespace dtensor
+
+namespace dtensor {
+namespace {
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return "";
+}
+
+TEST(AliasFormTest, EntryPointsTakeTheAliasFormOnNamedMeshes) {
+  run_fake_world(4, [](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2}, {"dp", "tp"});
+    at::Tensor global = torch::arange(24, torch::kFloat64).reshape({8, 3});
+    DTensor by_alias = distribute_tensor(global, mesh, AliasSpec{{"dp", "tp"}, {}});
+    EXPECT_EQ(by_alias.placements(), (Placements{Shard(0), Shard(0)}));
+    EXPECT_TRUE(at::equal(by_alias.to_local(), distribute_tensor(global, mesh, {Shard(0), Shard(0)}).to_local()));
+    EXPECT_EQ(by_alias.alias(), (AliasSpec{{"dp", "tp"}, {}}));
+
+    DTensor moved = by_alias.redistribute(AliasSpec{{"None"}, {"tp"}});
+    EXPECT_EQ(moved.placements(), (Placements{Replicate(), Shard(1)}));
+    EXPECT_TRUE(at::equal(moved.full_tensor(), global));
+
+    DTensor local = DTensor::from_local(torch::ones({2, 3}), mesh, AliasSpec{{"tp"}, {}});
+    EXPECT_EQ(local.placements(), (Placements{Replicate(), Shard(0)}));
+    EXPECT_EQ(local.sizes(), (c10::IntArrayRef{4, 3}));
+
+    EXPECT_NE(error_of([&] { distribute_tensor(global, mesh, AliasSpec{{"dp"}}); })
+                  .find("the alias ('dp',) has 1 entries but the tensor has 2 dims"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { distribute_tensor(global, mesh, AliasSpec{{"pp"}, {}}); }).find("pp"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { distribute_tensor(global, mesh, AliasSpec{{"tp", "dp"}, {}}); })
+                  .find("distribute_tensor"),
+              std::string::npos);
+    DTensor partial = DTensor::from_local(torch::ones({2}), mesh, {Partial(), Replicate()});
+    EXPECT_NE(error_of([&] { partial.alias(); }).find("DTensor::alias"), std::string::npos);
+    (void)w;
+  });
+}
+
+}  // namespace
+}  // namespace dtensor
