@@ -58,7 +58,7 @@ OriginCounts transformer_origins(bool sequence_parallel) {
     {
       auto guard = comm.enter(*model);
       at::Tensor out = nn::call(model, tokens);
-      DTensor(out).to_local().sum().backward();
+      (is_dtensor(out) ? DTensor(out).to_local() : out).sum().backward();
     }
     int64_t missing = 0;
     OriginCounts counts = origin_counts(comm.trace(), &missing);
@@ -68,18 +68,63 @@ OriginCounts transformer_origins(bool sequence_parallel) {
   return result;
 }
 
+// Without SP every collective is a style boundary: the Rowwise outputs'
+// all_reduce in forward, the Colwise inputs' gradient all_reduce in
+// backward, the output's gather; none is implicit (PyTorch's TP Transformer
+// issues the same 6 + 1 forward collectives, transformer_module_counts_test).
 TEST(TransformerOriginsTest, EveryCollectiveWithoutSequenceParallelHasItsOrigin) {
   const OriginCounts actual = transformer_origins(/*sequence_parallel=*/false);
   const OriginCounts expected = {
-// TP_EXPECTED
+      {"backward Transformer.layers.0.attention.wk all_reduce <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> R", 1},
+      {"backward Transformer.layers.0.attention.wq all_reduce <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> R", 1},
+      {"backward Transformer.layers.0.attention.wv all_reduce <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> R", 1},
+      {"backward Transformer.layers.0.feed_forward.w1 all_reduce <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> R", 1},
+      {"backward Transformer.layers.1.attention.wk all_reduce <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> R", 1},
+      {"backward Transformer.layers.1.attention.wq all_reduce <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> R", 1},
+      {"backward Transformer.layers.1.attention.wv all_reduce <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> R", 1},
+      {"backward Transformer.layers.1.feed_forward.w1 all_reduce <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> R", 1},
+      {"backward Transformer.output all_reduce <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> R", 1},
+      {"forward Transformer.layers.0.attention.wo all_reduce <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output)), P(sum) -> R", 1},
+      {"forward Transformer.layers.0.feed_forward.w2 all_reduce <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output)), P(sum) -> R", 1},
+      {"forward Transformer.layers.1.attention.wo all_reduce <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output)), P(sum) -> R", 1},
+      {"forward Transformer.layers.1.feed_forward.w2 all_reduce <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output)), P(sum) -> R", 1},
+      {"forward Transformer.output all_gather_into_tensor <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (output)), S(2) -> R", 1},
+      {"forward Transformer.pos_embeddings all_reduce <- explicit parallel_style (RowwiseParallel on torch::nn::EmbeddingImpl (output)), P(sum) -> R", 1},
+      {"forward Transformer.tok_embeddings all_reduce <- explicit parallel_style (RowwiseParallel on torch::nn::EmbeddingImpl (output)), P(sum) -> R", 1},
   };
   EXPECT_EQ(actual, expected) << "actual:\n" << text(actual);
 }
 
+// With SP the boundaries gather and reduce-scatter along the sequence dim
+// (PrepareModuleInput of attention, ColwiseParallel(input_layouts=S(1)) of w1
+// and output, Rowwise(output_layouts=S(1))), backward the conjugates; still
+// no implicit collective.
 TEST(TransformerOriginsTest, EveryCollectiveWithSequenceParallelHasItsOrigin) {
   const OriginCounts actual = transformer_origins(/*sequence_parallel=*/true);
   const OriginCounts expected = {
-// SP_EXPECTED
+      {"backward Transformer.layers.0.attention reduce_scatter_tensor <- explicit parallel_style (PrepareModuleInput(input_layouts=[S(1)], desired_input_layouts=[R], use_local_output=false) on dtensor::examples::AttentionImpl (input 0) backward), P(sum) -> S(1)", 1},
+      {"backward Transformer.layers.0.attention.wo all_gather_into_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output) backward), S(1) -> R", 1},
+      {"backward Transformer.layers.0.feed_forward.w1 reduce_scatter_tensor <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> S(1)", 1},
+      {"backward Transformer.layers.0.feed_forward.w2 all_gather_into_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output) backward), S(1) -> R", 1},
+      {"backward Transformer.layers.1.attention reduce_scatter_tensor <- explicit parallel_style (PrepareModuleInput(input_layouts=[S(1)], desired_input_layouts=[R], use_local_output=false) on dtensor::examples::AttentionImpl (input 0) backward), P(sum) -> S(1)", 1},
+      {"backward Transformer.layers.1.attention.wo all_gather_into_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output) backward), S(1) -> R", 1},
+      {"backward Transformer.layers.1.feed_forward.w1 reduce_scatter_tensor <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> S(1)", 1},
+      {"backward Transformer.layers.1.feed_forward.w2 all_gather_into_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output) backward), S(1) -> R", 1},
+      {"backward Transformer.output reduce_scatter_tensor <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input) backward), P(sum) -> S(1)", 1},
+      {"backward Transformer.pos_embeddings all_gather_into_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::EmbeddingImpl (output) backward), S(0) -> R", 1},
+      {"backward Transformer.tok_embeddings all_gather_into_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::EmbeddingImpl (output) backward), S(1) -> R", 1},
+      {"forward Transformer.layers.0.attention all_gather_into_tensor <- explicit parallel_style (PrepareModuleInput(input_layouts=[S(1)], desired_input_layouts=[R], use_local_output=false) on dtensor::examples::AttentionImpl (input 0)), S(1) -> R", 1},
+      {"forward Transformer.layers.0.attention.wo reduce_scatter_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output)), P(sum) -> S(1)", 1},
+      {"forward Transformer.layers.0.feed_forward.w1 all_gather_into_tensor <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input)), S(1) -> R", 1},
+      {"forward Transformer.layers.0.feed_forward.w2 reduce_scatter_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output)), P(sum) -> S(1)", 1},
+      {"forward Transformer.layers.1.attention all_gather_into_tensor <- explicit parallel_style (PrepareModuleInput(input_layouts=[S(1)], desired_input_layouts=[R], use_local_output=false) on dtensor::examples::AttentionImpl (input 0)), S(1) -> R", 1},
+      {"forward Transformer.layers.1.attention.wo reduce_scatter_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output)), P(sum) -> S(1)", 1},
+      {"forward Transformer.layers.1.feed_forward.w1 all_gather_into_tensor <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input)), S(1) -> R", 1},
+      {"forward Transformer.layers.1.feed_forward.w2 reduce_scatter_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::LinearImpl (output)), P(sum) -> S(1)", 1},
+      {"forward Transformer.output all_gather_into_tensor <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (input)), S(1) -> R", 1},
+      {"forward Transformer.output all_gather_into_tensor <- explicit parallel_style (ColwiseParallel on torch::nn::LinearImpl (output)), S(2) -> R", 1},
+      {"forward Transformer.pos_embeddings reduce_scatter_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::EmbeddingImpl (output)), P(sum) -> S(0)", 1},
+      {"forward Transformer.tok_embeddings reduce_scatter_tensor <- explicit parallel_style (RowwiseParallel on torch::nn::EmbeddingImpl (output)), P(sum) -> S(1)", 1},
   };
   EXPECT_EQ(actual, expected) << "actual:\n" << text(actual);
 }
