@@ -32,6 +32,24 @@ std::string CollectiveEvent::to_string() const {
   return out.str();
 }
 
+namespace {
+const CollectiveOriginSource*& thread_origin_source() {
+  thread_local const CollectiveOriginSource* source = nullptr;
+  return source;
+}
+}  // namespace
+
+const CollectiveOriginSource* exchange_collective_origin_source(const CollectiveOriginSource* source) {
+  const CollectiveOriginSource* previous = thread_origin_source();
+  thread_origin_source() = source;
+  return previous;
+}
+
+std::shared_ptr<const CollectiveOrigin> current_collective_origin() {
+  const CollectiveOriginSource* source = thread_origin_source();
+  return source == nullptr ? nullptr : source->origin();
+}
+
 ObserverList::Registration::Registration(Registration&& other) noexcept
     : list_(other.list_), observer_(other.observer_) {
   other.list_ = nullptr;

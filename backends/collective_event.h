@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/layout/collective_kind.h"
+#include "core/layout/collective_origin.h"
 #include "core/layout/reduce_op.h"
 
 namespace dtensor {
@@ -51,10 +52,28 @@ struct CollectiveEvent {
   /// The mesh dim it ran over; null when issued on a Communicator directly
   /// rather than through core/collectives.
   std::shared_ptr<const MeshDimTag> mesh;
+  /// Why it happened (Note [Collective origins] in core/redistribution_origin.h);
+  /// null when no origin frame was open (a Communicator called directly).
+  std::shared_ptr<const CollectiveOrigin> origin;
 
   /// One line: `all_reduce(sum) f32[4, 8] group=[0, 1] seq=3`.
   std::string to_string() const;
 };
+
+/// Describes, on demand, why the collectives the calling thread issues now
+/// happen. core/ installs one around each redistribution; the Communicator
+/// asks it only when it builds an event (only when observed).
+class CollectiveOriginSource {
+ public:
+  virtual ~CollectiveOriginSource() = default;
+  virtual std::shared_ptr<const CollectiveOrigin> origin() const = 0;
+};
+
+/// Installs `source` (may be null) as the calling thread's and returns the
+/// previous one; the installer restores it.
+const CollectiveOriginSource* exchange_collective_origin_source(const CollectiveOriginSource* source);
+/// The calling thread's origin of the collectives it issues now, or null.
+std::shared_ptr<const CollectiveOrigin> current_collective_origin();
 
 /// Receives collective events; must not issue collectives itself.
 class CollectiveObserver {

@@ -154,6 +154,8 @@ CollectiveEvent Communicator::make_event(CollectiveKind kind, uint64_t seq,
   event.dtype = dtype;
   event.async_op = async_op;
   event.mesh = std::move(mesh_tag);
+  // See Note [Collective origins] in core/redistribution_origin.h.
+  event.origin = current_collective_origin();
   for (const at::Tensor* t : inputs) {
     event.input_shapes.push_back(t->sizes().vec());
     event.input_bytes += bytes_of(*t);

@@ -11,6 +11,7 @@
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
 #include "core/init.h"
+#include "core/redistribution_origin.h"
 #include "core/torch_errors.h"
 #include "core/layout/shard_layout.h"
 
@@ -26,9 +27,15 @@ namespace {
 // mesh, src_data_rank=1 with [R, R] gives every rank global rank 3's values.
 at::Tensor local_piece(at::Tensor current, const DeviceMesh& mesh, const Placements& placements,
                        std::optional<int64_t> src_rank) {
+  // See Note [Collective origins]: the full tensor (Replicate everywhere on
+  // the source rank) becomes `placements`, mesh dim by mesh dim.
+  ExplicitOriginScope origin(origin_cause::kDistributeTensor, "distribute_tensor");
+  const Placements full(placements.size(), Replicate());
+  RedistributionProgress progress(full, placements);
   for (int i = 0; i < mesh.ndim(); ++i) {
     const Placement& p = placements[static_cast<size_t>(i)];
     const int64_t n = mesh.size(i);
+    progress.step(i, full[static_cast<size_t>(i)], p);
     if (src_rank && n > 1) {
       const int64_t root = *src_rank;
       if (p.is_shard()) {

@@ -19,6 +19,7 @@
 #include "core/layout/shard_layout.h"
 #include "core/layout/strides.h"
 #include "core/redistribute.h"
+#include "core/redistribution_origin.h"
 
 namespace dtensor {
 namespace {
@@ -50,12 +51,14 @@ at::Tensor redistribute_dtensor_no_grad(const at::Tensor& t, const Placements& t
 
 struct RedistributeBackward : torch::autograd::Node {
   Placements target;
+  CapturedOrigin origin;  // the explicit API that called redistribute, if any
   std::optional<c10::ScalarType> backward_dtype;
   c10::ScalarType input_dtype;
   std::string name() const override { return "dtensor::RedistributeBackward"; }
   variable_list apply(variable_list&& grads) override {
     if (!grads[0].defined()) return {at::Tensor()};
     TORCH_CHECK(is_dtensor(grads[0]), "RedistributeBackward: the gradient is not a DTensor");
+    BackwardOriginScope scope(origin, origin_cause::kRedistributeBackward, "DTensor::redistribute backward");
     at::Tensor g = redistribute_dtensor_no_grad(grads[0], target, backward_dtype);
     if (DTensorImpl* impl = dtensor_impl(g); impl->spec().meta.dtype != input_dtype) {
       g = redistribute_dtensor_no_grad(g, target, input_dtype);
@@ -68,11 +71,13 @@ struct RedistributeBackward : torch::autograd::Node {
 // input, as a local tensor.
 struct FromLocalBackward : torch::autograd::Node {
   Placements target;
+  CapturedOrigin origin;  // the explicit API that called from_local (a TP style), if any
   std::string name() const override { return "dtensor::FromLocalBackward"; }
   variable_list apply(variable_list&& grads) override {
     if (!grads[0].defined()) return {at::Tensor()};
     at::Tensor g = grads[0];
     if (is_dtensor(g)) {
+      BackwardOriginScope scope(origin, origin_cause::kFromLocalBackward, "DTensor::from_local backward");
       g = dtensor_impl(redistribute_dtensor_no_grad(g, target, std::nullopt))->local();
     }
     return {g};
@@ -146,6 +151,7 @@ at::Tensor run_from_local_check(const at::Tensor& local, const DeviceMesh& mesh,
       c10::str("DTensor::from_local(run_check) with ", to_string(placements), " on ",
                mesh.to_string(), ", rank ", mesh.global_rank());
   at::NoGradGuard no_grad;
+  ExplicitOriginScope origin(origin_cause::kRunCheck, "DTensor::from_local(run_check)");
   // Rows: [rank, dims, dtype].
   const auto heads = gather_rows_from_all(
       {mesh.global_rank(), local.dim(), static_cast<int64_t>(local.scalar_type())}, mesh);
@@ -220,6 +226,7 @@ DTensor DTensor::from_local(const at::Tensor& local, const DeviceMesh& mesh, Pla
   if (needs_grad(local)) {
     auto node = std::shared_ptr<FromLocalBackward>(new FromLocalBackward(), torch::autograd::deleteNode);
     node->target = gradient_placements(placements);
+    node->origin = CapturedOrigin::capture();
     attach(local, out, node);
   }
   return DTensor(out);
@@ -271,6 +278,10 @@ DTensor DTensor::redistribute(Placements placements, const RedistributeOptions& 
   const DTensorSpec& s = spec();
   placements = checked_placements(placements, s.mesh, s.ndim(), "DTensor::redistribute");
   check_no_new_partial(s, placements);
+  // Before this call's own frame: the backward names the API that called
+  // redistribute (full_tensor, a TP style), else redistribute itself.
+  CapturedOrigin caller = needs_grad(*this) ? CapturedOrigin::capture() : CapturedOrigin{};
+  ExplicitOriginScope origin(origin_cause::kRedistribute, "DTensor::redistribute", /*weak=*/true);
   at::Tensor out;
   {
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -281,6 +292,7 @@ DTensor DTensor::redistribute(Placements placements, const RedistributeOptions& 
     auto node = std::shared_ptr<RedistributeBackward>(new RedistributeBackward(), torch::autograd::deleteNode);
     node->target = gradient_placements(s.placements);
     node->backward_dtype = options.backward_dtype;
+    node->origin = std::move(caller);
     node->input_dtype = s.meta.dtype;
     attach(*this, out, node);
   }
@@ -289,6 +301,7 @@ DTensor DTensor::redistribute(Placements placements, const RedistributeOptions& 
 
 at::Tensor DTensor::full_tensor(std::optional<Placements> grad_placements) const {
   Placements replicate(static_cast<size_t>(device_mesh().ndim()), Replicate());
+  ExplicitOriginScope origin(origin_cause::kFullTensor, "DTensor::full_tensor");
   return redistribute(replicate).to_local(std::move(grad_placements));
 }
 

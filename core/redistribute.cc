@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/collectives.h"
+#include "core/redistribution_origin.h"
 #include "core/torch_errors.h"
 #include "core/layout/redistribute_plan.h"
 #include "core/layout/shard_layout.h"
@@ -176,7 +177,9 @@ at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
   const PlanPtr plan = cached_plan(from, to);
   at::Tensor current = local;
   DTensorSpec spec = from;
+  RedistributionProgress progress(from.placements, to);  // See Note [Collective origins]
   for (const RedistributeStep& step : plan->steps) {
+    progress.step(step.mesh_dim, step.from, step.to);
     current = run_step(current, spec, step);
     spec.placements = step.after;
   }

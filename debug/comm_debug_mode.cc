@@ -250,6 +250,7 @@ CollectiveRecord CommDebugMode::to_record(const Raw& raw, int64_t seq) {
   r.dtype = c10::toString(e.dtype);
   if (e.reduce_op) r.reduce_op = reduce_op_name(*e.reduce_op);
   r.ts_us = raw.ts_us;
+  if (e.origin) r.origin = *e.origin;
   return r;
 }
 

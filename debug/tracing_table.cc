@@ -3,7 +3,11 @@
 
 #include <unistd.h>
 
+#include <iomanip>
+#include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace dtensor::debug {
 namespace {
@@ -60,6 +64,7 @@ struct TableWriter {
       line(item_indent,
            "*" + kind + ": " + std::to_string(n) + " (" + std::to_string(byte_counts[kind]) + " B)", kYellow);
     }
+    if (filter.module_data) origin_lines(fqn, phase, item_indent, detail_indent);
     for (const OpRecord* op : ops) {
       line(item_indent, "**" + op->name, kYellow);
       if (op->input_shapes.empty() && op->input_sharding.empty()) continue;
@@ -69,6 +74,40 @@ struct TableWriter {
            "sharding: " + list_text(op->input_sharding, [](const std::string& s) { return s; }), kRed);
       line(detail_indent, "device mesh: " + op->device_mesh, kRed);
     }
+  }
+
+  // Noise level 1+: why this module's own collectives happened, one line per
+  // (collective, origin) with its count; level 2+ adds the strategy chosen
+  // and the cheapest one rejected for implicit ones.
+  void origin_lines(const std::string& fqn, Phase phase, const std::string& item_indent,
+                    const std::string& detail_indent) {
+    std::map<std::pair<std::string, std::string>, std::pair<int64_t, const CollectiveRecord*>> groups;
+    std::vector<std::pair<std::string, std::string>> order;
+    for (const CollectiveRecord& r : view.collectives) {
+      if (r.module != fqn || r.phase != phase) continue;
+      const std::string why = r.origin ? origin_summary(*r.origin) : std::string("origin unknown");
+      auto key = std::make_pair(r.kind, why);
+      auto [it, fresh] = groups.emplace(key, std::make_pair(int64_t{0}, &r));
+      if (fresh) order.push_back(key);
+      ++it->second.first;
+    }
+    for (const auto& key : order) {
+      const auto& [n, first] = groups.at(key);
+      line(item_indent, "*" + key.first + " x" + std::to_string(n) + " from " + key.second,
+           first->origin && !first->origin->is_explicit ? kRed : kYellow);
+      if (!filter.local_ops || !first->origin || first->origin->strategy.empty()) continue;
+      const CollectiveOriginRecord& o = *first->origin;
+      std::string detail = "strategy: " + o.strategy + " (cost " + cost_text(o.strategy_cost) + ")";
+      if (!o.rejected_strategy.empty())
+        detail += "; rejected: " + o.rejected_strategy + " (cost " + cost_text(o.rejected_cost) + ")";
+      line(detail_indent, detail, kRed);
+    }
+  }
+
+  static std::string cost_text(double cost) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(0) << cost;
+    return out.str();
   }
 
   void module(const std::string& fqn, int depth) {

@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "core/dispatch/explicit_redistribution.h"
+
 namespace dtensor::testing {
 namespace {
 
@@ -46,6 +48,23 @@ KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fq
   if (m == counts.end()) return {};
   auto p = m->second.find(phase);
   return p == m->second.end() ? KindCounts{} : p->second;
+}
+
+::testing::AssertionResult NoImplicitRedistribution(const char* block_expr, const std::function<void()>& block) {
+  ExplicitRedistributionOptions options;
+  options.policy = RedistributionPolicy::kRecord;
+  std::vector<std::string> sites;
+  {
+    ExplicitRedistributionGuard guard(options);
+    block();
+    sites = guard.warnings();
+  }
+  if (sites.empty()) return ::testing::AssertionSuccess();
+  ::testing::AssertionResult failure = ::testing::AssertionFailure();
+  failure << shorten(block_expr) << " made " << sites.size() << " implicit redistribution"
+          << (sites.size() == 1 ? "" : "s") << " (call sites):";
+  for (const std::string& site : sites) failure << "\n  " << site;
+  return failure;
 }
 
 }  // namespace dtensor::testing

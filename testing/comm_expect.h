@@ -4,10 +4,12 @@
 //   EXPECT_COMM_COUNTS(comm, {{"all_reduce", 1}});
 //   EXPECT_COMM_COUNTS([&] { y.full_tensor(); }, {{"all_reduce", 1}});   // a block, on this rank
 //   EXPECT_COMM_MODULE_COUNTS(comm, "MLPModule.net2", "forward", {{"all_reduce", 1}});
+//   EXPECT_NO_IMPLICIT_REDISTRIBUTION(nn::call(model, x));   // strict mode: only explicit redistributions
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -42,6 +44,14 @@ KindCounts comm_counts_of(Source&& source) {
   }
 }
 
+/// Runs `block` on this rank inside an ExplicitRedistributionGuard that
+/// records (core/dispatch/explicit_redistribution.h, policy kRecord): passes
+/// when sharding propagation redistributed no input in a way that
+/// communicates; the failure lists each call site (op, module, input,
+/// placements, collectives, and how to make it explicit). Modules are named
+/// under `root` when given.
+::testing::AssertionResult NoImplicitRedistribution(const char* block_expr, const std::function<void()>& block);
+
 /// Counts of one module and phase ("forward"/"backward") of a module table;
 /// a missing module or phase counts as empty.
 KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fqn, const std::string& phase);
@@ -66,3 +76,12 @@ KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fq
       ::dtensor::testing::CommCountsEqual,                                                              \
       ::dtensor::testing::module_phase_counts((source).get_comm_module_counts(), (fqn), (phase)),       \
       ::dtensor::debug::KindCounts(__VA_ARGS__))
+
+/// EXPECT_NO_IMPLICIT_REDISTRIBUTION(statements): the statements (run once,
+/// on this rank) make no implicit redistribution that communicates; see
+/// NoImplicitRedistribution. Example:
+///   EXPECT_NO_IMPLICIT_REDISTRIBUTION(auto y = nn::call(model, x); y.sum().backward());
+#define EXPECT_NO_IMPLICIT_REDISTRIBUTION(...) \
+  EXPECT_PRED_FORMAT1(::dtensor::testing::NoImplicitRedistribution, [&] { __VA_ARGS__; })
+#define ASSERT_NO_IMPLICIT_REDISTRIBUTION(...) \
+  ASSERT_PRED_FORMAT1(::dtensor::testing::NoImplicitRedistribution, [&] { __VA_ARGS__; })

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/dtensor_spec.h"
+#include "core/layout/collective_origin.h"
 
 namespace dtensor {
 
@@ -62,6 +63,11 @@ struct ShardingPlan {
   /// on this rank's local arguments instead of the operator; empty: the
   /// operator itself. Example: "dtensor::masked_embedding".
   std::string local_kernel;
+  /// Per mesh dim, the strategy chosen and the cheapest rejected one, for
+  /// the origins of implicit redistributions (Note [Collective origins] in
+  /// core/redistribution_origin.h); filled by expand_per_mesh_dim, empty for
+  /// rules that decide otherwise.
+  std::vector<StrategyChoice> strategy_choices;
 };
 
 // Note [Local kernels]

@@ -13,11 +13,13 @@
 #include <unordered_map>
 
 #include "core/dispatch/dispatch_mode.h"
+#include "core/dispatch/explicit_redistribution.h"
 #include "core/dispatch/op_name.h"
 #include "core/dispatch/op_observer.h"
 #include "core/dispatch/sharding_propagator.h"
 #include "core/dtensor_impl.h"
 #include "core/redistribute.h"
+#include "core/redistribution_origin.h"
 
 namespace dtensor {
 namespace {
@@ -238,6 +240,12 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const ShardingPlan& plan = result.plan;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     if (plan.input_placements[i] != call.inputs[i].placements) {
+      // Only here, where an input is redistributed: an op whose inputs fit
+      // pays nothing for strict mode and origins (Note [Collective origins]).
+      if (ExplicitRedistributionGuard* strict = ExplicitRedistributionGuard::current()) {
+        strict->check(call, i, plan.input_placements[i]);
+      }
+      ImplicitOriginScope origin(call.name, static_cast<int64_t>(i), &plan.strategy_choices);
       u.locals[i] = redistribute_local(u.locals[i], call.inputs[i], plan.input_placements[i]);
     }
   }

@@ -79,6 +79,15 @@ bool keeps_self(const OpCall& call, int mesh_dim, const DimStrategy& s) {
   return s.inputs[self] == current && !s.outputs.empty() && s.outputs[0] == current;
 }
 
+// "S(0), R -> S(0)": the inputs' placements on one mesh dim -> the outputs'.
+std::string strategy_text(const DimStrategy& s) {
+  std::string out;
+  for (size_t i = 0; i < s.inputs.size(); ++i) out += (i ? ", " : "") + s.inputs[i].to_string();
+  out += " ->";
+  for (size_t o = 0; o < s.outputs.size(); ++o) out += (o ? ", " : " ") + s.outputs[o].to_string();
+  return out;
+}
+
 std::string candidates_text(const std::vector<DimStrategy>& candidates) {
   std::ostringstream out;
   for (const auto& c : candidates) {
@@ -179,6 +188,8 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
     candidates = rule(call, d);
     const DimStrategy* best = nullptr;
     double best_cost = kImpossible;
+    const DimStrategy* runner_up = nullptr;  // the cheapest rejected candidate
+    double runner_up_cost = kImpossible;
     for (const auto& c : candidates) {
       TORCH_INTERNAL_ASSERT(c.inputs.size() == call.inputs.size() &&
                             c.outputs.size() == call.outputs.size());
@@ -186,8 +197,15 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
       double cost = strategy_cost(call, d, c);
       if (cost < kImpossible) options[static_cast<size_t>(d)].push_back(&c);
       if (cost < best_cost) {
+        if (best != nullptr && !(best->inputs == c.inputs && best->outputs == c.outputs)) {
+          runner_up = best;
+          runner_up_cost = best_cost;
+        }
         best = &c;
         best_cost = cost;
+      } else if (cost < runner_up_cost && !(best->inputs == c.inputs && best->outputs == c.outputs)) {
+        runner_up = &c;
+        runner_up_cost = cost;
       }
     }
     TORCH_CHECK(best != nullptr, call.describe(), ": no sharding strategy fits mesh dim ", d,
@@ -198,8 +216,28 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
                 ". Candidates:", candidates_text(candidates));
     for (size_t i = 0; i < call.inputs.size(); ++i) plan.input_placements[i][d] = best->inputs[i];
     for (size_t o = 0; o < call.outputs.size(); ++o) plan.output_placements[o][d] = best->outputs[o];
+    StrategyChoice choice{strategy_text(*best), best_cost, "", 0};
+    if (runner_up != nullptr) {
+      choice.rejected = strategy_text(*runner_up);
+      choice.rejected_cost = runner_up_cost;
+    }
+    plan.strategy_choices.push_back(std::move(choice));
   }
-  if (call.mesh_ndim() > 1) refine_nested(call, options, plan);
+  if (call.mesh_ndim() > 1) {
+    const std::vector<Placements> per_dim_inputs = plan.input_placements;
+    refine_nested(call, options, plan);
+    if (plan.input_placements != per_dim_inputs) {
+      // A whole-mesh choice (Note [Whole-mesh check of nested shards]): the
+      // per-dim comparison is not what decided; say what was chosen only.
+      for (int d = 0; d < call.mesh_ndim(); ++d) {
+        DimStrategy chosen;
+        for (const auto& p : plan.input_placements) chosen.inputs.push_back(p[static_cast<size_t>(d)]);
+        for (const auto& p : plan.output_placements) chosen.outputs.push_back(p[static_cast<size_t>(d)]);
+        plan.strategy_choices[static_cast<size_t>(d)] =
+            StrategyChoice{strategy_text(chosen) + " (whole-mesh choice)", strategy_cost(call, d, chosen), "", 0};
+      }
+    }
+  }
   return plan;
 }
 

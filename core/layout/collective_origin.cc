@@ -17,6 +17,13 @@ std::string origin_summary(const CollectiveOrigin& o) {
   return out;
 }
 
+std::string origin_reason(const CollectiveOrigin& o) {
+  const std::string summary = origin_summary(o);
+  const size_t space = summary.find(' ');
+  if (space != std::string::npos) return summary.substr(space + 1);
+  return o.is_explicit ? o.cause : std::string("sharding propagation");
+}
+
 std::string origin_key(const CollectiveOrigin& o) {
   std::string out = o.is_explicit ? "explicit " + o.cause : std::string("implicit");
   if (!o.op.empty()) out += " " + o.op;

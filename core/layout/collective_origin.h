@@ -24,7 +24,6 @@ inline constexpr const char* kRedistribute = "redistribute";        // DTensor::
 inline constexpr const char* kRedistributeBackward = "redistribute_backward";  // its gradient
 inline constexpr const char* kFullTensor = "full_tensor";           // DTensor::full_tensor
 inline constexpr const char* kFromLocalBackward = "from_local_backward";  // gradient of from_local
-inline constexpr const char* kToLocalGrad = "to_local_grad";        // to_local(grad_placements) hint
 inline constexpr const char* kDistributeTensor = "distribute_tensor";
 inline constexpr const char* kRunCheck = "run_check";               // from_local(run_check)
 inline constexpr const char* kParallelStyle = "parallel_style";     // a TP style's boundary
@@ -74,11 +73,26 @@ struct CollectiveOrigin {
   bool operator!=(const CollectiveOrigin& o) const { return !(*this == o); }
 };
 
+/// The per-mesh-dim strategy comparison behind an implicit redistribution,
+/// as the sharding propagator made it (CollectiveOrigin's strategy fields).
+/// Built once per cached decision, never per call.
+struct StrategyChoice {
+  std::string chosen;    // "S(0), R -> S(0)": each input's placement -> each output's
+  double chosen_cost = 0;
+  std::string rejected;  // the cheapest other feasible candidate; "" when none
+  double rejected_cost = 0;
+};
+
 /// One line for tables and diffs:
 ///   implicit:  "implicit aten::addmm input 1, S(0) -> R"   (the step; the whole
 ///              redistribution is added when it differs: "..., S(0) -> R ([S(0), S(1)] -> [R, S(1)])")
 ///   explicit:  "explicit full_tensor (DTensor::full_tensor), S(0) -> R"
 std::string origin_summary(const CollectiveOrigin& origin);
+
+/// origin_summary without its first word ("implicit" / "explicit"), for
+/// sentences that say it already: "aten::addmm input 1, S(0) -> R",
+/// "full_tensor (DTensor::full_tensor), S(0) -> R".
+std::string origin_reason(const CollectiveOrigin& origin);
 
 /// The grouping key of reports ("what changed and why"): the origin without
 /// its costs, "implicit aten::addmm input 1 [S(0)] -> [R] dim 0".

@@ -10,6 +10,7 @@
 
 #include "core/collectives.h"
 #include "core/dtensor_impl.h"
+#include "core/redistribution_origin.h"
 
 namespace dtensor {
 
@@ -28,6 +29,7 @@ void average_gradients(torch::nn::Module& module, const DeviceMesh& dp_mesh) {
     at::Tensor local = is_dtensor(grad) ? dtensor_impl(grad)->local() : grad;
     buckets[local.scalar_type()].push_back(local);
   }
+  ExplicitOriginScope origin(origin_cause::kDataParallel, "average_gradients");
   for (auto& [dtype, locals] : buckets) {
     std::vector<at::Tensor> flat;
     flat.reserve(locals.size());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/dtensor_impl.h"
+#include "core/redistribution_origin.h"
 
 namespace dtensor {
 namespace {
@@ -100,12 +101,14 @@ void distribute_module(torch::nn::Module& module, const DeviceMesh& mesh, const 
   }
   if (input_fn) {
     nn::register_forward_pre_hook(module, [input_fn, mesh](torch::nn::Module& m, nn::TensorList inputs) {
+      ExplicitOriginScope origin(origin_cause::kDistributeModule, "distribute_module input_fn");
       return input_fn(m, std::move(inputs), mesh);
     });
   }
   if (output_fn) {
     nn::register_forward_hook(
         module, [output_fn, mesh](torch::nn::Module& m, const nn::TensorList&, at::Tensor output) {
+          ExplicitOriginScope origin(origin_cause::kDistributeModule, "distribute_module output_fn");
           return output_fn(m, std::move(output), mesh);
         });
   }

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
@@ -80,6 +81,80 @@ void diff_json(const Json& expected, const Json& actual, const std::string& path
     return;
   }
   if (expected != actual) out.push_back(path + ": expected " + expected.dump() + ", got " + actual.dump());
+}
+
+// ---- origins: what changed and why -----------------------------------------
+
+// One group of the report's "origins": collectives of one kind in one module
+// and phase with the same origin (debug/comm_trace_schema.md).
+struct OriginGroup {
+  std::string module, phase, kind, origin;
+  bool is_explicit = false;
+  bool operator<(const OriginGroup& o) const {
+    return std::tie(module, phase, kind, is_explicit, origin) < std::tie(o.module, o.phase, o.kind, o.is_explicit, o.origin);
+  }
+};
+
+std::map<OriginGroup, int64_t> origin_groups(const CommTrace& view) {
+  std::map<OriginGroup, int64_t> out;
+  for (const CollectiveRecord& r : view.collectives) {
+    OriginGroup g{r.module, phase_name(r.phase), r.kind, "", false};
+    if (r.origin) {
+      g.origin = origin_reason(*r.origin);
+      g.is_explicit = r.origin->is_explicit;
+    } else {
+      g.origin = "unknown";
+    }
+    ++out[g];
+  }
+  return out;
+}
+
+Json origins_json(const CommTrace& view) {
+  Json out = Json::array();
+  for (const auto& [g, n] : origin_groups(view)) {
+    out.push_back({{"module", g.module}, {"phase", g.phase}, {"kind", g.kind}, {"explicit", g.is_explicit},
+                   {"origin", g.origin}, {"count", n}});
+  }
+  return out;
+}
+
+// The "origins" array of a report JSON, read back; Throws naming the entry.
+std::map<OriginGroup, int64_t> read_origin_groups(const Json& report, const char* which) {
+  std::map<OriginGroup, int64_t> out;
+  const Json& list = report["origins"];
+  TORCH_CHECK(list.is_array(), "compare_report_json: the ", which, " report's \"origins\" is not an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Json& e = list[i];
+    const bool ok = e.is_object() && e.contains("module") && e["module"].is_string() && e.contains("phase") &&
+                    e["phase"].is_string() && e.contains("kind") && e["kind"].is_string() &&
+                    e.contains("origin") && e["origin"].is_string() && e.contains("count") &&
+                    e["count"].is_number_integer();
+    TORCH_CHECK(ok, "compare_report_json: the ", which, " report's origins[", i,
+                "] needs module, phase, kind, origin (strings) and count (an integer)");
+    OriginGroup g{e["module"], e["phase"], e["kind"], e["origin"],
+                  e.contains("explicit") && e["explicit"].is_boolean() && e["explicit"].get<bool>()};
+    out[g] += e["count"].get<int64_t>();
+  }
+  return out;
+}
+
+// "new implicit all_gather_into_tensor in M from aten::addmm input 1, S(0) -> R (forward, 0 -> 1)".
+std::vector<std::string> origin_changes(const std::map<OriginGroup, int64_t>& expected,
+                                        const std::map<OriginGroup, int64_t>& actual) {
+  std::map<OriginGroup, std::pair<int64_t, int64_t>> both;
+  for (const auto& [g, n] : expected) both[g].first = n;
+  for (const auto& [g, n] : actual) both[g].second = n;
+  std::vector<std::string> out;
+  for (const auto& [g, counts] : both) {
+    const auto [e, a] = counts;
+    if (e == a) continue;
+    const char* change = e == 0 ? "new" : a == 0 ? "gone:" : a > e ? "more" : "fewer";
+    out.push_back(std::string(change) + " " + (g.is_explicit ? "explicit " : "implicit ") + g.kind + " in " +
+                  g.module + " from " + g.origin + " (" + g.phase + ", " + std::to_string(e) + " -> " +
+                  std::to_string(a) + ")");
+  }
+  return out;
 }
 
 Json parse_report(const std::string& text, const char* which) {
@@ -232,6 +307,7 @@ std::string report_json(const CommReport& report) {
     total_us += kind_us;
   }
   j["bytes"] = bytes;
+  j["origins"] = origins_json(view);
   estimated["total"] = total_us;
   j["estimated_us"] = estimated;
   j["cost_model"] = {{"latency_us", report.options.cost_model.latency_us},
@@ -297,6 +373,12 @@ std::string report_markdown(const CommReport& report) {
          << " | " << format_us(s.estimated_us) << " |\n";
     }
   }
+  md << "\n## Why: collectives by origin\n\n";
+  md << "| Module | Phase | Collective | Explicit | Origin | Count |\n| --- | --- | --- | --- | --- | ---: |\n";
+  for (const auto& [g, n] : origin_groups(view)) {
+    md << "| " << g.module << " | " << g.phase << " | " << g.kind << " | " << (g.is_explicit ? "yes" : "no")
+       << " | " << g.origin << " | " << n << " |\n";
+  }
   if (!report.trace.differing_ranks.empty()) {
     md << "\n## Ranks that differ from rank " << view.rank << "\n\n";
     for (const std::string& d : report.trace.rank_differences) md << "- " << d << "\n";
@@ -308,6 +390,13 @@ GoldenComparison compare_report_json(const std::string& expected_json, const std
   const Json expected = parse_report(expected_json, "expected (golden)");
   const Json actual = parse_report(actual_json, "actual");
   std::vector<std::string> lines;
+  // What changed and why first, when both runs recorded origins (goldens
+  // written before origins existed are compared on counts and bytes only).
+  if (expected.contains("origins") && actual.contains("origins")) {
+    const auto why = origin_changes(read_origin_groups(expected, "expected (golden)"),
+                                    read_origin_groups(actual, "actual"));
+    lines.insert(lines.end(), why.begin(), why.end());
+  }
   for (const char* key :
        {"program", "backend", "world_size", "total_collectives", "counts", "module_counts", "bytes"}) {
     const Json e = expected.contains(key) ? expected[key] : Json();

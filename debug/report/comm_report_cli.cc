@@ -39,12 +39,15 @@ unless --markdown is given).
   --expect GOLDEN         compare with GOLDEN; exit 1 with a diff when counts or bytes differ
   --update                with --expect: rewrite GOLDEN with this run instead
   --list                  list the registered programs
+  --diff BEFORE AFTER     compare two report JSON files (--json of two runs) without running
+                          anything: what changed and why (origins), then counts and bytes
 exit status: 0 ok, 1 golden mismatch, 2 usage or run error
 )";
 
 struct Args {
   ReportOptions options;
   std::string markdown, json, trace_json, chrome_trace, expect;
+  std::string diff_before, diff_after;
   int noise_level = 3;
   bool update = false;
   bool list = false;
@@ -107,6 +110,8 @@ bool parse(int argc, char** argv, Args& args, std::string& error) {
         args.update = true;
       } else if (flag == "--list") {
         args.list = true;
+      } else if (flag == "--diff") {
+        if (!value(args.diff_before) || !value(args.diff_after)) return false;
       } else if (flag == "--help" || flag == "-h") {
         error = "";
         return false;
@@ -126,7 +131,20 @@ bool parse(int argc, char** argv, Args& args, std::string& error) {
   return true;
 }
 
+// --diff: two runs' report JSONs, what changed and why.
+int diff_files(const Args& args) {
+  const GoldenComparison cmp =
+      compare_report_json(read_text_file(args.diff_before), read_text_file(args.diff_after));
+  if (cmp.matches) {
+    std::cout << "comm_report: " << args.diff_before << " and " << args.diff_after << " agree\n";
+    return 0;
+  }
+  std::cout << "comm_report: " << args.diff_after << " differs from " << args.diff_before << ":\n" << cmp.diff;
+  return kMismatch;
+}
+
 int run(const Args& args) {
+  if (!args.diff_before.empty()) return diff_files(args);
   CommReport report = run_comm_report(args.options);
   const std::string json = report_json(report);
   const std::string markdown = report_markdown(report);

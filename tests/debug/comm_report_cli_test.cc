@@ -75,6 +75,36 @@ TEST(CommReportCliTest, UpdateRewritesTheGolden) {
   EXPECT_EQ(run("--program mlp --world-size 4 --expect " + path).status, 0);
 }
 
+// --diff compares two runs' report JSONs without running anything, and
+// says what changed and why (issue #21).
+TEST(CommReportCliTest, DiffOfTwoRunsNamesTheOrigin) {
+  const std::string before = ::testing::TempDir() + "/before.json";
+  ASSERT_EQ(run("--program mlp --world-size 4 --json " + before).status, 0);
+  Json after_json = Json::parse(slurp(before));
+  ASSERT_EQ(after_json["origins"].size(), 1u) << after_json.dump(2);
+  EXPECT_EQ(after_json["origins"][0]["origin"],
+            "parallel_style (RowwiseParallel on torch::nn::LinearImpl (output)), P(sum) -> R");
+  Json added = after_json["origins"][0];
+  added["explicit"] = false;
+  added["origin"] = "aten::addmm input 1, S(0) -> R";
+  added["kind"] = "all_gather_into_tensor";
+  added["module"] = "MLPModule.net1";
+  after_json["origins"].push_back(added);
+  after_json["counts"]["all_gather_into_tensor"] = 1;
+  const std::string after = ::testing::TempDir() + "/after.json";
+  write(after, after_json.dump(2));
+  Result r = run("--diff " + before + " " + after);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("new implicit all_gather_into_tensor in MLPModule.net1 from aten::addmm input 1, S(0) -> R "
+                       "(forward, 0 -> 1)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("counts[\"all_gather_into_tensor\"]: expected (missing), got 1"), std::string::npos) << r.out;
+  Result same = run("--diff " + before + " " + before);
+  EXPECT_EQ(same.status, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("agree"), std::string::npos) << same.out;
+}
+
 // Solo mode, and every output file at once.
 TEST(CommReportCliTest, SoloRunWritesEveryOutput) {
   const std::string dir = ::testing::TempDir();

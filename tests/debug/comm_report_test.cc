@@ -61,6 +61,13 @@ TEST_F(CommReportTest, SoloLargeWorldMatchesSmallFakeWorld) {
   Json s = Json::parse(report_json(small));
   EXPECT_EQ(l["bytes"], s["bytes"]);
   EXPECT_EQ(l["bytes"], Json::parse(R"({"all_reduce": {"0": 320}})"));
+  // Solo mode carries the same origins (issue #21 item 5): the 4096-rank
+  // report explains itself as the 4-rank one does.
+  EXPECT_EQ(l["origins"], s["origins"]);
+  ASSERT_EQ(l["origins"].size(), 1u);
+  EXPECT_EQ(l["origins"][0]["explicit"], true);
+  ASSERT_TRUE(large.trace.collectives[0].origin.has_value());
+  EXPECT_EQ(large.trace.collectives[0].origin->cause, "parallel_style");
   EXPECT_EQ(l["world_size"], 4096);
   ASSERT_EQ(large.trace.collectives.size(), 1u);
   EXPECT_EQ(large.trace.collectives[0].group.size(), 4096u);
@@ -105,6 +112,60 @@ TEST_F(CommReportTest, GoldenDiffIsReadable) {
             "bytes[\"all_reduce\"][\"0\"]: expected 640, got 320\n");
   EXPECT_TRUE(compare_report_json(actual, actual).matches);
   EXPECT_THROW(compare_report_json("{}", actual), c10::Error);
+}
+
+// Issue #21: a golden diff of two runs says what changed and why. Run A
+// feeds a column-wise Linear a replicated input; run B a batch-sharded one,
+// so sharding propagation gathers it: the diff names the op, the input and
+// the placements, not only "all_gather_into_tensor: expected 0, got 1".
+TEST_F(CommReportTest, GoldenDiffNamesTheOriginOfTheDifference) {
+  register_report_program("colwise_linear", "x @ W^T with W column-wise", [](World& world, ReportContext& ctx) {
+    auto mesh = DeviceMesh::init(ctx.device_type(), {world.size()});
+    torch::manual_seed(0);
+    torch::nn::Linear lin(16, 32);
+    for (const char* name : {"weight", "bias"}) {
+      set_parameter(*lin, name, distribute_tensor(param(*lin, name).detach(), mesh, {Shard(0)}).requires_grad_(true));
+    }
+    const Placement input = ctx.int_arg("shard_input", 0) != 0 ? Placement(Shard(0)) : Placement(Replicate());
+    DTensor x = distribute_tensor(torch::randn({8, 16}), mesh, {input});
+    auto guard = ctx.trace(*lin, "Lin");
+    nn::call(lin, x);
+  });
+  ReportOptions o;
+  o.program = "colwise_linear";
+  o.world_size = 4;
+  const std::string before = report_json(run_comm_report(o));
+  o.args["shard_input"] = "1";
+  CommReport after_report = run_comm_report(o);
+  const std::string after = report_json(after_report);
+  Json origins = Json::parse(after)["origins"];
+  ASSERT_EQ(origins.size(), 1u) << origins.dump();
+  EXPECT_EQ(origins[0]["explicit"], false);
+  EXPECT_EQ(origins[0]["module"], "Lin");
+  GoldenComparison cmp = compare_report_json(before, after);
+  EXPECT_FALSE(cmp.matches);
+  const std::string why = "new implicit all_gather_into_tensor in Lin from aten::addmm input 1, S(0) -> R (forward, 0 -> 1)\n";
+  EXPECT_EQ(cmp.diff.rfind(why, 0), 0u) << cmp.diff;  // the why comes first, then the counts
+  EXPECT_NE(cmp.diff.find("counts[\"all_gather_into_tensor\"]: expected (missing), got 1"), std::string::npos) << cmp.diff;
+  // Same counts, different origin: still a difference (an explicit gather became implicit).
+  Json edited = Json::parse(after);
+  edited["origins"][0]["explicit"] = true;
+  edited["origins"][0]["origin"] = "redistribute (DTensor::redistribute), S(0) -> R";
+  GoldenComparison swapped = compare_report_json(edited.dump(), after);
+  EXPECT_FALSE(swapped.matches);
+  EXPECT_NE(swapped.diff.find("gone: explicit all_gather_into_tensor in Lin from redistribute"), std::string::npos)
+      << swapped.diff;
+  EXPECT_NE(swapped.diff.find("new implicit all_gather_into_tensor in Lin from aten::addmm input 1"), std::string::npos)
+      << swapped.diff;
+  // A golden written before origins existed compares counts and bytes only.
+  Json old_golden = Json::parse(after);
+  old_golden.erase("origins");
+  EXPECT_TRUE(compare_report_json(old_golden.dump(), after).matches);
+  // The markdown says why too.
+  const std::string md = report_markdown(after_report);
+  EXPECT_NE(md.find("| Lin | forward | all_gather_into_tensor | no | aten::addmm input 1, S(0) -> R | 1 |"),
+            std::string::npos)
+      << md;
 }
 
 TEST_F(CommReportTest, UserProgramsRegisterByName) {

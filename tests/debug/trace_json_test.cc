@@ -122,7 +122,7 @@ TEST(TraceJsonTest, RoundTripKeepsOrigins) {
   // The document reader (the viewer's) sees the same origin.
   TraceJsonDocument doc = read_comm_trace_json(text);
   ASSERT_TRUE(doc.events && (*doc.events)[1].origin);
-  EXPECT_EQ((*doc.events)[1].origin->strategy, "[S(0)], [R] -> [S(0)]");
+  EXPECT_EQ((*doc.events)[1].origin->strategy, "S(0), R -> S(0)");
 }
 
 TEST(TraceJsonTest, BadOriginIsNamed) {

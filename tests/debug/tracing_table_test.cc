@@ -43,6 +43,7 @@ TEST(TracingTableTest, NoiseLevelOneSnapshot) {
       "        *all_reduce: 1 (320 B)\n"
       "      BACKWARD PASS\n"
       "        *all_gather_into_tensor: 1 (64 B)\n"
+      "        *all_gather_into_tensor x1 from implicit aten::mm input 1, S(0) -> R\n"
       "        MLPModule.net1\n"
       "        *module type: torch::nn::Linear\n"
       "        *Parameter List\n"
@@ -71,7 +72,8 @@ TEST(TracingTableTest, NoiseLevelOneSnapshot) {
       "         *weight: [S(1)]\n"
       "         *bias: [R]\n"
       "          FORWARD PASS\n"
-      "            *all_reduce: 1 (320 B)\n";
+      "            *all_reduce: 1 (320 B)\n"
+      "            *all_reduce x1 from explicit parallel_style (RowwiseParallel output), P(sum) -> R\n";
   EXPECT_EQ(comm_debug_tracing_table(mlp_like_trace(), /*noise_level=*/1, /*color=*/false), expected);
 }
 
@@ -80,8 +82,14 @@ TEST(TracingTableTest, LevelTwoAddsLocalOpsLevelThreeTrivialOps) {
   const std::string l2 = comm_debug_tracing_table(mlp_like_trace(), 2, false);
   const std::string l3 = comm_debug_tracing_table(mlp_like_trace(), 3, false);
   const std::string local_mm =
-      "            *all_reduce: 1 (320 B)\n            **aten::mm\n              shape: [[8, 10], [16, "
+      "(RowwiseParallel output), P(sum) -> R\n            **aten::mm\n              shape: [[8, 10], [16, "
       "10]]\n";
+  // Level 2 adds the strategy comparison behind implicit collectives.
+  const std::string strategy =
+      "        *all_gather_into_tensor x1 from implicit aten::mm input 1, S(0) -> R\n"
+      "          strategy: S(0), R -> S(0) (cost 250048); rejected: R, S(1) -> S(1) (cost 250320)\n";
+  EXPECT_EQ(l1.find(strategy), std::string::npos);
+  EXPECT_NE(l2.find(strategy), std::string::npos) << l2;
   EXPECT_EQ(l1.find(local_mm), std::string::npos);
   EXPECT_NE(l2.find(local_mm), std::string::npos) << l2;
   EXPECT_EQ(l2.find("**aten::t\n"), std::string::npos);

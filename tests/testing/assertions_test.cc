@@ -130,6 +130,31 @@ TEST(CommCountsTest, MismatchPrintsReadableDiff) {
   EXPECT_THAT(message, HasSubstr("\n  actual:   {all_gather_into_tensor: 1}\n  expected: {all_reduce: 1}"));
 }
 
+// ---- strict mode (issue #21) ------------------------------------------------
+
+DTENSOR_TEST(NoImplicitRedistributionTest, ExplicitRedistributionsPass, 4) {
+  DTensor a = distribute_tensor(at::randn({64, 16}), make_mesh(), {Shard(0)});
+  DTensor b = distribute_tensor(at::randn({16, 8}), make_mesh(), {Shard(0)});
+  EXPECT_NO_IMPLICIT_REDISTRIBUTION(at::mm(a, b.redistribute({Replicate()})));
+  EXPECT_NO_IMPLICIT_REDISTRIBUTION(a.full_tensor());
+}
+
+TEST(NoImplicitRedistributionTest, ImplicitOneFailsNamingTheCallSite) {
+  auto results = capture_results([] {
+    run_on_ranks(2, [](World&) {
+      DTensor a = distribute_tensor(at::randn({64, 16}), make_mesh(), {Shard(0)});
+      DTensor b = distribute_tensor(at::randn({16, 8}), make_mesh(), {Shard(0)});
+      EXPECT_NO_IMPLICIT_REDISTRIBUTION(at::mm(a, b); at::mm(a, b));
+    });
+  });
+  ASSERT_EQ(results.size(), 2u) << all_messages(results);
+  const std::string message = results[0].message();
+  EXPECT_THAT(message, HasSubstr("made 1 implicit redistribution (call sites):"));  // twice, one site
+  EXPECT_THAT(message, HasSubstr("implicit redistribution of aten::mm input 1"));
+  EXPECT_THAT(message, HasSubstr("[S(0)] -> [R]"));
+  EXPECT_THAT(message, HasSubstr("all_gather_into_tensor on mesh dim 0 (S(0) -> R)"));
+}
+
 // ---- goldens ------------------------------------------------------------------
 
 class GoldenTest : public ::testing::Test {

@@ -5,6 +5,7 @@
 
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
+#include "core/redistribution_origin.h"
 
 namespace dtensor::detail {
 namespace {
@@ -30,11 +31,13 @@ DTensor redistribute_if_needed(const DTensor& d, const Placement& desired, const
 
 at::Tensor prepare_input(const at::Tensor& input, const DeviceMesh& mesh, const Placement& input_layout,
                          const Placement& desired, const std::string& who) {
+  ExplicitOriginScope origin(origin_cause::kParallelStyle, who);  // See Note [Collective origins]
   return redistribute_if_needed(as_dtensor(input, mesh, input_layout, who), desired, who);
 }
 
 at::Tensor prepare_output(const at::Tensor& output, const DeviceMesh& mesh, const Placement& output_layout,
                           const Placement& desired, bool use_local_output, const std::string& who) {
+  ExplicitOriginScope origin(origin_cause::kParallelStyle, who);
   DTensor d = redistribute_if_needed(as_dtensor(output, mesh, output_layout, who), desired, who);
   return use_local_output ? d.to_local() : at::Tensor(d);
 }
