@@ -66,21 +66,53 @@ void RankMemoryAccount::set_location(std::string label) {
   location_ = std::move(shared);
 }
 
+std::string RankMemoryAccount::over_cap_message(int64_t bytes, const char* device,
+                                                int64_t live) const {
+  return c10::str("rank ", rank_, " is out of its simulated memory: allocating ", bytes,
+                  " bytes on ", device, " with ", live,
+                  " bytes live would exceed the rank's memory cap of ", cap_bytes_,
+                  " bytes (peak so far ", peak_.load(std::memory_order_relaxed),
+                  " bytes). Raise the cap (FakeWorldOptions::memory_cap_bytes / "
+                  "SoloOptions::memory_cap_bytes) or shard more, so that each rank holds less "
+                  "(more ranks on the sharded mesh dim, Shard instead of Replicate, sequence "
+                  "parallel activations)");
+}
+
 void RankMemoryAccount::charge(int64_t bytes, const char* device) {
   if (cap_bytes_ > 0) {
     const int64_t live = current_.load(std::memory_order_relaxed);
-    TORCH_CHECK(live + bytes <= cap_bytes_, "rank ", rank_, " is out of its simulated memory: ",
-                "allocating ", bytes, " bytes on ", device, " with ", live,
-                " bytes live would exceed the rank's memory cap of ", cap_bytes_,
-                " bytes (peak so far ", peak_.load(std::memory_order_relaxed),
-                " bytes). Raise the cap (FakeWorldOptions::memory_cap_bytes / "
-                "SoloOptions::memory_cap_bytes) or shard more, so that each rank holds less "
-                "(more ranks on the sharded mesh dim, Shard instead of Replicate, sequence "
-                "parallel activations)");
+    TORCH_CHECK(live + bytes <= cap_bytes_, over_cap_message(bytes, device, live));
   }
   allocations_.fetch_add(1, std::memory_order_relaxed);
   const int64_t now = current_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   if (now > peak_.load(std::memory_order_relaxed)) raise_peak(now);
+}
+
+void RankMemoryAccount::charge_after(int64_t bytes, const char* device) {
+  allocations_.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = current_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (cap_bytes_ > 0 && now > cap_bytes_ && !over_cap_.load(std::memory_order_relaxed)) {
+    std::string message = over_cap_message(bytes, device, now - bytes) +
+                          " [a CUDA allocation cannot be refused cleanly from inside the caching "
+                          "allocator: this rank fails at its next collective or when its function "
+                          "returns]";
+    std::lock_guard<std::mutex> lock(mutex_);
+    over_cap_error_ = std::move(message);
+    over_cap_.store(true, std::memory_order_release);
+  }
+  if (now > peak_.load(std::memory_order_relaxed)) raise_peak(now);
+}
+
+void RankMemoryAccount::throw_if_over_cap() {
+  if (!over_cap_.load(std::memory_order_acquire)) return;
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (over_cap_error_.empty()) return;
+    message = std::move(over_cap_error_);
+    over_cap_error_.clear();
+  }
+  TORCH_CHECK(false, message);
 }
 
 void RankMemoryAccount::raise_peak(int64_t now) {

@@ -45,11 +45,19 @@ class RankMemoryAccount {
   /// or throws a c10::Error naming the rank, the bytes, the live bytes and the
   /// cap when it would exceed the cap (nothing is counted then).
   void charge(int64_t bytes, const char* device);
+  /// Counts an allocation that could not be refused beforehand (a CUDA
+  /// allocation, seen by the caching allocator's trace after the fact). Past
+  /// the cap, the error charge() would have thrown is kept, and
+  /// throw_if_over_cap() throws it on the rank's thread. Any thread.
+  void charge_after(int64_t bytes, const char* device);
+  /// Throws the kept error of charge_after(), once.
+  void throw_if_over_cap();
   /// Counts the free of an allocation charged before. Any thread.
   void release(int64_t bytes) { current_.fetch_sub(bytes, std::memory_order_relaxed); }
 
  private:
   void raise_peak(int64_t now);
+  std::string over_cap_message(int64_t bytes, const char* device, int64_t live) const;
 
   const int64_t rank_;
   const int64_t cap_bytes_;
@@ -59,6 +67,8 @@ class RankMemoryAccount {
   mutable std::mutex mutex_;
   std::shared_ptr<const std::string> location_;       // guarded by mutex_
   std::shared_ptr<const std::string> peak_location_;  // guarded by mutex_
+  std::atomic<bool> over_cap_{false};
+  std::string over_cap_error_;  // guarded by mutex_
 };
 
 /// Makes `account` (may hold nullptr: no accounting) the calling thread's
