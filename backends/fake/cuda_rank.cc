@@ -51,7 +51,8 @@ namespace detail {
 // share), and a trace tracker of the caching allocator
 // (attachAllocatorTraceTracker) charges every ALLOC on a rank's stream to
 // that rank, by block size, and every FREE_REQUESTED of that block back to
-// it, whichever thread frees. Chosen over a per-rank MemPool: a pool with a
+// it, whichever thread frees; host allocations of a CUDA rank's thread are
+// not charged (they are not its GPU's memory). Chosen over a per-rank MemPool: a pool with a
 // stream filter isolates the ranks' caches but reports no live bytes or peak
 // per pool without a snapshot per query, while the tracker gives exact live
 // bytes at every allocation. The tracker runs inside the allocator, under its
@@ -63,6 +64,9 @@ namespace detail {
 namespace {
 
 using c10::CachingDeviceAllocator::TraceEntry;
+
+// The account of the CUDA rank running on this thread (CudaRankScope).
+thread_local RankMemoryAccount* t_cuda_account = nullptr;
 
 // Streams created for ranks, kept for later worlds (a stream is not
 // destroyed while the caching allocator may still list blocks of it).
@@ -168,7 +172,7 @@ class CudaPhaseFence final : public PhaseFence {
 
   void record(int64_t group_rank, uint64_t phase) override {
     // A CUDA allocation past the rank's cap fails here, on the rank's thread.
-    if (RankMemoryAccount* account = current_rank_memory()) account->throw_if_over_cap();
+    if (t_cuda_account != nullptr) t_cuda_account->throw_if_over_cap();
     cudaEvent_t& event = events_[phase & 1][static_cast<size_t>(group_rank)];
     if (event == nullptr) {
       C10_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
@@ -199,7 +203,9 @@ struct CudaRankScope::Impl {
         device_guard(device),
         stream(stream_leases().lease(index)),
         stream_guard(c10::cuda::getStreamFromExternal(stream, index)),
-        charged(account != nullptr) {
+        charged(account != nullptr),
+        previous_account(t_cuda_account) {
+    t_cuda_account = account.get();
     if (charged) memory_registry().add_stream(stream, std::move(account));
   }
   ~Impl() {
@@ -209,12 +215,14 @@ struct CudaRankScope::Impl {
     if (status != cudaSuccess) (void)cudaGetLastError();
     if (charged) memory_registry().remove_stream(stream);
     stream_leases().give_back(index, stream);
+    t_cuda_account = previous_account;
   }
   c10::DeviceIndex index;
   c10::cuda::CUDAGuard device_guard;
   cudaStream_t stream;
   c10::cuda::CUDAStreamGuard stream_guard;
   bool charged;
+  RankMemoryAccount* previous_account;
 };
 
 int64_t visible_cuda_devices() { return static_cast<int64_t>(c10::cuda::device_count()); }

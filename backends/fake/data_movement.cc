@@ -217,7 +217,9 @@ void reduce_in_order(Slice out, c10::ArrayRef<Slice> srcs, int64_t numel, c10::S
   }
   const bool loops = out.owner->is_cpu() && numel * esize <= kLoopMaxBytes;
   const int64_t unit = std::max<int64_t>(1, 256 / esize);
-  const int64_t tile = kMaxTileElements / unit * unit;
+  // GPU ranks: one kernel per source over the whole range (tiles exist for
+  // the CPU's caches; elementwise results do not depend on them).
+  const int64_t tile = out.owner->is_cpu() ? kMaxTileElements / unit * unit : std::max<int64_t>(numel, 1);
   c10::SmallVector<Slice, 8> part(srcs.begin(), srcs.end());
   for (int64_t begin = 0; begin < numel; begin += tile) {
     const int64_t count = std::min(tile, numel - begin);

@@ -14,6 +14,7 @@
 #include "backends/fake/cuda_rank.h"
 #include "backends/fake/fake_communicator.h"
 #include "backends/fake/rendezvous.h"
+#include "backends/rank_memory.h"
 
 #if TORCH_VERSION_MAJOR >= 2
 #include <c10/core/AutogradState.h>
@@ -94,6 +95,10 @@ void run_rank(FakeWorldState& state, int64_t rank, int64_t world_size, c10::Devi
     std::optional<detail::CudaRankScope> cuda;
     if (device.is_cuda()) cuda.emplace(device, world.memory_account());
     ScopedCurrentWorld current(world);
+    // A CUDA rank's account holds its device memory only (charged by
+    // CudaRankScope); its host tensors (copies to the CPU) are not its GPU's.
+    std::optional<ScopedRankMemory> host_uncounted;
+    if (device.is_cuda()) host_uncounted.emplace(nullptr);
     fn(world);
     world.memory_account()->throw_if_over_cap();  // CUDA: see Note [CUDA fake collectives]
   } catch (const PeerFailureError& e) {
