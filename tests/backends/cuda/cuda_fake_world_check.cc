@@ -256,7 +256,7 @@ int run_bench(const std::string& json_path, bool quick) {
               "d2d copy us", "ratio");
   const int64_t max_bytes = quick ? (int64_t{4} << 20) : (int64_t{256} << 20);
   for (int64_t ranks : {2, 4, 8}) {
-    for (int64_t bytes = 1024; bytes <= max_bytes; bytes *= 16) {
+    for (int64_t bytes = 1024; bytes <= max_bytes; bytes *= 4) {
       const int iters = bytes >= (int64_t{16} << 20) ? 5 : 50;
       at::Tensor src = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
       at::Tensor dst = at::empty_like(src);
