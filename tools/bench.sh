@@ -12,7 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BAZEL=${BAZEL:-bazel}
-ALL=(dispatch fake_collectives planner_quality solo_scale training_step gloo)
+ALL=(dispatch fake_collectives planner_quality solo_scale training_step gloo rank_memory)
 smoke=() callgrind=0 names=()
 for arg in "$@"; do
   case "$arg" in

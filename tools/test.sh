@@ -55,8 +55,12 @@ if (($# == 0)); then
     # What has CUDA code paths: the backends (NCCL's streams) and what links
     # them directly; `//...` builds too, but in its own output tree that is a
     # second full build. --symlink_prefix=/: bazel-bin stays the CPU build's.
+    # The CUDA fake world (backends/fake:cuda_rank) is in //backends/...; its
+    # GPU check program needs only the backends (cuda_dtensor_check, which
+    # needs the core, is left to CMake on GPU hosts: tools/gpu_check.sh).
     if bazel build --config=cuda --keep_going --symlink_prefix=/ //backends/... \
-        //tests/backends/nccl:nccl_smoke_test //tools/build_info 2>&1 | tee "$log"; then
+        //tests/backends/nccl:nccl_smoke_test //tools/build_info \
+        //tests/backends/cuda:cuda_fake_world_check 2>&1 | tee "$log"; then
       echo "//:cuda_configuration_build PASSED"
       passed=$((passed + 1))
     else

@@ -163,8 +163,13 @@ void apply(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, ReduceOp o
 // The ATen path of one tile.
 void reduce_aten(Slice out, c10::ArrayRef<Slice> srcs, int64_t n, c10::ScalarType dtype,
                  ReduceOp op) {
-  auto view = [&](const Slice& s) { return flat_view(*s.owner, s.offset, n, dtype); };
-  at::Tensor result = view(out);
+  // Ranks on other GPUs (round-robin fake worlds): their piece is copied to
+  // this rank's device first (ATen's cross-device copy keeps stream order).
+  auto view = [&](const Slice& s) {
+    at::Tensor piece = flat_view(*s.owner, s.offset, n, dtype);
+    return piece.device() == out.owner->device() ? piece : piece.to(out.owner->device());
+  };
+  at::Tensor result = flat_view(*out.owner, out.offset, n, dtype);
   apply(result, view(srcs[0]), view(srcs[1]), op);
   for (size_t k = 2; k < srcs.size(); ++k) apply(result, result, view(srcs[k]), op);
   if (op == ReduceOp::kAvg) result.div_(static_cast<int64_t>(srcs.size()));
@@ -212,7 +217,9 @@ void reduce_in_order(Slice out, c10::ArrayRef<Slice> srcs, int64_t numel, c10::S
   }
   const bool loops = out.owner->is_cpu() && numel * esize <= kLoopMaxBytes;
   const int64_t unit = std::max<int64_t>(1, 256 / esize);
-  const int64_t tile = kMaxTileElements / unit * unit;
+  // GPU ranks: one kernel per source over the whole range (tiles exist for
+  // the CPU's caches; elementwise results do not depend on them).
+  const int64_t tile = out.owner->is_cpu() ? kMaxTileElements / unit * unit : std::max<int64_t>(numel, 1);
   c10::SmallVector<Slice, 8> part(srcs.begin(), srcs.end());
   for (int64_t begin = 0; begin < numel; begin += tile) {
     const int64_t count = std::min(tile, numel - begin);

@@ -7,11 +7,14 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "backends/fake/cuda_rank.h"
 #include "backends/fake/fake_communicator.h"
 #include "backends/fake/rendezvous.h"
+#include "backends/rank_memory.h"
 
 #if TORCH_VERSION_MAJOR >= 2
 #include <c10/core/AutogradState.h>
@@ -23,8 +26,8 @@ namespace {
 // What all ranks of one fake world share: health and one rendezvous per group.
 class FakeWorldState {
  public:
-  explicit FakeWorldState(int64_t world_size)
-      : status_(std::make_shared<detail::FakeWorldStatus>(world_size)) {}
+  FakeWorldState(int64_t world_size, bool cuda)
+      : status_(std::make_shared<detail::FakeWorldStatus>(world_size)), cuda_(cuda) {}
 
   detail::FakeWorldStatus& status() { return *status_; }
 
@@ -33,20 +36,28 @@ class FakeWorldState {
   std::shared_ptr<detail::FakeRendezvous> rendezvous(const std::vector<int64_t>& ranks) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::shared_ptr<detail::FakeRendezvous>& slot = groups_[ranks];
-    if (!slot) slot = std::make_shared<detail::FakeRendezvous>(ranks, status_);
+    if (!slot) {
+      slot = std::make_shared<detail::FakeRendezvous>(
+          ranks, status_,
+          cuda_ ? detail::make_cuda_phase_fence(static_cast<int64_t>(ranks.size())) : nullptr);
+    }
     return slot;
   }
 
  private:
   std::shared_ptr<detail::FakeWorldStatus> status_;
+  const bool cuda_;
   std::mutex mutex_;
   std::map<std::vector<int64_t>, std::shared_ptr<detail::FakeRendezvous>> groups_;
 };
 
 class FakeWorld final : public World {
  public:
-  FakeWorld(int64_t rank, int64_t size, const FakeWorldOptions& options, FakeWorldState& state)
-      : World(rank, size, options.device, options.timeout), state_(state) {}
+  FakeWorld(int64_t rank, int64_t size, c10::Device device, const FakeWorldOptions& options,
+            FakeWorldState& state)
+      : World(rank, size, device, options.timeout), state_(state) {
+    enable_memory_accounting(options.memory_cap_bytes);
+  }
 
   BackendKind backend() const override { return BackendKind::kFake; }
 
@@ -66,21 +77,30 @@ class FakeWorld final : public World {
 // collective during backward would wait for each other there forever. From
 // LibTorch 2.0 a thread can opt out (PyTorch's MultiThreadedProcessGroup does
 // the same): its backward then runs on the calling thread. LibTorch 1.13 has
-// no such switch and no CUDA here; there the fake world is CPU only.
+// no such switch and no CUDA here; there the fake world is CPU only. Each CUDA
+// rank also gets a stream of its own (CudaRankScope, Note [CUDA fake
+// collectives]).
 void prepare_rank_thread() {
 #if TORCH_VERSION_MAJOR >= 2
   c10::AutogradState::get_tls_state().set_multithreading_enabled(false);
 #endif
 }
 
-void run_rank(FakeWorldState& state, int64_t rank, int64_t world_size,
+void run_rank(FakeWorldState& state, int64_t rank, int64_t world_size, c10::Device device,
               const std::function<void(World&)>& fn, const FakeWorldOptions& options) {
   try {
     prepare_rank_thread();
-    FakeWorld world(rank, world_size, options, state);
+    FakeWorld world(rank, world_size, device, options, state);
     world.manual_seed(options.seed);
+    std::optional<detail::CudaRankScope> cuda;
+    if (device.is_cuda()) cuda.emplace(device, world.memory_account());
     ScopedCurrentWorld current(world);
+    // A CUDA rank's account holds its device memory only (charged by
+    // CudaRankScope); its host tensors (copies to the CPU) are not its GPU's.
+    std::optional<ScopedRankMemory> host_uncounted;
+    if (device.is_cuda()) host_uncounted.emplace(nullptr);
     fn(world);
+    world.memory_account()->throw_if_over_cap();  // CUDA: see Note [CUDA fake collectives]
   } catch (const PeerFailureError& e) {
     return state.status().record_failure(rank, e.what_without_backtrace(), /*secondary=*/true);
   } catch (const c10::Error& e) {
@@ -100,14 +120,22 @@ void run_fake_world(int64_t world_size, const std::function<void(World&)>& fn,
   TORCH_CHECK(world_size >= 1, "run_fake_world: world_size must be at least 1, got ", world_size);
   TORCH_CHECK(options.timeout.count() > 0, "run_fake_world: options.timeout must be positive, got ",
               options.timeout.count(), " ms");
+  TORCH_CHECK(options.memory_cap_bytes >= 0,
+              "run_fake_world: options.memory_cap_bytes must be 0 (no cap) or positive, got ",
+              options.memory_cap_bytes);
   TORCH_CHECK(fn, "run_fake_world: fn is empty");
-  FakeWorldState state(world_size);
+  const int64_t cuda_devices = options.device.is_cuda() ? detail::visible_cuda_devices() : 0;
+  std::vector<c10::Device> devices;
+  for (int64_t rank = 0; rank < world_size; ++rank) {
+    devices.push_back(fake_rank_device(options.device, options.placement, rank, cuda_devices));
+  }
+  FakeWorldState state(world_size, options.device.is_cuda());
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(world_size));
   try {
     for (int64_t rank = 0; rank < world_size; ++rank) {
-      threads.emplace_back(run_rank, std::ref(state), rank, world_size, std::cref(fn),
-                           std::cref(options));
+      threads.emplace_back(run_rank, std::ref(state), rank, world_size,
+                           devices[static_cast<size_t>(rank)], std::cref(fn), std::cref(options));
     }
   } catch (const std::exception& e) {
     // Could not start every rank: abort the started ones, then report.

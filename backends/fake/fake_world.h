@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "backends/fake/rank_device.h"
 #include "backends/fake/world_status.h"
 #include "backends/world.h"
 
@@ -22,11 +23,21 @@ struct FakeWorldOptions {
   /// Default timeout of every collective that does not set its own. A rank
   /// that waits longer fails with an error naming the ranks that never came.
   std::chrono::milliseconds timeout{30000};
-  /// The device of every rank (World::device()). CPU here; see Note [CUDA
-  /// ranks] in fake_world.cc for GPUs.
+  /// The device of the ranks (World::device()): c10::kCPU, or c10::kCUDA /
+  /// cuda:i (see `placement`). CUDA ranks each run on a CUDA stream of their
+  /// own and their collectives are device operations; see Note [CUDA fake
+  /// collectives] in backends/fake/cuda_rank.cc. Needs a CUDA build.
   c10::Device device = c10::kCPU;
   /// Every rank's World::generator() starts from this seed.
   uint64_t seed = 0;
+  /// Simulated memory per rank, in bytes (0 = no cap): an allocation that
+  /// would take a rank's live bytes past it throws on that rank, naming the
+  /// rank, the bytes and the cap, and the world fails as for any rank error.
+  /// World::memory_stats() reports every rank's bytes with or without a cap.
+  int64_t memory_cap_bytes = 0;
+  /// CUDA ranks: all on `device`, or round-robin over the visible GPUs
+  /// starting at `device`'s index (fake_rank_device).
+  FakeDevicePlacement placement = FakeDevicePlacement::kOneDevice;
 };
 
 /// Runs fn(world) on `world_size` rank threads, each with its own World

@@ -81,10 +81,12 @@ std::string Fingerprint::to_string() const {
   return out.str();
 }
 
-FakeRendezvous::FakeRendezvous(std::vector<int64_t> ranks, std::shared_ptr<FakeWorldStatus> status)
+FakeRendezvous::FakeRendezvous(std::vector<int64_t> ranks, std::shared_ptr<FakeWorldStatus> status,
+                               std::shared_ptr<PhaseFence> fence)
     : ranks_(std::move(ranks)),
       status_(std::move(status)),
       pause_iterations_(pause_iterations_for(status_->world_size())),
+      fence_(std::move(fence)),
       phase_(std::make_unique<Counter[]>(ranks_.size())),
       last_arrived_(ranks_.size()) {
   posts_[0].resize(ranks_.size());
@@ -283,17 +285,21 @@ void RendezvousRound::arrive() {
   arrived_ = true;
   const uint64_t target = rendezvous_.counter(group_rank_) + 1;
   const Fingerprint& fingerprint = mine().fingerprint;
+  if (rendezvous_.fence_) rendezvous_.fence_->record(group_rank_, target);
   rendezvous_.arrive(group_rank_, target, &fingerprint);
   rendezvous_.wait(group_rank_, target, fingerprint, /*first_phase=*/true, deadline_, timeout_);
   rendezvous_.check_fingerprints(group_rank_, seq_);
+  if (rendezvous_.fence_) rendezvous_.fence_->wait_all(group_rank_, target);
 }
 
 void RendezvousRound::sync() {
   TORCH_INTERNAL_ASSERT(arrived_, "sync() before arrive()");
   const uint64_t target = rendezvous_.counter(group_rank_) + 1;
+  if (rendezvous_.fence_) rendezvous_.fence_->record(group_rank_, target);
   rendezvous_.arrive(group_rank_, target, nullptr);
   rendezvous_.wait(group_rank_, target, mine().fingerprint, /*first_phase=*/false, deadline_,
                    timeout_);
+  if (rendezvous_.fence_) rendezvous_.fence_->wait_all(group_rank_, target);
 }
 
 void RendezvousRound::release_inputs() {

@@ -55,10 +55,25 @@ struct Post {
   bool zero_copy = false;            // input is the caller's tensor; see Note [Phases]
 };
 
+/// Orders the members' device streams at every phase of a round, for ranks
+/// on a GPU (see Note [CUDA fake collectives] in backends/fake/cuda_rank.cc);
+/// CPU groups have none. record() and wait_all() run on the member's thread.
+class PhaseFence {
+ public:
+  virtual ~PhaseFence() = default;
+  /// Before arriving at `phase`: marks where this member's stream is.
+  virtual void record(int64_t group_rank, uint64_t phase) = 0;
+  /// After every member arrived at `phase`: this member's stream waits for
+  /// every other member's mark of `phase` (on the device, the host goes on).
+  virtual void wait_all(int64_t group_rank, uint64_t phase) = 0;
+};
+
 /// Shared state of one group; every member's FakeCommunicator holds it.
 class FakeRendezvous final : public Wakeable {
  public:
-  FakeRendezvous(std::vector<int64_t> ranks, std::shared_ptr<FakeWorldStatus> status);
+  /// `fence`: null for CPU ranks.
+  FakeRendezvous(std::vector<int64_t> ranks, std::shared_ptr<FakeWorldStatus> status,
+                 std::shared_ptr<PhaseFence> fence = nullptr);
   ~FakeRendezvous() override;
   FakeRendezvous(const FakeRendezvous&) = delete;
   FakeRendezvous& operator=(const FakeRendezvous&) = delete;
@@ -103,6 +118,7 @@ class FakeRendezvous final : public Wakeable {
   const std::vector<int64_t> ranks_;
   const std::shared_ptr<FakeWorldStatus> status_;
   const int pause_iterations_;
+  const std::shared_ptr<PhaseFence> fence_;
   std::unique_ptr<Counter[]> phase_;
   std::vector<Post> posts_[2];
   mutable std::mutex mutex_;
