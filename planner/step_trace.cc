@@ -1,0 +1,155 @@
+// StepRecorder and the solo / fake-world runners. See step_trace.h.
+#include "planner/step_trace.h"
+
+#include <c10/util/Exception.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include <mutex>
+#include <set>
+#include <stdexcept>
+
+#include "backends/fake/fake_world.h"
+#include "backends/solo/solo_world.h"
+#include "core/dtensor.h"
+
+namespace dtensor::planner {
+
+// Note [Planner step]
+// The traced step is a steady-state step: the warm-up (warm_up_optimizer)
+// gives every parameter a gradient and the optimizer its state, and
+// zero_grad(set_to_none=false) keeps gradients allocated, as they are during
+// gradient accumulation and under DDP's static buckets. So the peak of the
+// traced micro-step + update holds parameters, gradients and optimizer state
+// for the whole step plus the activations of one micro-batch. Collectives,
+// ops and memory of that one micro-step are what the estimate scales by the
+// number of micro-steps (planner/estimate.h).
+
+namespace {
+
+// Bytes of the storages behind `tensors` (DTensors: their local shards),
+// each storage once (tied parameters, views).
+int64_t storage_bytes(const std::vector<at::Tensor>& tensors) {
+  std::set<const void*> seen;
+  int64_t total = 0;
+  for (const at::Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    const at::Tensor& local = is_dtensor(t) ? DTensor(t).local_tensor() : t;
+    const void* key = local.storage().unsafeGetStorageImpl();
+    if (!seen.insert(key).second) continue;
+    total += static_cast<int64_t>(local.storage().nbytes());
+  }
+  return total;
+}
+
+std::vector<at::Tensor> optimizer_state_tensors(torch::optim::Optimizer& optimizer) {
+  std::vector<at::Tensor> out;
+  for (const auto& entry : optimizer.state()) {
+    const torch::optim::OptimizerParamState* s = entry.second.get();
+    if (auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(s)) {
+      out.push_back(adam->exp_avg());
+      out.push_back(adam->exp_avg_sq());
+      out.push_back(adam->max_exp_avg_sq());
+    } else if (auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(s)) {
+      out.push_back(sgd->momentum_buffer());
+    } else {
+      TORCH_CHECK(false, "planner: optimizer state of an unknown optimizer (known: Adam, SGD)");
+    }
+  }
+  return out;
+}
+
+debug::CommDebugModeOptions with_local_ops() {
+  debug::CommDebugModeOptions o;
+  o.record_local_ops = true;  // local matmuls give the FLOPs (planner/estimate.h)
+  return o;
+}
+
+}  // namespace
+
+StepRecorder::StepRecorder(World& world)
+    : world_(world), forward_backward_(with_local_ops()), update_(with_local_ops()) {
+  measure_.rank = world.rank();
+}
+
+StepRecorder::~StepRecorder() = default;
+
+void StepRecorder::record_static(torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+  std::vector<at::Tensor> params = model.parameters(), grads;
+  for (const at::Tensor& p : params) grads.push_back(p.grad());
+  measure_.parameter_bytes = storage_bytes(params);
+  measure_.gradient_bytes = storage_bytes(grads);
+  measure_.optimizer_bytes = storage_bytes(optimizer_state_tensors(optimizer));
+}
+
+debug::CommDebugMode::Guard StepRecorder::trace_forward_backward(torch::nn::Module& root, std::string root_name) {
+  return forward_backward_.enter(root, std::move(root_name));
+}
+
+debug::CommDebugMode::Guard StepRecorder::trace_update() { return update_.enter(); }
+
+StepMeasure StepRecorder::finish() {
+  measure_.forward_backward = forward_backward_.trace();
+  measure_.update = update_.trace();
+  return measure_;
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const PlanConfig& plan, std::vector<at::Tensor> params) {
+  switch (plan.optimizer) {
+    case Optimizer::kAdam:
+      return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(1e-3));
+    case Optimizer::kSgdMomentum:
+      return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(1e-3).momentum(0.9));
+    case Optimizer::kSgd:
+      return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(1e-3));
+  }
+  TORCH_CHECK(false, "planner: unknown optimizer");
+}
+
+void warm_up_optimizer(torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+  for (at::Tensor& p : model.parameters()) p.mutable_grad() = at::zeros_like(p);
+  optimizer.step();
+  optimizer.zero_grad(/*set_to_none=*/false);
+}
+
+namespace {
+
+void check_plan(const ModelConfig& model, const PlanConfig& plan) {
+  const std::string problem = plan_problem(model, plan);
+  if (!problem.empty()) throw std::invalid_argument("plan " + plan.to_string() + " cannot run " + model.to_string() + ": " + problem);
+}
+
+}  // namespace
+
+StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan) {
+  check_plan(model, plan);
+  StepMeasure out;
+  SoloOptions options;
+  options.device = c10::kMeta;
+  run_solo_world(
+      plan.mesh.world_size(), /*rank=*/0,
+      [&](World& world) {
+        StepRecorder recorder(world);
+        program(world, c10::kMeta, model, plan, recorder);
+        out = recorder.finish();
+      },
+      options);
+  return out;
+}
+
+std::vector<StepMeasure> trace_fake_step(const StepProgram& program, const ModelConfig& model,
+                                         const PlanConfig& plan) {
+  check_plan(model, plan);
+  std::vector<StepMeasure> out(static_cast<size_t>(plan.mesh.world_size()));
+  std::mutex mutex;
+  run_fake_world(plan.mesh.world_size(), [&](World& world) {
+    StepRecorder recorder(world);
+    program(world, c10::kCPU, model, plan, recorder);
+    StepMeasure m = recorder.finish();
+    std::lock_guard<std::mutex> lock(mutex);
+    out[static_cast<size_t>(world.rank())] = std::move(m);
+  });
+  return out;
+}
+
+}  // namespace dtensor::planner
