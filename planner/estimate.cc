@@ -91,6 +91,13 @@ const std::set<std::string>& memory_bound_ops() {
   return kMemoryBoundOps;
 }
 
+// add.Scalar, mul.Scalar, ... wrap the scalar and call the .Tensor overload,
+// which is recorded too.
+bool is_scalar_wrapper(const std::string& name) {
+  const std::string suffix = ".Scalar";
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 void add_ops(const debug::CommTrace& trace, int64_t element_size, double* fwd_flops, double* bwd_flops,
              double* fwd_bytes, double* bwd_bytes) {
   for (const debug::OpRecord& op : trace.operations) {
@@ -99,7 +106,7 @@ void add_ops(const debug::CommTrace& trace, int64_t element_size, double* fwd_fl
     const double f = matmul_flops(op.name, op.input_shapes);
     if (f >= 0) {
       *(fwd ? fwd_flops : bwd_flops) += f;
-    } else if (memory_bound_ops().count(base_name(op.name))) {
+    } else if (memory_bound_ops().count(base_name(op.name)) && !is_scalar_wrapper(op.name)) {
       double elems = 0;
       for (const auto& s : op.input_shapes) elems += product(s);
       *(fwd ? fwd_bytes : bwd_bytes) += 2.0 * elems * static_cast<double>(element_size);
@@ -210,13 +217,13 @@ PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model,
   const auto start = std::chrono::steady_clock::now();
   PlanEstimate e;
   if (options.max_traced_layers <= 0 || model.layers <= options.max_traced_layers) {
-    e = estimate_from_totals(step_totals(trace_solo_step(program, model, plan), model, plan, topology), model.layers,
+    e = estimate_from_totals(step_totals(trace_solo_step(program, model, plan, options.solo_device), model, plan, topology), model.layers,
                              model, plan, topology);
   } else {
     ModelConfig one = model, two = model;
     one.layers = 1, two.layers = 2;
-    const StepTotals a = step_totals(trace_solo_step(program, one, plan), one, plan, topology);
-    const StepTotals b = step_totals(trace_solo_step(program, two, plan), two, plan, topology);
+    const StepTotals a = step_totals(trace_solo_step(program, one, plan, options.solo_device), one, plan, topology);
+    const StepTotals b = step_totals(trace_solo_step(program, two, plan, options.solo_device), two, plan, topology);
     e = estimate_from_totals(extrapolate_layers(a, b, model.layers), 2, model, plan, topology);
   }
   e.trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

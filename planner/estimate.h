@@ -79,6 +79,9 @@ struct EstimateOptions {
   /// Models with more layers than this are traced at 1 and 2 layers and
   /// extrapolated (Note [Per-layer scaling]); 0 always traces every layer.
   int64_t max_traced_layers = 2;
+  /// The solo world's device: meta, or CPU for programs that need real
+  /// kernels (small models only).
+  c10::DeviceType solo_device = c10::kMeta;
 };
 
 /// Traces `program` in solo mode (meta) and estimates. Throws

@@ -121,16 +121,17 @@ void check_plan(const ModelConfig& model, const PlanConfig& plan) {
 
 }  // namespace
 
-StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan) {
+StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
+                            c10::DeviceType device) {
   check_plan(model, plan);
   StepMeasure out;
   SoloOptions options;
-  options.device = c10::kMeta;
+  options.device = device;
   run_solo_world(
       plan.mesh.world_size(), /*rank=*/0,
       [&](World& world) {
         StepRecorder recorder(world);
-        program(world, c10::kMeta, model, plan, recorder);
+        program(world, device, model, plan, recorder);
         out = recorder.finish();
       },
       options);

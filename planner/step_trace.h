@@ -76,10 +76,12 @@ class StepRecorder {
 using StepProgram = std::function<void(World& world, c10::DeviceType device, const ModelConfig& model,
                                        const PlanConfig& plan, StepRecorder& recorder)>;
 
-/// Runs `program` as rank 0 of a solo world of plan.mesh.world_size() ranks
-/// on meta tensors (no memory, no data). Throws std::invalid_argument with
-/// plan_problem() when the plan cannot run the model.
-StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan);
+/// Runs `program` as rank 0 of a solo world of plan.mesh.world_size() ranks,
+/// on meta tensors by default (no memory, no data; kCPU for programs that
+/// need real kernels, e.g. the example Transformer's embedding). Throws
+/// std::invalid_argument with plan_problem() when the plan cannot run the model.
+StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
+                            c10::DeviceType device = c10::kMeta);
 
 /// Runs `program` on every rank of a CPU fake world (real tensors); one
 /// measure per rank, in rank order.

@@ -1,0 +1,52 @@
+// The example Transformer's planner step. See transformer_step.h.
+#include "examples/plan/transformer_step.h"
+
+#include <ATen/Functions.h>
+
+#include "core/parallel/data_parallel.h"
+#include "examples/models/transformer.h"
+#include "examples/models/transformer_training.h"
+
+namespace dtensor::examples {
+
+planner::StepProgram transformer_step_program() {
+  return [](World& /*world*/, c10::DeviceType device, const planner::ModelConfig& m, const planner::PlanConfig& plan,
+            planner::StepRecorder& recorder) {
+    const int64_t dp = plan.mesh.size_of("dp"), tp = plan.mesh.size_of("tp");
+    DeviceMesh mesh = DeviceMesh::init(device, {dp, tp}, {"dp", "tp"});
+    const c10::ScalarType dtype = m.dtype == "float64" ? at::kDouble : at::kFloat;
+    TrainingConfig config;
+    config.model = ModelArgs()
+                       .n_layers(m.layers)
+                       .vocab_size(m.vocab)
+                       .max_seq_len(m.seq)
+                       .dim(m.dim)
+                       .n_heads(m.heads)
+                       .dropout_p(0.0)
+                       .seed(3);
+    config.batch = plan.micro_batch;
+    config.seq_len = m.seq;
+    Transformer model(config.model);
+    model->to(dtype);
+    parallelize_transformer(*model, mesh["tp"], plan.sequence_parallel && tp > 1);
+    auto optimizer = planner::make_optimizer(plan, model->parameters());
+    planner::warm_up_optimizer(*model, *optimizer);
+    recorder.record_static(*model, *optimizer);
+    const auto [tokens, targets] = training_batch(config);
+    auto micro_step = [&, &tokens = tokens, &targets = targets] {
+      transformer_loss(model->forward(tokens), targets).backward();
+    };
+    micro_step();  // warm: see Note [Planner step]
+    {
+      auto guard = recorder.trace_forward_backward(*model, "Transformer");
+      micro_step();
+    }
+    {
+      auto guard = recorder.trace_update();
+      if (dp > 1) average_gradients(*model, mesh["dp"]);
+      optimizer->step();
+    }
+  };
+}
+
+}  // namespace dtensor::examples
