@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include <set>
+#include <utility>
 
 namespace dtensor {
 namespace {
@@ -72,6 +73,23 @@ std::shared_ptr<Communicator> World::world_group() {
   return new_group(all);
 }
 
+std::optional<RankMemoryStats> World::memory_stats() const {
+  if (!memory_) return std::nullopt;
+  return memory_->stats();
+}
+
+void World::reset_peak_memory() {
+  if (memory_) memory_->reset_peak();
+}
+
+void World::set_memory_location(std::string label) {
+  if (memory_) memory_->set_location(std::move(label));
+}
+
+void World::enable_memory_accounting(int64_t cap_bytes) {
+  memory_ = std::make_shared<RankMemoryAccount>(rank_, cap_bytes);
+}
+
 World* current_world() { return t_current_world; }
 
 World& require_current_world(const char* caller) {
@@ -81,7 +99,8 @@ World& require_current_world(const char* caller) {
   return *t_current_world;
 }
 
-ScopedCurrentWorld::ScopedCurrentWorld(World& world) : previous_(t_current_world) {
+ScopedCurrentWorld::ScopedCurrentWorld(World& world)
+    : previous_(t_current_world), memory_(&world.memory_account()) {
   t_current_world = &world;
 }
 

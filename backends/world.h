@@ -13,10 +13,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "backends/collective_event.h"
 #include "backends/communicator.h"
+#include "backends/rank_memory.h"
 
 namespace dtensor {
 
@@ -58,7 +61,24 @@ class World {
   at::Generator& generator() { return generator_; }
   void manual_seed(uint64_t seed);
 
+  /// This rank's memory figures (see Note [Rank memory accounting] in
+  /// backends/rank_memory.cc); nullopt where memory is not measured (Gloo,
+  /// NCCL: use the device's own allocator statistics there).
+  virtual std::optional<RankMemoryStats> memory_stats() const;
+  /// The peak becomes this rank's live bytes now.
+  virtual void reset_peak_memory();
+  /// Labels later peaks with where the program is ("layers.0.attention
+  /// forward"); a no-op where memory is not measured.
+  virtual void set_memory_location(std::string label);
+  /// The account ScopedCurrentWorld charges this thread's allocations to
+  /// (holds nullptr where memory is not measured).
+  const std::shared_ptr<RankMemoryAccount>& memory_account() const { return memory_; }
+
  protected:
+  /// Measures this rank's memory from now on (fake and solo worlds); cap_bytes
+  /// 0 = no cap.
+  void enable_memory_accounting(int64_t cap_bytes);
+
   /// Creates the backend's communicator; `ranks` is validated and contains
   /// this rank. Called at most once per distinct `ranks`.
   virtual std::shared_ptr<Communicator> create_group(const std::vector<int64_t>& ranks) = 0;
@@ -72,6 +92,7 @@ class World {
   at::Generator generator_;
   std::mutex groups_mutex_;
   std::map<std::vector<int64_t>, std::shared_ptr<Communicator>> groups_;
+  std::shared_ptr<RankMemoryAccount> memory_;
 };
 
 /// The world of the calling thread, or nullptr outside any world.
@@ -80,7 +101,8 @@ World* current_world();
 /// The world of the calling thread; throws a message saying how to start one.
 World& require_current_world(const char* caller);
 
-/// Makes `world` the calling thread's current world for its lifetime.
+/// Makes `world` the calling thread's current world for its lifetime, and its
+/// memory account (if any) the thread's (ScopedRankMemory).
 class ScopedCurrentWorld {
  public:
   explicit ScopedCurrentWorld(World& world);
@@ -90,6 +112,7 @@ class ScopedCurrentWorld {
 
  private:
   World* previous_;
+  ScopedRankMemory memory_;
 };
 
 }  // namespace dtensor

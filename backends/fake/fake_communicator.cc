@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "backends/fake/data_movement.h"
+#include "backends/rank_memory.h"
 
 namespace dtensor {
 namespace detail {
@@ -89,6 +90,9 @@ const at::Tensor& FakeCommunicator::buffer(uint64_t seq, int64_t bytes, c10::Dev
   if (!buffer.defined() || buffer.numel() < bytes || buffer.device() != device) {
     // Grow by half again so that slowly growing sizes do not reallocate each time.
     const int64_t old = buffer.defined() ? buffer.numel() : 0;
+    // The fake world's own staging memory: a real backend needs none, so it
+    // is not charged to the rank (Note [Rank memory accounting]).
+    ScopedRankMemory uncounted(nullptr);
     buffer = at::empty({std::max(bytes, old + old / 2)},
                        at::TensorOptions().dtype(at::kByte).device(device));
   }

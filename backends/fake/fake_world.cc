@@ -46,7 +46,9 @@ class FakeWorldState {
 class FakeWorld final : public World {
  public:
   FakeWorld(int64_t rank, int64_t size, const FakeWorldOptions& options, FakeWorldState& state)
-      : World(rank, size, options.device, options.timeout), state_(state) {}
+      : World(rank, size, options.device, options.timeout), state_(state) {
+    enable_memory_accounting(options.memory_cap_bytes);
+  }
 
   BackendKind backend() const override { return BackendKind::kFake; }
 
@@ -100,6 +102,9 @@ void run_fake_world(int64_t world_size, const std::function<void(World&)>& fn,
   TORCH_CHECK(world_size >= 1, "run_fake_world: world_size must be at least 1, got ", world_size);
   TORCH_CHECK(options.timeout.count() > 0, "run_fake_world: options.timeout must be positive, got ",
               options.timeout.count(), " ms");
+  TORCH_CHECK(options.memory_cap_bytes >= 0,
+              "run_fake_world: options.memory_cap_bytes must be 0 (no cap) or positive, got ",
+              options.memory_cap_bytes);
   TORCH_CHECK(fn, "run_fake_world: fn is empty");
   FakeWorldState state(world_size);
   std::vector<std::thread> threads;

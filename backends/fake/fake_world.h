@@ -27,6 +27,11 @@ struct FakeWorldOptions {
   c10::Device device = c10::kCPU;
   /// Every rank's World::generator() starts from this seed.
   uint64_t seed = 0;
+  /// Simulated memory per rank, in bytes (0 = no cap): an allocation that
+  /// would take a rank's live bytes past it throws on that rank, naming the
+  /// rank, the bytes and the cap, and the world fails as for any rank error.
+  /// World::memory_stats() reports every rank's bytes with or without a cap.
+  int64_t memory_cap_bytes = 0;
 };
 
 /// Runs fn(world) on `world_size` rank threads, each with its own World

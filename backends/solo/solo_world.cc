@@ -126,7 +126,9 @@ class SoloCommunicator final : public Communicator {
 class SoloWorld final : public World {
  public:
   SoloWorld(int64_t size, int64_t rank, const SoloOptions& options)
-      : World(rank, size, options.device, options.timeout), options_(options) {}
+      : World(rank, size, options.device, options.timeout), options_(options) {
+    enable_memory_accounting(options.memory_cap_bytes);
+  }
 
   BackendKind backend() const override { return BackendKind::kSolo; }
 
@@ -146,6 +148,9 @@ std::shared_ptr<World> solo_world(int64_t world_size, int64_t rank, const SoloOp
   TORCH_CHECK(world_size >= 1, "solo_world: world_size must be at least 1, got ", world_size);
   TORCH_CHECK(rank >= 0 && rank < world_size, "solo_world: rank ", rank,
               " is outside the world of size ", world_size, "; pass 0 <= rank < world_size");
+  TORCH_CHECK(options.memory_cap_bytes >= 0,
+              "solo_world: memory_cap_bytes must be 0 (no cap) or positive, got ",
+              options.memory_cap_bytes);
   return std::make_shared<SoloWorld>(world_size, rank, options);
 }
 

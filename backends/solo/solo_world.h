@@ -25,6 +25,10 @@ struct SoloOptions {
   c10::Device device = c10::kCPU;
   /// World::timeout(); solo collectives never wait.
   std::chrono::milliseconds timeout{30000};
+  /// Simulated memory of this rank in bytes (0 = no cap), meta tensors
+  /// included: an allocation past it throws, naming the rank and the bytes.
+  /// World::memory_stats() reports this rank's bytes with or without a cap.
+  int64_t memory_cap_bytes = 0;
 };
 
 /// A World of `world_size` ranks seen from `rank` (backend kSolo). Its
