@@ -91,6 +91,16 @@ debug::CommDebugMode::Guard StepRecorder::trace_update() { return update_.enter(
 StepMeasure StepRecorder::finish() {
   measure_.forward_backward = forward_backward_.trace();
   measure_.update = update_.trace();
+  // Each session's peak (CommDebugMode resets it at enter, See Note [Memory
+  // location]); the step's is the larger.
+  for (const debug::CommTrace* t : {&measure_.forward_backward, &measure_.update}) {
+    auto it = t->memory.find(measure_.rank);
+    if (it == t->memory.end()) continue;
+    if (!measure_.peak_bytes || it->second.peak_bytes > *measure_.peak_bytes) {
+      measure_.peak_bytes = it->second.peak_bytes;
+      measure_.peak_location = it->second.peak_location;
+    }
+  }
   return measure_;
 }
 
