@@ -10,7 +10,7 @@
 #include "core/dtensor.h"
 #include "core/factories.h"
 #include "core/nn/module_call.h"
-#include "core/parallel/data_parallel.h"
+#include "planner/training_update.h"
 
 namespace dtensor::planner {
 namespace {
@@ -133,9 +133,9 @@ StepProgram llama_step_program() {
                                   : m.dtype == "float64" ? at::kDouble
                                                          : at::kFloat;
     Llama l = build(m, tp_mesh, dtype);
-    auto optimizer = make_optimizer(plan, l.root->parameters());
-    warm_up_optimizer(*l.root, *optimizer);
-    recorder.record_static(*l.root, *optimizer);
+    TrainingUpdate update(*l.root, dp_mesh, plan);
+    update.warm_up();
+    recorder.record_static(*l.root, update.optimizer());
 
     const bool sp = plan.sequence_parallel && tp > 1;
     const Placement stream = sp ? Placement(Shard(1)) : Placement(Replicate());
@@ -194,8 +194,7 @@ StepProgram llama_step_program() {
     }
     {
       auto guard = recorder.trace_update();
-      if (dp > 1) average_gradients(*l.root, dp_mesh);
-      optimizer->step();
+      update.step();
     }
   };
 }

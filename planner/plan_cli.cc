@@ -31,7 +31,7 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
                         llama-70b:layers=40,seq=8192 or transformer:dim=32
                         keys: layers dim ffn heads kv_heads vocab seq batch dtype
   --mesh MESH           dp=1024,tp=8 (dim names dp, tp; dp outer)
-  --plan OPTIONS        comma list: sp|nosp, adam|sgd-momentum|sgd, micro=N
+  --plan OPTIONS        comma list: sp|nosp, adam|sgd-momentum|sgd, micro=N, zero1
                         (default nosp,adam,micro=1)
   --topology FILE       links per mesh dim, peak rates and the memory cap
                         (format: planner/topology.h; default H100 + NVLink + 400G)

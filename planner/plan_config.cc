@@ -40,7 +40,7 @@ ModelConfig preset(const std::string& name) {
     m.kind = ModelKind::kLlama;
   } else if (name == "llama-70b") {
     m.layers = 80, m.dim = 8192, m.ffn = 28672, m.heads = 64, m.kv_heads = 8, m.vocab = 128256, m.seq = 4096;
-    m.batch = 1024, m.dtype = "bfloat16";
+    m.batch = 4096, m.dtype = "bfloat16";  // 16M tokens per step, as Llama 3
   } else if (name == "llama-8b") {
     m.layers = 32, m.dim = 4096, m.ffn = 14336, m.heads = 32, m.kv_heads = 8, m.vocab = 128256, m.seq = 4096;
     m.batch = 256, m.dtype = "bfloat16";
@@ -168,7 +168,7 @@ const char* optimizer_name(Optimizer o) {
 
 std::string PlanConfig::to_string() const {
   return mesh.to_string() + (sequence_parallel ? ",sp" : ",nosp") + ",micro=" + std::to_string(micro_batch) + "," +
-         optimizer_name(optimizer);
+         optimizer_name(optimizer) + (zero1 ? ",zero1" : "");
 }
 
 PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text) {
@@ -185,10 +185,14 @@ PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text) {
       p.optimizer = Optimizer::kSgdMomentum;
     } else if (w == "sgd") {
       p.optimizer = Optimizer::kSgd;
+    } else if (w == "zero1") {
+      p.zero1 = true;
+    } else if (w == "nozero") {
+      p.zero1 = false;
     } else if (w.rfind("micro=", 0) == 0) {
       p.micro_batch = positive_int("micro", w.substr(6));
     } else {
-      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N)");
+      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N, zero1, nozero)");
     }
   }
   return p;

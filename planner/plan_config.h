@@ -43,7 +43,7 @@ struct ModelConfig {
 };
 
 /// Presets: "llama-70b" (Llama-3 70B: 80 layers, dim 8192, ffn 28672, 64 heads,
-/// 8 kv heads, vocab 128256, seq 4096, batch 1024, bfloat16), "llama-8b",
+/// 8 kv heads, vocab 128256, seq 4096, batch 4096 (16M tokens), bfloat16), "llama-8b",
 /// "transformer" (the example Transformer's defaults: 2 layers, dim 16,
 /// 4 heads, vocab 8, seq 8, batch 8, float32); a preset may be followed by
 /// ":key=value,..." overrides, e.g. "llama-70b:layers=40". Keys: layers, dim,
@@ -81,12 +81,15 @@ struct PlanConfig {
   /// batch / dp / micro_batch micro-steps.
   int64_t micro_batch = 1;
   Optimizer optimizer = Optimizer::kAdam;
-  /// "tp=8,sp,micro=2,adam".
+  /// ZeRO stage 1: optimizer state sharded over dp (planner/training_update.h).
+  bool zero1 = false;
+  /// "dp=512,tp=8,sp,micro=2,adam,zero1".
   std::string to_string() const;
 };
 
 /// Plan options over `mesh`: a comma list of "sp" / "nosp", "adam" /
-/// "sgd-momentum" / "sgd", "micro=N". Example: parse_plan(mesh, "sp,adam,micro=2").
+/// "sgd-momentum" / "sgd", "micro=N", "zero1" / "nozero". Example:
+/// parse_plan(mesh, "sp,adam,micro=2,zero1").
 PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text);
 
 /// Checks that `plan` can run `model`: tp divides heads (and kv_heads, dim,

@@ -16,7 +16,7 @@
 namespace dtensor::planner {
 
 // Note [Planner step]
-// The traced step is a steady-state step: the warm-up (warm_up_optimizer)
+// The traced step is a steady-state step: the warm-up (TrainingUpdate::warm_up)
 // gives every parameter a gradient and the optimizer its state, and
 // zero_grad(set_to_none=false) keeps gradients allocated, as they are during
 // gradient accumulation and under DDP's static buckets. So the peak of the
@@ -98,28 +98,11 @@ StepMeasure StepRecorder::finish() {
     if (it == t->memory.end()) continue;
     if (!measure_.peak_bytes || it->second.peak_bytes > *measure_.peak_bytes) {
       measure_.peak_bytes = it->second.peak_bytes;
-      measure_.peak_location = it->second.peak_location;
+      measure_.peak_location = t == &measure_.update ? "update (" + it->second.peak_location + ")"
+                                                     : it->second.peak_location;
     }
   }
   return measure_;
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const PlanConfig& plan, std::vector<at::Tensor> params) {
-  switch (plan.optimizer) {
-    case Optimizer::kAdam:
-      return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(1e-3));
-    case Optimizer::kSgdMomentum:
-      return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(1e-3).momentum(0.9));
-    case Optimizer::kSgd:
-      return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(1e-3));
-  }
-  TORCH_CHECK(false, "planner: unknown optimizer");
-}
-
-void warm_up_optimizer(torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
-  for (at::Tensor& p : model.parameters()) p.mutable_grad() = at::zeros_like(p);
-  optimizer.step();
-  optimizer.zero_grad(/*set_to_none=*/false);
 }
 
 namespace {

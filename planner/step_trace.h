@@ -88,14 +88,4 @@ StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model
 std::vector<StepMeasure> trace_fake_step(const StepProgram& program, const ModelConfig& model,
                                          const PlanConfig& plan);
 
-/// The optimizer of `plan` over `params` (lr 1e-3; momentum 0.9 for
-/// sgd-momentum), as the programs build it.
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const PlanConfig& plan, std::vector<at::Tensor> params);
-
-/// Gives every parameter a zero gradient and runs one optimizer step, so
-/// that gradients and optimizer state exist before the traced step (a
-/// steady-state step; cheap on meta tensors). Then zero_grad keeps the
-/// gradients allocated (set_to_none = false): see Note [Planner step].
-void warm_up_optimizer(torch::nn::Module& model, torch::optim::Optimizer& optimizer);
-
 }  // namespace dtensor::planner

@@ -40,14 +40,18 @@ SweepResult sweep_plans(const StepProgram& program, const ModelConfig& model, co
       if (sp && (!options.try_sequence_parallel || tp == 1)) continue;
       for (int64_t micro : options.micro_batches) {
         for (Optimizer opt : options.optimizers) {
+         for (bool zero1 : {false, true}) {
+          if (zero1 && (!options.try_zero1 || dp == 1)) continue;
           PlanConfig plan;
           plan.mesh = mesh, plan.sequence_parallel = sp, plan.micro_batch = micro, plan.optimizer = opt;
+          plan.zero1 = zero1;
           const std::string problem = plan_problem(model, plan);
           if (!problem.empty()) {
             r.skipped.push_back({plan.to_string(), problem});
             continue;
           }
           r.ranked.push_back(estimate_plan(program, model, plan, topology, options.estimate));
+         }
         }
       }
     }

@@ -1,5 +1,5 @@
 // Sweeps: every mesh shape (dp x tp) of a world size and every plan option
-// (sequence parallelism, micro-batch, optimizer), each estimated from its own
+// (sequence parallelism, micro-batch, optimizer, ZeRO-1), each estimated from its own
 // solo trace; the plans that fit ranked by estimated step time.
 //   SweepResult r = sweep_plans(llama_step_program(), parse_model("llama-70b"), default_topology(), {4096});
 //   std::cout << sweep_report_text(r, /*top=*/10);
@@ -23,6 +23,8 @@ struct SweepOptions {
   std::vector<Optimizer> optimizers = {Optimizer::kAdam, Optimizer::kSgdMomentum, Optimizer::kSgd};
   /// Also try sequence parallelism where tp > 1.
   bool try_sequence_parallel = true;
+  /// Also try ZeRO-1 (optimizer state sharded over dp) where dp > 1.
+  bool try_zero1 = true;
   EstimateOptions estimate;
 };
 

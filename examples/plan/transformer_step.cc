@@ -3,7 +3,7 @@
 
 #include <ATen/Functions.h>
 
-#include "core/parallel/data_parallel.h"
+#include "planner/training_update.h"
 #include "examples/models/transformer.h"
 #include "examples/models/transformer_training.h"
 
@@ -29,9 +29,9 @@ planner::StepProgram transformer_step_program() {
     Transformer model(config.model);
     model->to(dtype);
     parallelize_transformer(*model, mesh["tp"], plan.sequence_parallel && tp > 1);
-    auto optimizer = planner::make_optimizer(plan, model->parameters());
-    planner::warm_up_optimizer(*model, *optimizer);
-    recorder.record_static(*model, *optimizer);
+    planner::TrainingUpdate update(*model, mesh["dp"], plan);
+    update.warm_up();
+    recorder.record_static(*model, update.optimizer());
     const auto [tokens, targets] = training_batch(config);
     auto micro_step = [&, &tokens = tokens, &targets = targets] {
       transformer_loss(model->forward(tokens), targets).backward();
@@ -43,8 +43,7 @@ planner::StepProgram transformer_step_program() {
     }
     {
       auto guard = recorder.trace_update();
-      if (dp > 1) average_gradients(*model, mesh["dp"]);
-      optimizer->step();
+      update.step();
     }
   };
 }
