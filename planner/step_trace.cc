@@ -11,6 +11,7 @@
 
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
+#include "core/dispatch/sharding_propagator.h"
 #include "core/dtensor.h"
 
 namespace dtensor::planner {
@@ -24,6 +25,11 @@ namespace dtensor::planner {
 // for the whole step plus the activations of one micro-batch. Collectives,
 // ops and memory of that one micro-step are what the estimate scales by the
 // number of micro-steps (planner/estimate.h).
+// The programs run one untraced micro-step first: sharding propagation runs
+// each op once on meta tensors to infer shapes (then caches it), and those
+// calls would be recorded as local ops (FLOPs) of the traced step. The
+// solo trace starts with an empty propagation cache, which empties itself
+// when full: a trace started near full would re-propagate mid-step.
 
 namespace {
 
@@ -120,6 +126,9 @@ StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model
   StepMeasure out;
   SoloOptions options;
   options.device = device;
+  // The cache is thread-local and emptied when full: start this trace empty so
+  // that it cannot empty itself during the traced step (See Note [Planner step]).
+  clear_propagation_cache();
   run_solo_world(
       plan.mesh.world_size(), /*rank=*/0,
       [&](World& world) {
