@@ -3,8 +3,9 @@
 // World, warms its optimizer up, then runs one micro-step (forward +
 // backward) and the update (gradient averaging over dp + optimizer step)
 // under a StepRecorder, which records them with CommDebugMode (collectives,
-// DTensor and local ops, modules) and reads the parameter, gradient and
-// optimizer-state bytes off the tensors.
+// DTensor and local ops, modules, and on worlds that count memory the rank's
+// peak and where it was reached: Note [Memory location]) and reads the
+// parameter, gradient and optimizer-state bytes off the tensors.
 //   StepMeasure m = trace_solo_step(my_program, model, plan);   // one rank, meta tensors
 #pragma once
 
