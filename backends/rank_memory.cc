@@ -7,6 +7,7 @@
 #include <torch/version.h>
 
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 
 namespace dtensor {
@@ -139,6 +140,33 @@ void release_charged(void* context) {
   delete charged;  // frees the inner allocation
 }
 
+// Simple allocations (context == data, as CPU's) stay simple: kernels that
+// take raw buffers (Allocator::raw_allocate asserts context == data; the CPU
+// GELU kernel uses it) then work. Their charge is found by data pointer.
+std::mutex g_simple_mutex;
+std::unordered_map<void*, Charged*>& simple_charges() {
+  static auto* map = new std::unordered_map<void*, Charged*>();  // leaked: see install_counting_allocators
+  return *map;
+}
+c10::DeleterFnPtr g_cpu_raw_deleter = nullptr;  // the wrapped CPU allocator's
+
+void release_simple(void* data) {
+  Charged* charged = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_simple_mutex);
+    auto it = simple_charges().find(data);
+    if (it != simple_charges().end()) {
+      charged = it->second;
+      simple_charges().erase(it);
+    }
+  }
+  if (charged != nullptr) {
+    release_charged(charged);
+  } else if (g_cpu_raw_deleter != nullptr) {
+    g_cpu_raw_deleter(data);  // allocated before counting started
+  }
+}
+
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
 #define DTENSOR_ALLOCATOR_2_3 1
 #define DTENSOR_ALLOCATE_CONST
@@ -153,7 +181,9 @@ class CountingAllocator final : public c10::Allocator {
 
   c10::DataPtr allocate(size_t n) DTENSOR_ALLOCATE_CONST override {
     const std::shared_ptr<RankMemoryAccount>* owner = t_account;
-    if (owner == nullptr || !*owner) return inner_->allocate(n);
+    // Zero bytes: nothing to count, and the inner DataPtr (null data, null
+    // context) must stay as it is for raw_allocate's context == data check.
+    if (owner == nullptr || !*owner || n == 0) return inner_->allocate(n);
     const auto bytes = static_cast<int64_t>(n);
     (*owner)->charge(bytes, device_);
     c10::DataPtr inner;
@@ -165,11 +195,23 @@ class CountingAllocator final : public c10::Allocator {
     }
     void* data = inner.get();
     const c10::Device device = inner.device();
+    const bool simple = simple_ && data != nullptr && data == inner.get_context();
     auto* charged = new Charged{*owner, bytes, std::move(inner)};
-    return c10::DataPtr(data, charged, &release_charged, device);
+    if (!simple) return c10::DataPtr(data, charged, &release_charged, device);
+    {
+      std::lock_guard<std::mutex> lock(g_simple_mutex);
+      simple_charges()[data] = charged;
+    }
+    return c10::DataPtr(data, data, &release_simple, device);
   }
 
-  c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
+  c10::DeleterFnPtr raw_deleter() const override { return simple_ ? &release_simple : inner_->raw_deleter(); }
+
+  /// Keep simple DataPtrs simple (CPU; see release_simple).
+  void keep_simple() {
+    simple_ = inner_->raw_deleter() != nullptr;
+    if (simple_) g_cpu_raw_deleter = inner_->raw_deleter();
+  }
 
 #if DTENSOR_ALLOCATOR_2_3
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -181,6 +223,7 @@ class CountingAllocator final : public c10::Allocator {
     if (data_ptr.get_deleter() == &release_charged) {
       return data_ptr.get() == static_cast<const Charged*>(data_ptr.get_context())->inner.get();
     }
+    if (data_ptr.get_deleter() == &release_simple) return true;
     return inner_->is_simple_data_ptr(data_ptr);
   }
 #endif
@@ -188,6 +231,7 @@ class CountingAllocator final : public c10::Allocator {
  private:
   c10::Allocator* inner_;
   const char* device_;
+  bool simple_ = false;
 };
 
 // Registered with this priority, above LibTorch's own registrations (0).
@@ -198,6 +242,7 @@ void install_counting_allocators() {
   std::call_once(once, [] {
     // Leaked on purpose: storages outlive every static destructor's order.
     static auto* cpu = new CountingAllocator(c10::GetAllocator(c10::kCPU), "CPU");
+    cpu->keep_simple();
     static auto* meta = new CountingAllocator(c10::GetAllocator(c10::kMeta), "meta");
     c10::SetAllocator(c10::kCPU, cpu, kCountingPriority);
     c10::SetAllocator(c10::kMeta, meta, kCountingPriority);

@@ -61,23 +61,59 @@ void resolve_mesh_dim(CollectiveRecord& r, const std::shared_ptr<const MeshDimTa
 
 // Everything registered while a session runs; destroyed (in reverse order of
 // construction) when it ends.
+// Note [Memory location]
+// On a world that counts memory (World::memory_stats(), fake and solo), a
+// session resets the rank's peak when it starts and keeps the world's memory
+// location at "<module> <phase>" of the module tracker, updated at every
+// operator call (a RecordFunction listener): the peak then says where it was
+// reached ("Transformer.layers.1.attention backward"). The stats are taken
+// when the session ends (CommTrace::memory) and the location cleared.
 class CommDebugMode::Session : public internal::RecordFunctionListener {
  public:
   Session(CommDebugMode* mode, World& world, ModuleTracker::Guard tracker_guard, bool local_ops)
       : mode_(mode),
+        world_(world),
+        record_local_ops_(local_ops),
+        track_memory_(world.memory_stats().has_value()),
         tracker_guard_(std::move(tracker_guard)),
         ops_(mode),
-        local_ops_(local_ops ? std::make_unique<internal::ScopedRecordFunctionListener>(this, /*ops=*/true)
-                             : nullptr),
-        collectives_(world.observers().add(mode)) {}
+        local_ops_(local_ops || track_memory_
+                       ? std::make_unique<internal::ScopedRecordFunctionListener>(this, /*ops=*/true)
+                       : nullptr),
+        collectives_(world.observers().add(mode)) {
+    if (track_memory_) {
+      world_.reset_peak_memory();
+      update_location();
+    }
+  }
+  ~Session() override {
+    if (!track_memory_) return;
+    if (std::optional<RankMemoryStats> s = world_.memory_stats()) {
+      std::lock_guard<std::mutex> lock(mode_->mutex_);
+      mode_->memory_ = RankMemoryRecord{s->peak_bytes, s->current_bytes, s->cap_bytes, s->peak_location};
+    }
+    world_.set_memory_location("");
+  }
 
   void on_backward_node(int64_t, bool) override {}
   void on_op(const std::string& name, c10::ArrayRef<const c10::IValue> inputs) override {
-    mode_->record_local_op(name, inputs);
+    if (track_memory_) update_location();
+    if (record_local_ops_) mode_->record_local_op(name, inputs);
   }
 
  private:
+  void update_location() {
+    std::string label = mode_->tracker_.current_module() + " " + phase_name(mode_->tracker_.current_phase());
+    if (label == location_) return;
+    location_ = label;
+    world_.set_memory_location(std::move(label));
+  }
+
   CommDebugMode* mode_;
+  World& world_;
+  const bool record_local_ops_;
+  const bool track_memory_;
+  std::string location_;
   ModuleTracker::Guard tracker_guard_;
   ScopedOpObserver ops_;
   std::unique_ptr<internal::ScopedRecordFunctionListener> local_ops_;
@@ -122,6 +158,7 @@ World& CommDebugMode::begin(const char* caller) {
   raw_.clear();
   ops_.clear();
   meshes_.clear();
+  memory_.reset();
   return world;
 }
 
@@ -206,6 +243,7 @@ CommTrace CommDebugMode::trace() const {
   t.world_size = world_size_;
   t.epoch_us = std::chrono::duration<double, std::micro>(epoch_.time_since_epoch()).count();
   t.operations = ops_;
+  if (memory_) t.memory[rank_] = *memory_;
   // Every mesh seen: of DTensor ops, of tracked modules' DTensors, of the
   // collectives themselves (a program that only redistributes).
   std::vector<MeshRecord> meshes;

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,7 +116,9 @@ class CommDebugMode : public CollectiveObserver, public OpObserver {
   /// A Chrome trace (one track: this rank), see chrome_trace.h.
   void generate_chrome_trace(const std::string& path, const ChromeTraceOptions& options = {}) const;
 
-  /// Everything recorded, as plain values (see trace_model.h).
+  /// Everything recorded, as plain values (see trace_model.h). On worlds
+  /// that count memory, trace().memory holds this rank's peak during the
+  /// session and where it was reached (See Note [Memory location]).
   CommTrace trace() const;
   /// Every collective issued, in order, as the backend reported it.
   std::vector<CollectiveEvent> events() const;
@@ -151,6 +154,7 @@ class CommDebugMode : public CollectiveObserver, public OpObserver {
   std::vector<Raw> raw_;
   std::vector<OpRecord> ops_;
   std::vector<DeviceMesh> meshes_;
+  std::optional<RankMemoryRecord> memory_;  // See Note [Memory location]
 };
 
 }  // namespace dtensor::debug

@@ -103,6 +103,7 @@ CommTrace FakeWorldTrace::trace() const {
     }
     merged.operations.insert(merged.operations.end(), t.operations.begin(), t.operations.end());
     merged.per_rank_counts[rank] = comm_counts(t);
+    for (const auto& [r, m] : t.memory) merged.memory[r] = m;
     if (rank == reference) continue;
     std::vector<std::string> diffs =
         diff_module_counts(ref_counts, comm_module_counts(t), "rank " + std::to_string(reference));

@@ -256,6 +256,19 @@ struct Validator {
       if (expect("$.mesh", m.is_object(), "an object") && m.contains("shape"))
         int_list(m["shape"], "$.mesh.shape");
     }
+    if (j.contains("memory")) {
+      const Json& m = j["memory"];
+      if (expect("$.memory", m.is_object(), "an object of rank -> {peak_bytes, current_bytes, cap_bytes, peak_location}")) {
+        for (const auto& [rank, r] : m.items()) {
+          bool ok = r.is_object();
+          for (const char* k : {"peak_bytes", "current_bytes", "cap_bytes"}) {
+            ok = ok && (!r.contains(k) || (r[k].is_number_integer() && r[k].get<int64_t>() >= 0));
+          }
+          ok = ok && (!r.contains("peak_location") || r["peak_location"].is_string());
+          expect("$.memory." + rank, ok, "{peak_bytes, current_bytes, cap_bytes: integers >= 0, peak_location: string}");
+        }
+      }
+    }
     if (j.contains("differing_ranks")) int_list(j["differing_ranks"], "$.differing_ranks");
     if (j.contains("per_rank_counts")) {
       const Json& p = j["per_rank_counts"];
@@ -292,6 +305,16 @@ std::string comm_trace_to_json(const CommTrace& trace, int noise_level, int inde
   }
   root["events"] = Json::array();
   for (const CollectiveRecord& r : trace.collectives) root["events"].push_back(event_json(r));
+  if (!trace.memory.empty()) {  // optional: worlds that count memory
+    Json memory = Json::object();
+    for (const auto& [rank, m] : trace.memory) {
+      memory[std::to_string(rank)] = {{"peak_bytes", m.peak_bytes},
+                                      {"current_bytes", m.current_bytes},
+                                      {"cap_bytes", m.cap_bytes},
+                                      {"peak_location", m.peak_location}};
+    }
+    root["memory"] = memory;
+  }
   if (merged) {
     Json per_rank = Json::object();
     for (const auto& [rank, counts] : trace.per_rank_counts) per_rank[std::to_string(rank)] = counts;

@@ -102,6 +102,8 @@ struct TraceJsonDocument {
   std::map<int64_t, KindCounts> per_rank_counts;
   std::vector<int64_t> differing_ranks;
   std::vector<std::string> rank_differences;
+  /// Optional "memory": rank -> peak bytes and where (worlds that count memory).
+  std::map<int64_t, RankMemoryRecord> memory;
 };
 
 /// Reads any comm trace JSON: ours, PyTorch's comm_mode_log.json, and the

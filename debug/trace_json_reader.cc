@@ -233,6 +233,28 @@ void read_per_rank(const Json& root, TraceJsonDocument* doc) {
       doc->per_rank_counts[rank] = read_kind_counts(it.value(), where);
     }
   }
+  if (const Json* v = member(root, "memory")) {
+    if (!v->is_object()) fail("$.memory", std::string("expected an object {rank: {peak_bytes, ...}}, got ") + v->type_name());
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      const std::string where = "$.memory." + it.key();
+      char* end = nullptr;
+      const long long rank = std::strtoll(it.key().c_str(), &end, 10);
+      if (it.key().empty() || *end != '\0' || rank < 0) fail(where, "the key must be a rank number");
+      if (!it.value().is_object()) fail(where, "expected {peak_bytes, current_bytes, cap_bytes, peak_location}");
+      RankMemoryRecord m;
+      auto bytes = [&](const char* key, int64_t* out) {
+        const Json* b = member(it.value(), key);
+        if (b == nullptr) return;
+        if (!b->is_number_integer() || b->get<int64_t>() < 0) fail(where + "." + key, "expected an integer >= 0");
+        *out = b->get<int64_t>();
+      };
+      bytes("peak_bytes", &m.peak_bytes);
+      bytes("current_bytes", &m.current_bytes);
+      bytes("cap_bytes", &m.cap_bytes);
+      if (const Json* l = member(it.value(), "peak_location")) m.peak_location = read_string(*l, where + ".peak_location");
+      doc->memory[rank] = std::move(m);
+    }
+  }
   if (const Json* v = member(root, "differing_ranks")) doc->differing_ranks = read_int_list(*v, "$.differing_ranks", 0);
   if (const Json* v = member(root, "rank_differences"))
     doc->rank_differences = read_string_list(*v, "$.rank_differences");
@@ -371,6 +393,7 @@ CommTrace comm_trace_from_document(const TraceJsonDocument& document) {
   }
   trace.mesh = document.mesh;
   trace.per_rank_counts = document.per_rank_counts;
+  trace.memory = document.memory;
   trace.differing_ranks = document.differing_ranks;
   trace.rank_differences = document.rank_differences;
   return trace;

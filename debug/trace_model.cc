@@ -119,6 +119,7 @@ CommTrace rank_view(const CommTrace& trace, int64_t rank) {
   for (const OpRecord& o : trace.operations) {
     if (o.rank == rank) out.operations.push_back(o);
   }
+  if (auto it = trace.memory.find(rank); it != trace.memory.end()) out.memory[rank] = it->second;
   return out;
 }
 

@@ -85,6 +85,17 @@ struct MeshRecord {
   std::string device;  // "cpu", "meta", "cuda:0"
 };
 
+/// One rank's memory over a trace session, on worlds that count it (fake,
+/// solo; see backends/rank_memory.h): the peak of live bytes during the
+/// session and the module and phase it was reached in ("Transformer.layers.0
+/// backward").
+struct RankMemoryRecord {
+  int64_t peak_bytes = 0;
+  int64_t current_bytes = 0;  // live bytes when the session ended
+  int64_t cap_bytes = 0;      // 0 = no cap
+  std::string peak_location;
+};
+
 /// A trace: one rank's (rank >= 0) or a merged fake-world view (rank == -1,
 /// records of every rank, see FakeWorldTrace).
 struct CommTrace {
@@ -100,6 +111,9 @@ struct CommTrace {
   std::map<int64_t, std::map<std::string, int64_t>> per_rank_counts;
   std::vector<int64_t> differing_ranks;
   std::vector<std::string> rank_differences;
+  // Rank -> its memory during the session; empty when the world counts no
+  // memory (Gloo, NCCL). Optional in the JSON ("memory").
+  std::map<int64_t, RankMemoryRecord> memory;
 };
 
 /// kind -> count (or bytes).

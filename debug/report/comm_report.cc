@@ -379,6 +379,15 @@ std::string report_markdown(const CommReport& report) {
     md << "| " << g.module << " | " << g.phase << " | " << g.kind << " | " << (g.is_explicit ? "yes" : "no")
        << " | " << g.origin << " | " << n << " |\n";
   }
+  if (!report.trace.memory.empty()) {  // worlds that count memory: See Note [Memory location]
+    md << "\n## Memory per rank (traced part)\n\n| Rank | Peak bytes | Live at end | Cap | Peak at |\n"
+       << "| ---: | ---: | ---: | ---: | --- |\n";
+    for (const auto& [rank, m] : report.trace.memory) {
+      md << "| " << rank << " | " << m.peak_bytes << " | " << m.current_bytes << " | "
+         << (m.cap_bytes > 0 ? std::to_string(m.cap_bytes) : std::string("none")) << " | " << m.peak_location
+         << " |\n";
+    }
+  }
   if (!report.trace.differing_ranks.empty()) {
     md << "\n## Ranks that differ from rank " << view.rank << "\n\n";
     for (const std::string& d : report.trace.rank_differences) md << "- " << d << "\n";

@@ -97,6 +97,10 @@ TEST_F(CommReportTest, MarkdownHasTables) {
       << md;
   EXPECT_NE(md.find("| MLPModule.net2 | forward | all_reduce | 1 | 320 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| all_reduce | 0 | 1 | 320 | 480 | 5.010 |"), std::string::npos) << md;
+  // The fake world counts memory: every rank's peak and where (#20).
+  EXPECT_NE(md.find("## Memory per rank (traced part)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 3 | "), std::string::npos) << md;
+  EXPECT_NE(md.find(" | MLPModule"), std::string::npos) << md;
 }
 
 TEST_F(CommReportTest, GoldenDiffIsReadable) {

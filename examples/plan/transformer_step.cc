@@ -1,0 +1,51 @@
+// The example Transformer's planner step. See transformer_step.h.
+#include "examples/plan/transformer_step.h"
+
+#include <ATen/Functions.h>
+
+#include "planner/training_update.h"
+#include "examples/models/transformer.h"
+#include "examples/models/transformer_training.h"
+
+namespace dtensor::examples {
+
+planner::StepProgram transformer_step_program() {
+  return [](World& /*world*/, c10::DeviceType device, const planner::ModelConfig& m, const planner::PlanConfig& plan,
+            planner::StepRecorder& recorder) {
+    const int64_t dp = plan.mesh.size_of("dp"), tp = plan.mesh.size_of("tp");
+    DeviceMesh mesh = DeviceMesh::init(device, {dp, tp}, {"dp", "tp"});
+    const c10::ScalarType dtype = m.dtype == "float64" ? at::kDouble : at::kFloat;
+    TrainingConfig config;
+    config.model = ModelArgs()
+                       .n_layers(m.layers)
+                       .vocab_size(m.vocab)
+                       .max_seq_len(m.seq)
+                       .dim(m.dim)
+                       .n_heads(m.heads)
+                       .dropout_p(0.0)
+                       .seed(3);
+    config.batch = plan.micro_batch;
+    config.seq_len = m.seq;
+    Transformer model(config.model);
+    model->to(dtype);
+    parallelize_transformer(*model, mesh["tp"], plan.sequence_parallel && tp > 1);
+    planner::TrainingUpdate update(*model, mesh["dp"], plan);
+    update.warm_up();
+    recorder.record_static(*model, update.optimizer());
+    const auto [tokens, targets] = training_batch(config);
+    auto micro_step = [&, &tokens = tokens, &targets = targets] {
+      transformer_loss(model->forward(tokens), targets).backward();
+    };
+    micro_step();  // warm: see Note [Planner step]
+    {
+      auto guard = recorder.trace_forward_backward(*model, "Transformer");
+      micro_step();
+    }
+    {
+      auto guard = recorder.trace_update();
+      update.step();
+    }
+  };
+}
+
+}  // namespace dtensor::examples

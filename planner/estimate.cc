@@ -1,0 +1,256 @@
+// Plan estimates: totals of a traced step, per-layer scaling, step time.
+#include "planner/estimate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+#include "debug/comm_estimate.h"
+
+namespace dtensor::planner {
+
+// Note [Step time estimate]
+// Compute: every local op the step ran on this rank (CommDebugMode with
+// record_local_ops sees the local kernels inside DTensor ops, with local
+// shapes). The matmul family (aten::mm, addmm, bmm, baddbmm) counts 2mkn
+// FLOPs over Topology::peak_tflops; memory-bound kernels (pointwise,
+// softmax, norms, embedding, their backwards, optimizer arithmetic: see
+// kMemoryBoundOps) count 2x their input bytes (read + write) over
+// Topology::hbm_gbps. Composite ops (matmul, linear, layer_norm, ...) are not
+// counted: their kernels are.
+// Comm: each recorded collective costs the alpha-beta time of its mesh dim's
+// link (Topology::link) on its ring bytes (debug/comm_estimate.h), 0 for
+// groups of one rank.
+// Step: micro_steps * (forward + backward) + update. Serial: compute plus all
+// collectives. Overlap: the micro-step collectives (tensor / sequence
+// parallel) feed the very next op and stay on the critical path; the update's
+// collectives (the dp gradient all_reduce) can hide behind the last
+// micro-step's backward, as DDP's bucketed all_reduce does, so only
+// max(0, update comm - backward compute) is exposed. Both are lower bounds
+// (100% of peak, perfect links): they rank plans, they do not promise times.
+
+// Note [Per-layer scaling]
+// Tracing a step costs time proportional to the layers traced (~10 ms per
+// layer on meta tensors). Every layer of these models is identical, so each
+// additive quantity of a step (bytes of parameters, gradients, optimizer
+// state, activations at the peak, collectives and their bytes, FLOPs) is
+// a + (L - 1) * (b - a) for the traces a (1 layer) and b (2 layers). The
+// collective counts and bytes so obtained are exactly what a full trace
+// would record (each layer records the same collectives); the peak is exact
+// when it scales with depth (activations kept for backward, which it does
+// once the model has more than a layer). The peak's location is the 2-layer
+// trace's.
+
+namespace {
+
+constexpr const char* kMicroStep = "micro-step";
+constexpr const char* kUpdate = "update";
+
+std::string base_name(const std::string& op) {
+  std::string n = op.rfind("aten::", 0) == 0 ? op.substr(6) : op;
+  return n.substr(0, n.find('.'));
+}
+
+double product(const std::vector<int64_t>& shape) {
+  double p = 1;
+  for (int64_t s : shape) p *= static_cast<double>(s);
+  return p;
+}
+
+// FLOPs of a matmul-family kernel from its input shapes, or -1 for others.
+double matmul_flops(const std::string& name, const std::vector<std::vector<int64_t>>& in) {
+  const std::string n = base_name(name);
+  auto mm = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+    if (a.size() != 2 || b.size() != 2) return 0.0;
+    return 2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(b[1]);
+  };
+  auto bmm = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+    if (a.size() != 3 || b.size() != 3) return 0.0;
+    return 2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(a[2]) *
+           static_cast<double>(b[2]);
+  };
+  if (n == "mm" && in.size() >= 2) return mm(in[0], in[1]);
+  if (n == "addmm" && in.size() >= 3) return mm(in[1], in[2]);
+  if (n == "bmm" && in.size() >= 2) return bmm(in[0], in[1]);
+  if (n == "baddbmm" && in.size() >= 3) return bmm(in[1], in[2]);
+  return -1;
+}
+
+const std::set<std::string>& memory_bound_ops() {
+  static const std::set<std::string> kMemoryBoundOps = {
+      "add", "add_", "sub", "mul", "mul_", "div", "div_", "neg", "sqrt", "rsqrt", "addcmul_", "addcdiv_", "lerp_",
+      "silu", "silu_backward", "gelu", "gelu_backward", "sigmoid", "_softmax", "_softmax_backward_data",
+      "_log_softmax", "_log_softmax_backward_data", "native_layer_norm", "native_layer_norm_backward",
+      "embedding", "embedding_dense_backward", "nll_loss_forward", "nll_loss_backward", "masked_fill",
+      "masked_fill_", "where", "copy_", "fill_", "zero_"};
+  return kMemoryBoundOps;
+}
+
+// add.Scalar, mul.Scalar, ... wrap the scalar and call the .Tensor overload,
+// which is recorded too.
+bool is_scalar_wrapper(const std::string& name) {
+  const std::string suffix = ".Scalar";
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void add_ops(const debug::CommTrace& trace, int64_t element_size, double* fwd_flops, double* bwd_flops,
+             double* fwd_bytes, double* bwd_bytes) {
+  for (const debug::OpRecord& op : trace.operations) {
+    if (op.dtensor) continue;  // its local kernels are recorded as local ops
+    const bool fwd = op.phase == debug::Phase::kForward;
+    const double f = matmul_flops(op.name, op.input_shapes);
+    if (f >= 0) {
+      *(fwd ? fwd_flops : bwd_flops) += f;
+    } else if (memory_bound_ops().count(base_name(op.name)) && !is_scalar_wrapper(op.name)) {
+      double elems = 0;
+      for (const auto& s : op.input_shapes) elems += product(s);
+      *(fwd ? fwd_bytes : bwd_bytes) += 2.0 * elems * static_cast<double>(element_size);
+    }
+  }
+}
+
+void add_comm(const debug::CommTrace& trace, const char* phase, int64_t times, const Topology& topology,
+              std::map<std::tuple<std::string, std::string, std::string>, CommRow>* rows) {
+  for (const debug::CollectiveRecord& r : trace.collectives) {
+    const std::string dim = r.mesh_dim_name.empty() ? "?" : r.mesh_dim_name;
+    CommRow& row = (*rows)[{phase, r.kind, dim}];
+    row.kind = r.kind, row.mesh_dim = dim, row.phase = phase;
+    row.count += times;
+    row.bytes += times * r.bytes;
+    row.ring_bytes += times * debug::ring_bytes_per_rank(r);
+    row.time_us += static_cast<double>(times) * debug::estimate_collective_us(r, topology.link(dim));
+  }
+}
+
+int64_t micro_steps_of(const ModelConfig& model, const PlanConfig& plan) {
+  return model.batch / (plan.mesh.size_of("dp") * plan.micro_batch);
+}
+
+}  // namespace
+
+StepTotals step_totals(const StepMeasure& m, const ModelConfig& model, const PlanConfig& plan,
+                       const Topology& topology) {
+  StepTotals t;
+  t.parameter_bytes = m.parameter_bytes;
+  t.gradient_bytes = m.gradient_bytes;
+  t.optimizer_bytes = m.optimizer_bytes;
+  t.peak_bytes = m.peak_bytes;
+  t.peak_location = m.peak_location;
+  std::map<std::tuple<std::string, std::string, std::string>, CommRow> rows;
+  add_comm(m.forward_backward, kMicroStep, micro_steps_of(model, plan), topology, &rows);
+  add_comm(m.update, kUpdate, 1, topology, &rows);
+  for (auto& [key, row] : rows) t.comm.push_back(row);
+  const int64_t es = model.element_size();
+  add_ops(m.forward_backward, es, &t.forward_flops, &t.backward_flops, &t.forward_pointwise_bytes,
+          &t.backward_pointwise_bytes);
+  double unused_flops = 0, unused_bytes = 0;
+  add_ops(m.update, es, &t.update_flops, &unused_flops, &t.update_pointwise_bytes, &unused_bytes);
+  t.update_flops += unused_flops;
+  t.update_pointwise_bytes += unused_bytes;
+  return t;
+}
+
+StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t layers) {
+  const int64_t k = layers - 1;
+  auto lin = [k](int64_t x, int64_t y) { return x + k * (y - x); };
+  auto lind = [k](double x, double y) { return x + static_cast<double>(k) * (y - x); };
+  StepTotals t;
+  t.parameter_bytes = lin(a.parameter_bytes, b.parameter_bytes);
+  t.gradient_bytes = lin(a.gradient_bytes, b.gradient_bytes);
+  t.optimizer_bytes = lin(a.optimizer_bytes, b.optimizer_bytes);
+  if (a.peak_bytes && b.peak_bytes) t.peak_bytes = lin(*a.peak_bytes, *b.peak_bytes);
+  t.peak_location = b.peak_location;
+  if (a.comm.size() != b.comm.size()) {
+    throw std::logic_error("planner: the 1- and 2-layer traces issue different kinds of collectives; "
+                           "trace every layer (--trace-layers 0)");
+  }
+  for (size_t i = 0; i < a.comm.size(); ++i) {
+    const CommRow &x = a.comm[i], &y = b.comm[i];
+    if (x.kind != y.kind || x.mesh_dim != y.mesh_dim || x.phase != y.phase) {
+      throw std::logic_error("planner: the 1- and 2-layer traces' collectives differ (" + x.kind + " over " +
+                             x.mesh_dim + " vs " + y.kind + " over " + y.mesh_dim + "); trace every layer");
+    }
+    CommRow r = x;
+    r.count = lin(x.count, y.count);
+    r.bytes = lin(x.bytes, y.bytes);
+    r.ring_bytes = lin(x.ring_bytes, y.ring_bytes);
+    r.time_us = lind(x.time_us, y.time_us);
+    t.comm.push_back(r);
+  }
+  t.forward_flops = lind(a.forward_flops, b.forward_flops);
+  t.backward_flops = lind(a.backward_flops, b.backward_flops);
+  t.update_flops = lind(a.update_flops, b.update_flops);
+  t.forward_pointwise_bytes = lind(a.forward_pointwise_bytes, b.forward_pointwise_bytes);
+  t.backward_pointwise_bytes = lind(a.backward_pointwise_bytes, b.backward_pointwise_bytes);
+  t.update_pointwise_bytes = lind(a.update_pointwise_bytes, b.update_pointwise_bytes);
+  return t;
+}
+
+PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layers, const ModelConfig& model,
+                                  const PlanConfig& plan, const Topology& topology) {
+  PlanEstimate e;
+  e.model = model, e.plan = plan, e.topology = topology, e.totals = totals;
+  e.traced_layers = traced_layers;
+  e.micro_steps = micro_steps_of(model, plan);
+  const int64_t static_bytes = totals.parameter_bytes + totals.gradient_bytes + totals.optimizer_bytes;
+  if (totals.peak_bytes) e.activation_bytes = std::max<int64_t>(0, *totals.peak_bytes - static_bytes);
+  e.total_bytes = totals.peak_bytes ? std::max(*totals.peak_bytes, static_bytes) : static_bytes;
+  e.cap_bytes = topology.memory_cap_bytes();
+  const double flop_us = 1.0 / (topology.peak_tflops * 1e6), byte_us = 1.0 / (topology.hbm_gbps * 1e3);
+  const double n = static_cast<double>(e.micro_steps);
+  const double backward_us = totals.backward_flops * flop_us + totals.backward_pointwise_bytes * byte_us;
+  e.compute_us = n * (totals.forward_flops * flop_us + totals.forward_pointwise_bytes * byte_us + backward_us) +
+                 totals.update_flops * flop_us + totals.update_pointwise_bytes * byte_us;
+  for (const CommRow& r : totals.comm) (r.phase == kUpdate ? e.update_comm_us : e.blocking_comm_us) += r.time_us;
+  e.step_us_serial = e.compute_us + e.blocking_comm_us + e.update_comm_us;
+  e.step_us_overlap = e.compute_us + e.blocking_comm_us + std::max(0.0, e.update_comm_us - backward_us);
+  return e;
+}
+
+PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
+                           const Topology& topology, const EstimateOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  PlanEstimate e;
+  if (options.max_traced_layers <= 0 || model.layers <= options.max_traced_layers) {
+    e = estimate_from_totals(step_totals(trace_solo_step(program, model, plan, options.solo_device), model, plan, topology), model.layers,
+                             model, plan, topology);
+  } else {
+    ModelConfig one = model, two = model;
+    one.layers = 1, two.layers = 2;
+    const StepTotals a = step_totals(trace_solo_step(program, one, plan, options.solo_device), one, plan, topology);
+    const StepTotals b = step_totals(trace_solo_step(program, two, plan, options.solo_device), two, plan, topology);
+    e = estimate_from_totals(extrapolate_layers(a, b, model.layers), 2, model, plan, topology);
+  }
+  e.trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return e;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = bytes;
+  while (std::fabs(v) >= 1024.0 && u < 4) v /= 1024.0, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+
+std::string PlanEstimate::verdict() const {
+  const double gib = 1073741824.0;
+  char buf[96];
+  if (fits()) {
+    std::snprintf(buf, sizeof(buf), "fits (%.2f GiB free of %.2f GiB)", static_cast<double>(cap_bytes - total_bytes) / gib,
+                  static_cast<double>(cap_bytes) / gib);
+  } else {
+    std::snprintf(buf, sizeof(buf), "does not fit by %.2f GiB (cap %.2f GiB)",
+                  static_cast<double>(total_bytes - cap_bytes) / gib, static_cast<double>(cap_bytes) / gib);
+  }
+  return buf;
+}
+
+}  // namespace dtensor::planner

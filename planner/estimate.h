@@ -1,0 +1,99 @@
+// The planner's estimate of one plan: per-rank memory, comm bytes per
+// collective kind and mesh dim, FLOPs and an alpha-beta + roofline step time,
+// from one traced step (step_trace.h). Models deeper than a few layers are
+// traced at 1 and 2 layers and extrapolated (Note [Per-layer scaling]).
+//   PlanEstimate e = estimate_plan(llama_step_program(), parse_model("llama-70b"), plan, default_topology());
+//   e.fits();  e.step_us_overlap;
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/plan_config.h"
+#include "planner/step_trace.h"
+#include "planner/topology.h"
+
+namespace dtensor::planner {
+
+/// The collectives of one kind over one mesh dim, per rank and step.
+struct CommRow {
+  std::string kind;      // "all_reduce"
+  std::string mesh_dim;  // "tp", "dp" ("?" when the trace has no mesh dim)
+  std::string phase;     // "micro-step" (forward + backward, times micro_steps) or "update"
+  int64_t count = 0;
+  int64_t bytes = 0;       // bytes this rank contributed, as CommDebugMode recorded them
+  int64_t ring_bytes = 0;  // bytes this rank sends in a ring (core/layout/comm_cost.h)
+  double time_us = 0;      // alpha-beta on the mesh dim's link
+};
+
+/// One rank's totals of one step, additive over layers (the unit of
+/// Note [Per-layer scaling]).
+struct StepTotals {
+  int64_t parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
+  std::optional<int64_t> peak_bytes;
+  std::string peak_location;
+  std::vector<CommRow> comm;  // sorted by phase, kind, mesh dim
+  double forward_flops = 0, backward_flops = 0, update_flops = 0;  // matmul family, one micro-step / update
+  double forward_pointwise_bytes = 0, backward_pointwise_bytes = 0, update_pointwise_bytes = 0;
+};
+
+/// Totals of a measured step: comm rows from its CommDebugMode traces
+/// (micro-step rows multiplied by micro_steps), FLOPs of its local matmuls.
+StepTotals step_totals(const StepMeasure& measure, const ModelConfig& model, const PlanConfig& plan,
+                       const Topology& topology);
+
+/// a + (layers - 1) * (b - a): totals of a `layers`-layer model from its
+/// 1-layer (a) and 2-layer (b) traces. Rows must match (same kinds and dims).
+StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t layers);
+
+/// The estimate of one plan.
+struct PlanEstimate {
+  ModelConfig model;
+  PlanConfig plan;
+  Topology topology;
+  int64_t traced_layers = 0;  // == model.layers unless extrapolated
+  int64_t micro_steps = 1;    // batch / dp / micro_batch
+  StepTotals totals;
+  /// Peak minus parameters, gradients and optimizer state: activations and
+  /// transient buffers at the peak. Unset without a measured peak.
+  std::optional<int64_t> activation_bytes;
+  /// Peak bytes per rank: the measured peak, else the static bytes.
+  int64_t total_bytes = 0;
+  int64_t cap_bytes = 0;
+  double compute_us = 0;         // FLOPs / peak + pointwise bytes / HBM bandwidth, whole step
+  double blocking_comm_us = 0;   // micro-step collectives (tp/sp): on the critical path
+  double update_comm_us = 0;     // gradient averaging + optimizer collectives
+  double step_us_serial = 0;     // compute + every collective
+  double step_us_overlap = 0;    // update comm hidden behind the last backward (Note [Step time estimate])
+  double trace_seconds = 0;      // wall time of the tracing
+
+  bool fits() const { return total_bytes <= cap_bytes; }
+  /// "fits (12.3 GiB free)" or "does not fit by 4.5 GiB".
+  std::string verdict() const;
+};
+
+/// Options of estimate_plan.
+struct EstimateOptions {
+  /// Models with more layers than this are traced at 1 and 2 layers and
+  /// extrapolated (Note [Per-layer scaling]); 0 always traces every layer.
+  int64_t max_traced_layers = 2;
+  /// The solo world's device: meta, or CPU for programs that need real
+  /// kernels (small models only).
+  c10::DeviceType solo_device = c10::kMeta;
+};
+
+/// Traces `program` in solo mode (meta) and estimates. Throws
+/// std::invalid_argument when the plan cannot run the model.
+PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
+                           const Topology& topology, const EstimateOptions& options = {});
+
+/// The same from measures already taken (e.g. a fake world's rank 0).
+PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layers, const ModelConfig& model,
+                                  const PlanConfig& plan, const Topology& topology);
+
+/// "1.50 GiB", "12.0 MiB", "512 B".
+std::string format_bytes(double bytes);
+
+}  // namespace dtensor::planner

@@ -1,0 +1,202 @@
+// The Llama-style step program. See llama_step.h.
+#include "planner/llama_step.h"
+
+#include <ATen/Functions.h>
+#include <torch/nn/functional/loss.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/dtensor.h"
+#include "core/factories.h"
+#include "core/nn/module_call.h"
+#include "planner/training_update.h"
+
+namespace dtensor::planner {
+namespace {
+
+// A module that only holds parameters; forward is written by its parent
+// inside a ModuleScope so that tracing sees the module boundaries.
+struct Params : torch::nn::Module {
+  at::Tensor add(const std::string& name, at::Tensor value) { return register_parameter(name, std::move(value)); }
+};
+
+struct Layer {
+  std::shared_ptr<Params> block, attention_norm, attention, ffn_norm, feed_forward;
+  at::Tensor an, wq, wk, wv, wo, fn, w1, w2, w3;
+};
+
+struct Llama {
+  std::shared_ptr<Params> root, tok_embeddings, norm, output;
+  at::Tensor emb, norm_w, out_w;
+  std::vector<Layer> layers;
+};
+
+Llama build(const ModelConfig& m, const DeviceMesh& tp, c10::ScalarType dtype) {
+  const at::TensorOptions opts = at::TensorOptions().dtype(dtype).requires_grad(true);
+  auto param = [&](const std::shared_ptr<Params>& owner, const char* name, std::vector<int64_t> shape,
+                   Placement p) { return owner->add(name, empty(shape, tp, {p}, opts)); };
+  const int64_t kv_dim = m.dim / m.heads * m.kv_heads;
+  Llama l;
+  l.root = std::make_shared<Params>();
+  l.tok_embeddings = l.root->register_module("tok_embeddings", std::make_shared<Params>());
+  l.emb = param(l.tok_embeddings, "weight", {m.vocab, m.dim}, Shard(0));
+  auto layers = l.root->register_module("layers", std::make_shared<Params>());
+  for (int64_t i = 0; i < m.layers; ++i) {
+    Layer y;
+    y.block = layers->register_module(std::to_string(i), std::make_shared<Params>());
+    y.attention_norm = y.block->register_module("attention_norm", std::make_shared<Params>());
+    y.attention = y.block->register_module("attention", std::make_shared<Params>());
+    y.ffn_norm = y.block->register_module("ffn_norm", std::make_shared<Params>());
+    y.feed_forward = y.block->register_module("feed_forward", std::make_shared<Params>());
+    y.an = param(y.attention_norm, "weight", {m.dim}, Replicate());
+    y.wq = param(y.attention, "wq", {m.dim, m.dim}, Shard(1));
+    y.wk = param(y.attention, "wk", {m.dim, kv_dim}, Shard(1));
+    y.wv = param(y.attention, "wv", {m.dim, kv_dim}, Shard(1));
+    y.wo = param(y.attention, "wo", {m.dim, m.dim}, Shard(0));
+    y.fn = param(y.ffn_norm, "weight", {m.dim}, Replicate());
+    y.w1 = param(y.feed_forward, "w1", {m.dim, m.ffn}, Shard(1));
+    y.w3 = param(y.feed_forward, "w3", {m.dim, m.ffn}, Shard(1));
+    y.w2 = param(y.feed_forward, "w2", {m.ffn, m.dim}, Shard(0));
+    l.layers.push_back(y);
+  }
+  l.norm = l.root->register_module("norm", std::make_shared<Params>());
+  l.norm_w = param(l.norm, "weight", {m.dim}, Replicate());
+  l.output = l.root->register_module("output", std::make_shared<Params>());
+  l.out_w = param(l.output, "weight", {m.dim, m.vocab}, Shard(1));
+  return l;
+}
+
+// Grouped-query attention on [b, s, dim] (tp-sharded on dim when tp > 1):
+// query heads of one kv head are folded into the sequence dim, so one bmm
+// serves the group (the FLOPs of repeating k/v, without the copies).
+at::Tensor attention(const ModelConfig& m, const at::Tensor& x, const Layer& y) {
+  const int64_t b = x.size(0), s = x.size(1), hd = m.dim / m.heads, kvh = m.kv_heads, rep = m.heads / m.kv_heads;
+  at::Tensor q = at::matmul(x, y.wq), k = at::matmul(x, y.wk), v = at::matmul(x, y.wv);
+  q = q.view({b, s, kvh, rep, hd}).permute({2, 0, 3, 1, 4}).reshape({kvh * b, rep * s, hd});
+  k = k.view({b, s, kvh, hd}).permute({2, 0, 1, 3}).reshape({kvh * b, s, hd});
+  v = v.view({b, s, kvh, hd}).permute({2, 0, 1, 3}).reshape({kvh * b, s, hd});
+  at::Tensor scores = at::bmm(q, k.transpose(1, 2)).mul(1.0 / std::sqrt(static_cast<double>(hd)));
+  at::Tensor out = at::bmm(at::softmax(scores, -1), v)
+                       .view({kvh, b, rep, s, hd})
+                       .permute({1, 3, 0, 2, 4})
+                       .reshape({b, s, m.dim});
+  return at::matmul(out, y.wo);  // Partial over tp
+}
+
+// Note [Embedding on meta tensors]
+// LibTorch's C++ build has no meta kernel for index_select (Python registers
+// one in torch/_meta_registrations.py), so a vocab-parallel lookup cannot run
+// on meta tensors. On meta, the lookup's result is made as what it is: a
+// Partial(sum) [b, s, dim] tensor over tp (each rank's rows, zeros
+// elsewhere). Its collectives (the all_reduce or reduce_scatter that consumes
+// it) and its output bytes are traced as they are; the backward's scatter
+// into the weight's gradient (local: no comm; the gradient itself exists from
+// the warm-up, see Note [Planner step]) is not.
+at::Tensor embedding_lookup(const at::Tensor& weight, const at::Tensor& tokens, int64_t dim) {
+  const at::Tensor w = DTensor(weight).local_tensor();
+  if (w.device().type() != c10::kMeta) return at::embedding(weight, tokens);
+  const DTensor t(tokens);
+  at::Tensor local = at::empty({t.size(0), t.size(1), dim}, w.options());
+  return DTensor::from_local(local, t.device_mesh(), {Partial()});
+}
+
+// RMSNorm as eager PyTorch computes it without a fused kernel (Llama's
+// reference code): x * rsqrt(mean(x^2) + eps) * weight.
+at::Tensor norm(const at::Tensor& x, const at::Tensor& w) {
+  return x * at::rsqrt(x.pow(2).mean({-1}, /*keepdim=*/true) + 1e-5) * w;
+}
+
+// The input of a tensor-parallel region (attention, FFN, output): replicated
+// over tp. Without sequence parallelism the gradients the region's column-
+// parallel matmuls return are Partial; the boundary sums them with one
+// all_reduce (Megatron's "f", PyTorch's ColwiseParallel input handling)
+// instead of letting each reach the norm's backward. With it, the input is
+// all-gathered from sequence shards and its backward is one reduce_scatter.
+at::Tensor region_input(const at::Tensor& x, bool sp) {
+  const DTensor d(x);
+  if (sp) return d.redistribute({Replicate()});
+  return DTensor::from_local(d.to_local(Placements{Replicate()}), d.device_mesh(), {Replicate()});
+}
+
+}  // namespace
+
+StepProgram llama_step_program() {
+  return [](World& world, c10::DeviceType device, const ModelConfig& m, const PlanConfig& plan,
+            StepRecorder& recorder) {
+    (void)world;
+    const int64_t dp = plan.mesh.size_of("dp"), tp = plan.mesh.size_of("tp");
+    DeviceMesh mesh = DeviceMesh::init(device, {dp, tp}, {"dp", "tp"});
+    DeviceMesh tp_mesh = mesh["tp"], dp_mesh = mesh["dp"];
+    const c10::ScalarType dtype = m.dtype == "bfloat16" ? at::kBFloat16
+                                  : m.dtype == "float16" ? at::kHalf
+                                  : m.dtype == "float64" ? at::kDouble
+                                                         : at::kFloat;
+    Llama l = build(m, tp_mesh, dtype);
+    TrainingUpdate update(*l.root, dp_mesh, plan);
+    update.warm_up();
+    recorder.record_static(*l.root, update.optimizer());
+
+    const bool sp = plan.sequence_parallel && tp > 1;
+    const Placement stream = sp ? Placement(Shard(1)) : Placement(Replicate());
+    const int64_t b = plan.micro_batch, s = m.seq;
+    const at::TensorOptions longs = at::TensorOptions().dtype(at::kLong);
+    // One forward + backward (gradients accumulate; See Note [Planner step]).
+    auto micro_step = [&] {
+      at::Tensor tokens = zeros({b, s}, tp_mesh, {Replicate()}, longs);
+      at::Tensor targets = zeros({b * s}, tp_mesh, {Replicate()}, longs);
+      at::Tensor h;
+      {
+        nn::ModuleScope scope(*l.tok_embeddings, {tokens});
+        h = scope.output(DTensor(embedding_lookup(l.emb, tokens, m.dim)).redistribute({stream}));
+      }
+      for (const Layer& y : l.layers) {
+        nn::ModuleScope block(*y.block, {h});
+        at::Tensor x;
+        {
+          nn::ModuleScope scope(*y.attention_norm, {h});
+          x = scope.output(norm(h, y.an));
+        }
+        {
+          nn::ModuleScope scope(*y.attention, {x});
+          at::Tensor xa = region_input(x, sp);
+          h = h + scope.output(DTensor(attention(m, xa, y)).redistribute({stream}));
+        }
+        {
+          nn::ModuleScope scope(*y.ffn_norm, {h});
+          x = scope.output(norm(h, y.fn));
+        }
+        {
+          nn::ModuleScope scope(*y.feed_forward, {x});
+          at::Tensor xf = region_input(x, sp);
+          at::Tensor g = at::silu(at::matmul(xf, y.w1)) * at::matmul(xf, y.w3);
+          h = h + scope.output(DTensor(at::matmul(g, y.w2)).redistribute({stream}));
+        }
+        h = block.output(h);
+      }
+      {
+        nn::ModuleScope scope(*l.norm, {h});
+        h = scope.output(norm(h, l.norm_w));
+      }
+      at::Tensor logits;
+      {
+        nn::ModuleScope scope(*l.output, {h});
+        at::Tensor xo = region_input(h, sp);
+        logits = scope.output(DTensor(at::matmul(xo, l.out_w)).redistribute({Replicate()}));
+      }
+      at::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({b * s, m.vocab}), targets);
+      loss.backward();
+    };
+    micro_step();  // warm: sharding propagation's shape inference runs once per op and shape
+    {
+      auto guard = recorder.trace_forward_backward(*l.root, "Llama");
+      micro_step();
+    }
+    {
+      auto guard = recorder.trace_update();
+      update.step();
+    }
+  };
+}
+
+}  // namespace dtensor::planner

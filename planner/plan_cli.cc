@@ -1,0 +1,151 @@
+// The dtensor_plan command line. See plan_cli.h.
+#include "planner/plan_cli.h"
+
+#include <c10/util/Exception.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "planner/estimate.h"
+#include "planner/llama_step.h"
+#include "planner/report.h"
+#include "planner/sweep.h"
+
+namespace dtensor::planner {
+namespace {
+
+constexpr int kDoesNotFit = 1;
+constexpr int kUsage = 2;
+
+const char* kUsageText = R"(usage: dtensor_plan --model SPEC (--mesh MESH | --sweep WORLD) [options]
+
+Estimates per-rank memory, comm bytes and step time of a parallel training
+plan from a solo-mode trace of one step (one rank of the world, meta tensors).
+
+  --model SPEC          a preset with optional overrides: llama-70b, llama-8b,
+                        llama, transformer (the example Transformer), e.g.
+                        llama-70b:layers=40,seq=8192 or transformer:dim=32
+                        keys: layers dim ffn heads kv_heads vocab seq batch dtype
+  --mesh MESH           dp=1024,tp=8 (dim names dp, tp; dp outer)
+  --plan OPTIONS        comma list: sp|nosp, adam|sgd-momentum|sgd, micro=N, zero1
+                        (default nosp,adam,micro=1)
+  --topology FILE       links per mesh dim, peak rates and the memory cap
+                        (format: planner/topology.h; default H100 + NVLink + 400G)
+  --cap-gib X           memory cap per rank in GiB (overrides the topology's)
+  --sweep WORLD         enumerate meshes dp x tp of WORLD ranks and the plan
+                        options (sp, micro 1..16, 3 optimizers); rank those that fit
+  --top N               sweep: plans shown (default 10)
+  --trace-layers N      trace all layers up to N, else 1 and 2 and scale (default 2; 0: all)
+  --json FILE           also write the report as JSON ("-": stdout only JSON)
+exit status: 0 fits, 1 does not fit (sweep: none fits), 2 usage or run error
+)";
+
+struct Args {
+  std::string model, mesh, plan = "nosp,adam,micro=1", topology, json;
+  double cap_gib = 0;
+  int64_t sweep = 0, top = 10, trace_layers = 2;
+};
+
+bool parse(int argc, char** argv, Args& a, std::string& error) {
+  std::vector<std::string> w(argv + 1, argv + argc);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const std::string& flag = w[i];
+    if (flag == "--help" || flag == "-h") {
+      error = "";
+      return false;
+    }
+    if (i + 1 >= w.size()) {
+      error = flag + ": unknown flag or missing value";
+      return false;
+    }
+    const std::string v = w[++i];
+    try {
+      if (flag == "--model") a.model = v;
+      else if (flag == "--mesh") a.mesh = v;
+      else if (flag == "--plan") a.plan = v;
+      else if (flag == "--topology") a.topology = v;
+      else if (flag == "--json") a.json = v;
+      else if (flag == "--cap-gib") a.cap_gib = std::stod(v);
+      else if (flag == "--sweep") a.sweep = std::stoll(v);
+      else if (flag == "--top") a.top = std::stoll(v);
+      else if (flag == "--trace-layers") a.trace_layers = std::stoll(v);
+      else {
+        error = "unknown flag " + flag;
+        return false;
+      }
+    } catch (const std::logic_error&) {
+      error = flag + " " + v + ": not a number";
+      return false;
+    }
+  }
+  if (a.model.empty()) error = "--model is required";
+  else if (a.mesh.empty() == (a.sweep == 0)) error = "give exactly one of --mesh and --sweep";
+  else if (a.cap_gib < 0) error = "--cap-gib must be positive";
+  return error.empty();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  if (path == "-") {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::ofstream out(path);
+  if (!out) throw std::invalid_argument("cannot write " + path);
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace
+
+int plan_cli(int argc, char** argv, const std::map<ModelKind, ProgramEntry>& extra) {
+  Args a;
+  std::string error;
+  if (!parse(argc, argv, a, error)) {
+    if (!error.empty()) std::cerr << "dtensor_plan: " << error << "\n\n";
+    std::cerr << kUsageText;
+    return error.empty() ? 0 : kUsage;
+  }
+  try {
+    std::map<ModelKind, ProgramEntry> programs = {{ModelKind::kLlama, {llama_step_program(), c10::kMeta}}};
+    for (const auto& [kind, entry] : extra) programs[kind] = entry;
+    const ModelConfig model = parse_model(a.model);
+    auto it = programs.find(model.kind);
+    if (it == programs.end()) throw std::invalid_argument("no step program for model " + model.to_string());
+    Topology topology = a.topology.empty() ? default_topology() : parse_topology(read_file(a.topology));
+    if (a.cap_gib > 0) topology.memory_gib = a.cap_gib;
+    EstimateOptions options;
+    options.max_traced_layers = a.trace_layers;
+    options.solo_device = it->second.solo_device;
+    const bool json_only = a.json == "-";
+    if (a.sweep > 0) {
+      SweepOptions s;
+      s.world_size = a.sweep;
+      s.estimate = options;
+      const SweepResult r = sweep_plans(it->second.program, model, topology, s);
+      if (!json_only) std::cout << sweep_report_text(r, a.top);
+      if (!a.json.empty()) write_json(a.json, sweep_report_json(r));
+      return r.fitting() > 0 ? 0 : kDoesNotFit;
+    }
+    const PlanConfig plan = parse_plan(parse_mesh(a.mesh), a.plan);
+    const PlanEstimate e = estimate_plan(it->second.program, model, plan, topology, options);
+    if (!json_only) std::cout << plan_report_text(e);
+    if (!a.json.empty()) write_json(a.json, plan_report_json(e));
+    return e.fits() ? 0 : kDoesNotFit;
+  } catch (const std::exception& ex) {
+    std::cerr << "dtensor_plan: " << ex.what() << "\n";
+    return kUsage;
+  }
+}
+
+}  // namespace dtensor::planner

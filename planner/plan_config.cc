@@ -1,0 +1,218 @@
+// Model, mesh and plan parsing. See plan_config.h.
+#include "planner/plan_config.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+namespace dtensor::planner {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) {
+    if (!cur.empty()) out.push_back(cur);
+  }
+  return out;
+}
+
+int64_t positive_int(const std::string& key, const std::string& v) {
+  size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || n < 1) throw std::invalid_argument(key + "=" + v + ": expected a positive integer");
+  return n;
+}
+
+ModelConfig preset(const std::string& name) {
+  ModelConfig m;
+  if (name == "transformer") {
+    m.kind = ModelKind::kExampleTransformer;
+    m.layers = 2, m.dim = 16, m.ffn = 64, m.heads = 4, m.kv_heads = 4, m.vocab = 8, m.seq = 8, m.batch = 8;
+    m.dtype = "float32";
+  } else if (name == "llama") {
+    m.kind = ModelKind::kLlama;
+  } else if (name == "llama-70b") {
+    m.layers = 80, m.dim = 8192, m.ffn = 28672, m.heads = 64, m.kv_heads = 8, m.vocab = 128256, m.seq = 4096;
+    m.batch = 4096, m.dtype = "bfloat16";  // 16M tokens per step, as Llama 3
+  } else if (name == "llama-8b") {
+    m.layers = 32, m.dim = 4096, m.ffn = 14336, m.heads = 32, m.kv_heads = 8, m.vocab = 128256, m.seq = 4096;
+    m.batch = 256, m.dtype = "bfloat16";
+  } else {
+    throw std::invalid_argument("unknown model '" + name +
+                                "' (presets: transformer, llama, llama-8b, llama-70b; add ':key=value,...')");
+  }
+  return m;
+}
+
+}  // namespace
+
+int64_t ModelConfig::element_size() const {
+  if (dtype == "float32") return 4;
+  if (dtype == "bfloat16" || dtype == "float16") return 2;
+  if (dtype == "float64") return 8;
+  throw std::invalid_argument("dtype " + dtype + ": expected float32, bfloat16, float16 or float64");
+}
+
+int64_t ModelConfig::parameter_count() const {
+  if (kind == ModelKind::kExampleTransformer) {
+    const int64_t block = 4 * dim * dim + 2 * (4 * dim * dim) + 4 * dim + dim + 4 * dim;  // attn, ffn + biases, 2 norms
+    return vocab * dim + seq * dim + layers * block + 2 * dim + dim * vocab;  // max_seq_len = seq
+  }
+  const int64_t kv_dim = dim / heads * kv_heads;
+  const int64_t block = 2 * dim * dim + 2 * dim * kv_dim + 3 * dim * ffn + 2 * dim;
+  return vocab * dim + layers * block + dim + dim * vocab;
+}
+
+std::string ModelConfig::to_string() const {
+  std::ostringstream out;
+  out << (kind == ModelKind::kExampleTransformer ? "transformer" : "llama") << ":layers=" << layers << ",dim=" << dim;
+  if (kind == ModelKind::kLlama) out << ",ffn=" << ffn;
+  out << ",heads=" << heads;
+  if (kind == ModelKind::kLlama) out << ",kv_heads=" << kv_heads;
+  out << ",vocab=" << vocab << ",seq=" << seq << ",batch=" << batch << ",dtype=" << dtype;
+  return out.str();
+}
+
+ModelConfig parse_model(const std::string& text) {
+  const size_t colon = text.find(':');
+  ModelConfig m = preset(text.substr(0, colon));
+  if (colon == std::string::npos) return m;
+  for (const std::string& kv : split(text.substr(colon + 1), ',')) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("model entry '" + kv + "': expected key=value");
+    const std::string key = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (key == "dtype") {
+      m.dtype = v;
+      m.element_size();  // validates
+    } else if (key == "layers") {
+      m.layers = positive_int(key, v);
+    } else if (key == "dim") {
+      m.dim = positive_int(key, v);
+    } else if (key == "ffn") {
+      m.ffn = positive_int(key, v);
+    } else if (key == "heads") {
+      m.heads = positive_int(key, v);
+    } else if (key == "kv_heads") {
+      m.kv_heads = positive_int(key, v);
+    } else if (key == "vocab") {
+      m.vocab = positive_int(key, v);
+    } else if (key == "seq") {
+      m.seq = positive_int(key, v);
+    } else if (key == "batch") {
+      m.batch = positive_int(key, v);
+    } else {
+      throw std::invalid_argument("model key '" + key +
+                                  "' unknown (keys: layers, dim, ffn, heads, kv_heads, vocab, seq, batch, dtype)");
+    }
+  }
+  if (m.kind == ModelKind::kExampleTransformer) m.ffn = 4 * m.dim, m.kv_heads = m.heads;
+  if (m.dim % m.heads != 0) throw std::invalid_argument("model: dim " + std::to_string(m.dim) + " is not a multiple of heads " + std::to_string(m.heads));
+  if (m.heads % m.kv_heads != 0) throw std::invalid_argument("model: heads " + std::to_string(m.heads) + " is not a multiple of kv_heads " + std::to_string(m.kv_heads));
+  return m;
+}
+
+int64_t MeshConfig::world_size() const {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+int64_t MeshConfig::size_of(const std::string& name) const {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return sizes[i];
+  }
+  return 1;
+}
+
+std::string MeshConfig::to_string() const {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? "," : "") + names[i] + "=" + std::to_string(sizes[i]);
+  return out;
+}
+
+MeshConfig parse_mesh(const std::string& text) {
+  MeshConfig mesh;
+  for (const std::string& kv : split(text, ',')) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("mesh entry '" + kv + "': expected name=size, e.g. dp=1024,tp=8");
+    const std::string name = kv.substr(0, eq);
+    if (name != "dp" && name != "tp") throw std::invalid_argument("mesh dim '" + name + "': the planner's programs know dp and tp");
+    if (std::find(mesh.names.begin(), mesh.names.end(), name) != mesh.names.end()) {
+      throw std::invalid_argument("mesh dim '" + name + "' given twice");
+    }
+    mesh.names.push_back(name);
+    mesh.sizes.push_back(positive_int(name, kv.substr(eq + 1)));
+  }
+  if (mesh.names.empty()) throw std::invalid_argument("mesh '" + text + "': expected name=size entries, e.g. dp=1024,tp=8");
+  if (mesh.names.size() == 2 && mesh.names[0] != "dp") {
+    throw std::invalid_argument("mesh '" + text + "': put dp first (outer), tp last (inner), e.g. dp=1024,tp=8");
+  }
+  return mesh;
+}
+
+const char* optimizer_name(Optimizer o) {
+  switch (o) {
+    case Optimizer::kAdam: return "adam";
+    case Optimizer::kSgdMomentum: return "sgd-momentum";
+    case Optimizer::kSgd: return "sgd";
+  }
+  return "?";
+}
+
+std::string PlanConfig::to_string() const {
+  return mesh.to_string() + (sequence_parallel ? ",sp" : ",nosp") + ",micro=" + std::to_string(micro_batch) + "," +
+         optimizer_name(optimizer) + (zero1 ? ",zero1" : "");
+}
+
+PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text) {
+  PlanConfig p;
+  p.mesh = mesh;
+  for (const std::string& w : split(text, ',')) {
+    if (w == "sp") {
+      p.sequence_parallel = true;
+    } else if (w == "nosp") {
+      p.sequence_parallel = false;
+    } else if (w == "adam") {
+      p.optimizer = Optimizer::kAdam;
+    } else if (w == "sgd-momentum") {
+      p.optimizer = Optimizer::kSgdMomentum;
+    } else if (w == "sgd") {
+      p.optimizer = Optimizer::kSgd;
+    } else if (w == "zero1") {
+      p.zero1 = true;
+    } else if (w == "nozero") {
+      p.zero1 = false;
+    } else if (w.rfind("micro=", 0) == 0) {
+      p.micro_batch = positive_int("micro", w.substr(6));
+    } else {
+      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N, zero1, nozero)");
+    }
+  }
+  return p;
+}
+
+std::string plan_problem(const ModelConfig& m, const PlanConfig& p) {
+  const int64_t tp = p.mesh.size_of("tp"), dp = p.mesh.size_of("dp");
+  auto need = [&](int64_t what, const char* name) -> std::string {
+    if (what % tp == 0) return "";
+    return "tp=" + std::to_string(tp) + " does not divide " + name + "=" + std::to_string(what);
+  };
+  for (const std::string& s : {need(m.heads, "heads"), need(m.kv_heads, "kv_heads"), need(m.ffn, "ffn"),
+                               need(m.vocab, "vocab"), need(m.dim, "dim")}) {
+    if (!s.empty()) return s;
+  }
+  if (p.sequence_parallel && tp > 1 && m.seq % tp != 0) return "sp: tp=" + std::to_string(tp) + " does not divide seq=" + std::to_string(m.seq);
+  if (m.batch % (dp * p.micro_batch) != 0) {
+    return "dp*micro=" + std::to_string(dp * p.micro_batch) + " does not divide batch=" + std::to_string(m.batch);
+  }
+  return "";
+}
+
+}  // namespace dtensor::planner

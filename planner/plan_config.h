@@ -1,0 +1,100 @@
+// What the planner is asked about: a model (the example Transformer or a
+// Llama-style decoder), a mesh ("dp=1024,tp=8") and a plan (sequence
+// parallelism, micro-batch, optimizer, dtype). Plain values and their parsers.
+//   ModelConfig m = parse_model("llama-70b");               // a preset
+//   ModelConfig m = parse_model("llama:layers=4,dim=512,ffn=1536,heads=8,vocab=1000,seq=128,batch=16");
+//   PlanConfig p = parse_plan(parse_mesh("dp=512,tp=8"), "sp,adam,micro=1");
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtensor::planner {
+
+enum class ModelKind {
+  /// examples::Transformer (PyTorch's DTensor test model): LayerNorm, MHA with
+  /// a causal mask, GELU FFN of 4 * dim, biases in the FFN, learned positions.
+  kExampleTransformer,
+  /// A Llama-style decoder (planner/llama_step.h): RMSNorm, grouped-query
+  /// attention, SwiGLU FFN of `ffn`, untied output. Built on meta tensors:
+  /// any size.
+  kLlama,
+};
+
+struct ModelConfig {
+  ModelKind kind = ModelKind::kLlama;
+  int64_t layers = 2;
+  int64_t dim = 16;
+  int64_t ffn = 64;      // FFN hidden size (the example Transformer: always 4 * dim)
+  int64_t heads = 4;
+  int64_t kv_heads = 4;  // Llama only (grouped-query attention)
+  int64_t vocab = 8;
+  int64_t seq = 8;       // tokens per sequence
+  int64_t batch = 8;     // global batch, sequences per optimizer step
+  std::string dtype = "float32";  // "float32", "bfloat16", "float16", "float64"
+
+  /// Parameters of the whole model (closed form, for the report header).
+  int64_t parameter_count() const;
+  /// Bytes per element of dtype.
+  int64_t element_size() const;
+  /// "llama:layers=80,dim=8192,..." (parse_model reads it back).
+  std::string to_string() const;
+};
+
+/// Presets: "llama-70b" (Llama-3 70B: 80 layers, dim 8192, ffn 28672, 64 heads,
+/// 8 kv heads, vocab 128256, seq 4096, batch 4096 (16M tokens), bfloat16), "llama-8b",
+/// "transformer" (the example Transformer's defaults: 2 layers, dim 16,
+/// 4 heads, vocab 8, seq 8, batch 8, float32); a preset may be followed by
+/// ":key=value,..." overrides, e.g. "llama-70b:layers=40". Keys: layers, dim,
+/// ffn, heads, kv_heads, vocab, seq, batch, dtype. Throws
+/// std::invalid_argument naming the key and what is wrong.
+ModelConfig parse_model(const std::string& text);
+
+/// A mesh: dim names and sizes, outermost first (the last dim is the
+/// innermost, "tp" in the usual layout).
+struct MeshConfig {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  int64_t world_size() const;
+  /// The size of dim `name`, 1 when absent.
+  int64_t size_of(const std::string& name) const;
+  /// "dp=1024,tp=8".
+  std::string to_string() const;
+};
+
+/// "dp=1024,tp=8" (or "tp=4"). The planner's programs know the dim names
+/// "dp" and "tp". Throws std::invalid_argument on a bad entry or an unknown name.
+MeshConfig parse_mesh(const std::string& text);
+
+enum class Optimizer { kAdam, kSgdMomentum, kSgd };
+/// "adam", "sgd-momentum", "sgd".
+const char* optimizer_name(Optimizer o);
+
+struct PlanConfig {
+  MeshConfig mesh;
+  /// Tensor parallelism over "tp" with sequence parallelism (norms and
+  /// residuals sharded over the sequence, all_gather / reduce_scatter instead
+  /// of all_reduce).
+  bool sequence_parallel = false;
+  /// Sequences per forward/backward; the step accumulates gradients over
+  /// batch / dp / micro_batch micro-steps.
+  int64_t micro_batch = 1;
+  Optimizer optimizer = Optimizer::kAdam;
+  /// ZeRO stage 1: optimizer state sharded over dp (planner/training_update.h).
+  bool zero1 = false;
+  /// "dp=512,tp=8,sp,micro=2,adam,zero1".
+  std::string to_string() const;
+};
+
+/// Plan options over `mesh`: a comma list of "sp" / "nosp", "adam" /
+/// "sgd-momentum" / "sgd", "micro=N", "zero1" / "nozero". Example:
+/// parse_plan(mesh, "sp,adam,micro=2,zero1").
+PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text);
+
+/// Checks that `plan` can run `model`: tp divides heads (and kv_heads, dim,
+/// ffn, vocab), dp * micro_batch divides batch, sequence parallelism needs
+/// tp dividing seq. Returns "" when fine, else why not (one line).
+std::string plan_problem(const ModelConfig& model, const PlanConfig& plan);
+
+}  // namespace dtensor::planner

@@ -1,0 +1,110 @@
+// Plan report text and JSON. See report.h.
+#include "planner/report.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace dtensor::planner {
+namespace {
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+std::string pad(const std::string& s, size_t width) { return s.size() >= width ? s : s + std::string(width - s.size(), ' '); }
+std::string rpad(const std::string& s, size_t width) { return s.size() >= width ? s : std::string(width - s.size(), ' ') + s; }
+
+std::string ms(double us) { return fmt("%.2f ms", us / 1e3); }
+
+}  // namespace
+
+std::string plan_report_text(const PlanEstimate& e) {
+  std::ostringstream out;
+  out << "model      " << e.model.to_string() << " (" << fmt("%.3g", static_cast<double>(e.model.parameter_count()))
+      << " parameters)\n";
+  out << "plan       " << e.plan.to_string() << " (" << e.plan.mesh.world_size() << " ranks, " << e.micro_steps
+      << " micro-step" << (e.micro_steps == 1 ? "" : "s") << " of " << e.plan.micro_batch << " sequence"
+      << (e.plan.micro_batch == 1 ? "" : "s") << ")\n";
+  out << "traced     " << e.traced_layers << " of " << e.model.layers << " layers"
+      << (e.traced_layers < e.model.layers ? " (1 and 2 traced, scaled per layer)" : "") << " in "
+      << fmt("%.3f", e.trace_seconds) << " s\n\n";
+  out << "memory per rank          bytes\n";
+  auto mem = [&](const char* name, double bytes) { out << "  " << pad(name, 22) << rpad(format_bytes(bytes), 12) << "\n"; };
+  mem("parameters", static_cast<double>(e.totals.parameter_bytes));
+  mem("gradients", static_cast<double>(e.totals.gradient_bytes));
+  mem("optimizer state", static_cast<double>(e.totals.optimizer_bytes));
+  if (e.activation_bytes) {
+    mem("activations at peak", static_cast<double>(*e.activation_bytes));
+  } else {
+    out << "  " << pad("activations at peak", 22) << rpad("n/a", 12) << "  (this world counts no memory)\n";
+  }
+  mem("total (peak)", static_cast<double>(e.total_bytes));
+  mem("cap", static_cast<double>(e.cap_bytes));
+  if (!e.totals.peak_location.empty()) out << "  peak at " << e.totals.peak_location << "\n";
+  out << "\ncomm per rank and step\n  " << pad("phase", 11) << pad("collective", 24) << pad("dim", 5) << rpad("count", 8)
+      << rpad("bytes", 13) << rpad("ring bytes", 13) << rpad("time", 12) << "\n";
+  for (const CommRow& r : e.totals.comm) {
+    out << "  " << pad(r.phase, 11) << pad(r.kind, 24) << pad(r.mesh_dim, 5) << rpad(std::to_string(r.count), 8)
+        << rpad(format_bytes(static_cast<double>(r.bytes)), 13) << rpad(format_bytes(static_cast<double>(r.ring_bytes)), 13)
+        << rpad(ms(r.time_us), 12) << "\n";
+  }
+  const double n = static_cast<double>(e.micro_steps);
+  out << "\ncompute    " << fmt("%.3g", n * (e.totals.forward_flops + e.totals.backward_flops) + e.totals.update_flops)
+      << " matmul FLOP, "
+      << format_bytes(n * (e.totals.forward_pointwise_bytes + e.totals.backward_pointwise_bytes) +
+                      e.totals.update_pointwise_bytes)
+      << " memory-bound traffic -> " << ms(e.compute_us) << " at " << fmt("%.0f", e.topology.peak_tflops)
+      << " TFLOP/s, " << fmt("%.0f", e.topology.hbm_gbps) << " GB/s\n";
+  out << "comm       " << ms(e.blocking_comm_us) << " in micro-steps, " << ms(e.update_comm_us) << " in the update\n";
+  out << "step time  " << ms(e.step_us_serial) << " serial, " << ms(e.step_us_overlap)
+      << " with the update's comm overlapped\n";
+  out << "verdict    " << e.verdict() << "\n";
+  return out.str();
+}
+
+nlohmann::json plan_report_json(const PlanEstimate& e) {
+  nlohmann::json j;
+  j["dtensor_plan_version"] = kPlanJsonVersion;
+  const ModelConfig& m = e.model;
+  j["model"] = {{"spec", m.to_string()}, {"kind", m.kind == ModelKind::kLlama ? "llama" : "transformer"},
+                {"layers", m.layers}, {"dim", m.dim}, {"ffn", m.ffn}, {"heads", m.heads}, {"kv_heads", m.kv_heads},
+                {"vocab", m.vocab}, {"seq", m.seq}, {"batch", m.batch}, {"dtype", m.dtype},
+                {"parameters", m.parameter_count()}};
+  nlohmann::json mesh = nlohmann::json::object();
+  for (size_t i = 0; i < e.plan.mesh.names.size(); ++i) mesh[e.plan.mesh.names[i]] = e.plan.mesh.sizes[i];
+  j["plan"] = {{"spec", e.plan.to_string()}, {"mesh", mesh}, {"world_size", e.plan.mesh.world_size()},
+               {"sequence_parallel", e.plan.sequence_parallel}, {"micro_batch", e.plan.micro_batch},
+               {"micro_steps", e.micro_steps}, {"optimizer", optimizer_name(e.plan.optimizer)}};
+  j["topology"] = {{"peak_tflops", e.topology.peak_tflops}, {"hbm_gbps", e.topology.hbm_gbps},
+                   {"memory_gib", e.topology.memory_gib}};
+  for (const auto& [name, link] : e.topology.links) {
+    j["topology"]["links"][name] = {{"latency_us", link.latency_us}, {"gbytes_per_s", link.bandwidth_gbytes_per_s}};
+  }
+  j["traced_layers"] = e.traced_layers;
+  j["trace_seconds"] = e.trace_seconds;
+  j["memory"] = {{"parameters", e.totals.parameter_bytes}, {"gradients", e.totals.gradient_bytes},
+                 {"optimizer", e.totals.optimizer_bytes}, {"total", e.total_bytes}, {"cap", e.cap_bytes}};
+  j["memory"]["activations"] = e.activation_bytes ? nlohmann::json(*e.activation_bytes) : nlohmann::json(nullptr);
+  j["memory"]["peak"] = e.totals.peak_bytes ? nlohmann::json(*e.totals.peak_bytes) : nlohmann::json(nullptr);
+  j["memory"]["peak_location"] = e.totals.peak_location;
+  j["comm"] = nlohmann::json::array();
+  for (const CommRow& r : e.totals.comm) {
+    j["comm"].push_back({{"phase", r.phase}, {"kind", r.kind}, {"mesh_dim", r.mesh_dim}, {"count", r.count},
+                         {"bytes", r.bytes}, {"ring_bytes", r.ring_bytes}, {"time_us", r.time_us}});
+  }
+  j["compute"] = {{"forward_flops", e.totals.forward_flops}, {"backward_flops", e.totals.backward_flops},
+                  {"update_flops", e.totals.update_flops},
+                  {"forward_pointwise_bytes", e.totals.forward_pointwise_bytes},
+                  {"backward_pointwise_bytes", e.totals.backward_pointwise_bytes},
+                  {"update_pointwise_bytes", e.totals.update_pointwise_bytes}};
+  j["time"] = {{"compute_us", e.compute_us}, {"micro_step_comm_us", e.blocking_comm_us},
+               {"update_comm_us", e.update_comm_us}, {"step_us_serial", e.step_us_serial},
+               {"step_us_overlap", e.step_us_overlap}};
+  j["fits"] = e.fits();
+  j["verdict"] = e.verdict();
+  return j;
+}
+
+}  // namespace dtensor::planner

@@ -1,0 +1,92 @@
+// One traced training step of one rank: what the planner's estimate is built
+// from. A step program builds a model under a plan on the calling rank's
+// World, warms its optimizer up, then runs one micro-step (forward +
+// backward) and the update (gradient averaging over dp + optimizer step)
+// under a StepRecorder, which records them with CommDebugMode (collectives,
+// DTensor and local ops, modules, and on worlds that count memory the rank's
+// peak and where it was reached: Note [Memory location]) and reads the
+// parameter, gradient and optimizer-state bytes off the tensors.
+//   StepMeasure m = trace_solo_step(my_program, model, plan);   // one rank, meta tensors
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/world.h"
+#include "debug/comm_debug_mode.h"
+#include "debug/trace_model.h"
+#include "planner/plan_config.h"
+
+namespace dtensor::planner {
+
+/// What one rank's step measured.
+struct StepMeasure {
+  int64_t rank = 0;
+  /// One micro-step's forward + backward: collectives, DTensor and local ops.
+  debug::CommTrace forward_backward;
+  /// Gradient averaging over dp and the optimizer step.
+  debug::CommTrace update;
+  /// This rank's bytes (local shards, tied parameters once) after the warm-up.
+  int64_t parameter_bytes = 0;
+  int64_t gradient_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  /// The world's allocator peak over the traced micro-step and update, and
+  /// where it happened ("module phase"); unset when the world does not count
+  /// memory.
+  std::optional<int64_t> peak_bytes;
+  std::string peak_location;
+};
+
+/// Records one step on the calling rank. The program calls, in order:
+/// record_static (after the warm-up), trace_forward_backward (guard around
+/// one micro-step), trace_update (guard around averaging + optimizer step).
+class StepRecorder {
+ public:
+  explicit StepRecorder(World& world);
+  ~StepRecorder();
+  StepRecorder(const StepRecorder&) = delete;
+  StepRecorder& operator=(const StepRecorder&) = delete;
+
+  /// Parameter, gradient and optimizer-state bytes of this rank (local
+  /// shards of DTensors; every tensor storage counted once).
+  void record_static(torch::nn::Module& model, torch::optim::Optimizer& optimizer);
+  /// Starts recording the micro-step; `root` names modules (CommDebugMode::enter).
+  [[nodiscard]] debug::CommDebugMode::Guard trace_forward_backward(torch::nn::Module& root, std::string root_name);
+  /// Starts recording the update.
+  [[nodiscard]] debug::CommDebugMode::Guard trace_update();
+  /// The measure (call after both guards ended).
+  StepMeasure finish();
+
+ private:
+  World& world_;
+  StepMeasure measure_;
+  debug::CommDebugMode forward_backward_, update_;
+};
+
+/// A step program: SPMD code run by every rank (fake world) or the simulated
+/// rank (solo). It must lay the world out as plan.mesh (dim names "dp",
+/// "tp"), use `device` for its mesh and tensors, and call the recorder as
+/// StepRecorder says.
+using StepProgram = std::function<void(World& world, c10::DeviceType device, const ModelConfig& model,
+                                       const PlanConfig& plan, StepRecorder& recorder)>;
+
+/// Runs `program` as rank 0 of a solo world of plan.mesh.world_size() ranks,
+/// on meta tensors by default (no memory, no data; kCPU for programs that
+/// need real kernels, e.g. the example Transformer's embedding). Throws
+/// std::invalid_argument with plan_problem() when the plan cannot run the model.
+StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
+                            c10::DeviceType device = c10::kMeta);
+
+/// Runs `program` on every rank of a CPU fake world (real tensors); one
+/// measure per rank, in rank order.
+std::vector<StepMeasure> trace_fake_step(const StepProgram& program, const ModelConfig& model,
+                                         const PlanConfig& plan);
+
+}  // namespace dtensor::planner

@@ -1,0 +1,58 @@
+// The machine a plan runs on: an alpha-beta link per mesh dim name, the
+// accelerator's peak matmul rate and memory bandwidth, and its memory cap.
+// Plain C++ (no LibTorch). See Note [Topology file format].
+//   Topology t = default_topology();                 // H100-like, tp on NVLink
+//   Topology t = parse_topology(read_text("cluster.topo"));
+//   t.link("dp").collective_us(1 << 20);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "core/layout/comm_cost.h"
+
+namespace dtensor::planner {
+
+// Note [Topology file format]
+// A text file, one setting per line, '#' starts a comment:
+//   peak_tflops 989          # dense matmul peak of one accelerator, TFLOP/s
+//   hbm_gbps 3350            # memory bandwidth, GB/s (pointwise ops by bytes)
+//   memory_gib 80            # memory cap per rank, GiB
+//   link tp 3 450            # mesh dim "tp": latency 3 us, 450 GB/s per rank
+//   link dp 10 50            # mesh dim "dp": latency 10 us, 50 GB/s per rank
+//   link * 10 50             # any other mesh dim
+// Lines may come in any order; what a file leaves out keeps the default.
+// The defaults (default_topology) are an H100 SXM node of 8 GPUs: dense BF16
+// peak 989 TFLOP/s, HBM3 3.35 TB/s, 80 GiB; "tp" on NVLink (450 GB/s per
+// direction, 3 us), every other dim across nodes on one 400 Gb/s NIC per GPU
+// (50 GB/s, 10 us). They are datasheet numbers, not measurements: a step
+// estimate from them is a lower bound (100% of peak), useful to rank plans.
+// GB means 1e9 bytes, GiB 2^30.
+
+struct Topology {
+  double peak_tflops = 989.0;
+  double hbm_gbps = 3350.0;
+  double memory_gib = 80.0;
+  /// Mesh dim name -> its link; "*" is the link of dims not listed.
+  std::map<std::string, CommCostModel> links = {{"tp", CommCostModel{3.0, 450.0}},
+                                                {"*", CommCostModel{10.0, 50.0}}};
+
+  /// The link of mesh dim `dim_name` ("*" when not listed).
+  const CommCostModel& link(const std::string& dim_name) const;
+  /// memory_gib in bytes.
+  int64_t memory_cap_bytes() const;
+};
+
+/// The defaults of Note [Topology file format].
+Topology default_topology();
+
+/// Parses Note [Topology file format] over the defaults. Throws
+/// std::invalid_argument naming the line and what is wrong (unknown key,
+/// missing or non-positive number). Example: parse_topology("link dp 8 25\n").
+Topology parse_topology(const std::string& text);
+
+/// The settings as the file format writes them (parse_topology(to_text(t)) == t).
+std::string topology_text(const Topology& topology);
+
+}  // namespace dtensor::planner

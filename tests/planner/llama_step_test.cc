@@ -1,0 +1,89 @@
+// The planner's Llama-style step in solo mode (meta tensors): the bytes it
+// reads off the tensors, the collectives CommDebugMode records, and the
+// per-layer extrapolation against a full trace.
+#include "planner/llama_step.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "planner/estimate.h"
+
+namespace dtensor::planner {
+namespace {
+
+const char* kSmall = "llama:layers=3,dim=64,ffn=128,heads=8,kv_heads=4,vocab=96,seq=16,batch=8,dtype=float32";
+
+TEST(LlamaStepTest, StaticBytesAreTheLocalShards) {
+  const ModelConfig m = parse_model(kSmall);
+  const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam,micro=2");
+  const StepMeasure s = trace_solo_step(llama_step_program(), m, p);
+  // Every weight matrix is split over tp = 4; the 2 * layers + 1 norm weights are replicated.
+  const int64_t norms = (2 * m.layers + 1) * m.dim;
+  EXPECT_EQ(s.parameter_bytes, ((m.parameter_count() - norms) / 4 + norms) * 4);
+  EXPECT_EQ(s.gradient_bytes, s.parameter_bytes);
+  EXPECT_EQ(s.optimizer_bytes, 2 * s.parameter_bytes);  // Adam: exp_avg, exp_avg_sq
+}
+
+TEST(LlamaStepTest, SequenceParallelTradesAllReduceForGatherAndScatter) {
+  const ModelConfig m = parse_model(kSmall);
+  const Topology topo = default_topology();
+  for (bool sp : {false, true}) {
+    SCOPED_TRACE(sp ? "sp" : "nosp");
+    const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), sp ? "sp" : "nosp");
+    const StepTotals t = step_totals(trace_solo_step(llama_step_program(), m, p), m, p, topo);
+    std::map<std::string, int64_t> counts;
+    for (const CommRow& r : t.comm) counts[r.phase + " " + r.kind + " " + r.mesh_dim] += r.count;
+    const int64_t micro = m.batch / 2;  // micro_batch 1 over dp = 2
+    // Megatron's count: forward, the embedding and each region's output
+    // (2 per layer); backward, each region's input gradient (2 per layer and
+    // the output projection's). Sequence parallelism makes each of these a
+    // reduce_scatter with an all_gather before the region, and adds the
+    // all_reduce of the replicated norm weights' gradients (2 per layer + 1).
+    const int64_t regions = (2 * m.layers + 1) + (2 * m.layers + 1);
+    if (sp) {
+      EXPECT_EQ(counts["micro-step reduce_scatter_tensor tp"], micro * regions);
+      EXPECT_EQ(counts["micro-step all_gather_into_tensor tp"], micro * regions);
+      EXPECT_EQ(counts["micro-step all_reduce tp"], micro * (2 * m.layers + 1));
+    } else {
+      EXPECT_EQ(counts["micro-step all_reduce tp"], micro * regions);
+      EXPECT_EQ(counts["micro-step all_gather_into_tensor tp"], micro);  // the logits
+    }
+    EXPECT_EQ(counts["update all_reduce dp"], 1);
+  }
+}
+
+TEST(LlamaStepTest, TwoLayerExtrapolationEqualsTheFullTrace) {
+  const ModelConfig m = parse_model(kSmall);
+  const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam");
+  const Topology topo = default_topology();
+  const PlanEstimate full = estimate_plan(llama_step_program(), m, p, topo, {/*max_traced_layers=*/0});
+  const PlanEstimate scaled = estimate_plan(llama_step_program(), m, p, topo, {/*max_traced_layers=*/2});
+  EXPECT_EQ(full.traced_layers, 3);
+  EXPECT_EQ(scaled.traced_layers, 2);
+  EXPECT_EQ(scaled.totals.parameter_bytes, full.totals.parameter_bytes);
+  EXPECT_EQ(scaled.totals.optimizer_bytes, full.totals.optimizer_bytes);
+  ASSERT_EQ(scaled.totals.comm.size(), full.totals.comm.size());
+  for (size_t i = 0; i < full.totals.comm.size(); ++i) {
+    SCOPED_TRACE(full.totals.comm[i].kind + " " + full.totals.comm[i].mesh_dim);
+    EXPECT_EQ(scaled.totals.comm[i].count, full.totals.comm[i].count);
+    EXPECT_EQ(scaled.totals.comm[i].bytes, full.totals.comm[i].bytes);
+  }
+  EXPECT_NEAR(scaled.totals.forward_flops, full.totals.forward_flops, 1e-9 * full.totals.forward_flops);
+  EXPECT_NEAR(scaled.totals.backward_flops, full.totals.backward_flops, 1e-9 * full.totals.backward_flops);
+  EXPECT_GT(full.totals.forward_flops, 0);
+}
+
+TEST(LlamaStepTest, SeventyBAtFourThousandRanksTracesQuickly) {
+  const ModelConfig m = parse_model("llama-70b");
+  const PlanConfig p = parse_plan(parse_mesh("dp=512,tp=8"), "sp,adam,micro=1");
+  const PlanEstimate e = estimate_plan(llama_step_program(), m, p, default_topology());
+  std::cout << "70B: trace " << e.trace_seconds << " s, params " << format_bytes(e.totals.parameter_bytes)
+            << ", step " << e.step_us_overlap / 1e6 << " s, fwd flops " << e.totals.forward_flops << "\n";
+  // 70.6 B parameters over tp = 8 in bf16: ~17.6 GB per rank.
+  EXPECT_NEAR(static_cast<double>(e.totals.parameter_bytes), m.parameter_count() * 2.0 / 8, 0.01 * m.parameter_count());
+}
+
+}  // namespace
+}  // namespace dtensor::planner
