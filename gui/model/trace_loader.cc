@@ -83,6 +83,9 @@ Trace trace_of(const debug::TraceJsonDocument& doc, const std::string& source) {
   });
   trace.per_rank_counts = doc.per_rank_counts;
   trace.differing_ranks = doc.differing_ranks;
+  for (const auto& [rank, m] : doc.memory) {
+    trace.memory[rank] = RankMemory{m.peak_bytes, m.current_bytes, m.cap_bytes, m.peak_location};
+  }
   return trace;
 }
 

@@ -85,6 +85,15 @@ struct TraceMesh {
   std::vector<std::string> dim_names;
 };
 
+// One rank's memory during the trace (the JSON's optional "memory", on
+// worlds that count it: fake and solo).
+struct RankMemory {
+  int64_t peak_bytes = 0;
+  int64_t current_bytes = 0;  // live bytes when the trace ended
+  int64_t cap_bytes = 0;      // 0: no cap
+  std::string peak_location;  // "<module FQN> <phase>"
+};
+
 // A loaded trace file.
 struct Trace {
   // Where it came from (path, or a name given to parse_trace_json).
@@ -104,6 +113,8 @@ struct Trace {
   // Ranks whose counts differ from the lowest rank's; from the file, else
   // derived from per_rank_counts.
   std::vector<int64_t> differing_ranks;
+  // rank -> memory; empty when the file has none.
+  std::map<int64_t, RankMemory> memory;
   // Non-fatal oddities noticed while loading (unknown phase names, ...).
   std::vector<std::string> warnings;
 

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -208,33 +210,60 @@ void draw_parameters(ViewerState& state, const Trace& trace) {
   ImGui::EndTable();
 }
 
+// Collective counts per rank (outliers highlighted) and, on worlds that
+// count memory, each rank's peak bytes, where it was reached and the cap.
 void draw_per_rank_totals(const Trace& trace) {
   std::vector<std::string> kinds = per_rank_kinds(trace);
-  if (kinds.empty()) return;
+  const bool memory = !trace.memory.empty();
+  if (kinds.empty() && !memory) return;
   ImGuiTreeNodeFlags open = trace.differing_ranks.empty() ? 0 : ImGuiTreeNodeFlags_DefaultOpen;
   if (!ImGui::CollapsingHeader("Per-rank totals", open)) return;
   std::map<std::string, std::vector<int64_t>> outliers = per_rank_outliers(trace);
-  int columns = static_cast<int>(kinds.size()) + 1;
+  int columns = static_cast<int>(kinds.size()) + 1 + (memory ? 3 : 0);
   if (!ImGui::BeginTable(
           "per_rank", columns,
           ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInner | ImGuiTableFlags_SizingFixedFit))
     return;
   ImGui::TableSetupColumn("rank");
   for (const std::string& kind : kinds) ImGui::TableSetupColumn(kind.c_str());
+  if (memory) {
+    ImGui::TableSetupColumn("peak memory");
+    ImGui::TableSetupColumn("cap");
+    ImGui::TableSetupColumn("peak at");
+  }
   ImGui::TableHeadersRow();
-  for (const auto& [rank, counts] : trace.per_rank_counts) {
+  std::set<int64_t> ranks;
+  for (const auto& [rank, counts] : trace.per_rank_counts) ranks.insert(rank);
+  for (const auto& [rank, m] : trace.memory) ranks.insert(rank);
+  for (int64_t rank : ranks) {
     ImGui::PushID(static_cast<int>(rank));
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::Text("%lld", static_cast<long long>(rank));
+    auto counts = trace.per_rank_counts.find(rank);
     for (const std::string& kind : kinds) {
       ImGui::TableNextColumn();
       const std::vector<int64_t>& odd = outliers[kind];
       if (std::binary_search(odd.begin(), odd.end(), rank)) {
         ImGui::TableSetBgColor(ImGuiTableBgTarget_CellBg, to_imu32(kDifferenceColor));
       }
-      auto it = counts.find(kind);
-      ImGui::Text("%lld", static_cast<long long>(it == counts.end() ? 0 : it->second));
+      int64_t n = 0;
+      if (counts != trace.per_rank_counts.end()) {
+        auto it = counts->second.find(kind);
+        if (it != counts->second.end()) n = it->second;
+      }
+      ImGui::Text("%lld", static_cast<long long>(n));
+    }
+    if (memory) {
+      auto m = trace.memory.find(rank);
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(m == trace.memory.end() ? "-" : format_bytes(m->second.peak_bytes).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(m == trace.memory.end() || m->second.cap_bytes <= 0
+                                 ? "none"
+                                 : format_bytes(m->second.cap_bytes).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(m == trace.memory.end() ? "" : m->second.peak_location.c_str());
     }
     ImGui::PopID();
   }

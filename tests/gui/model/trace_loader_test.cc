@@ -155,6 +155,24 @@ TEST(TraceLoaderTest, ObjectFormsAndDerivedTotals) {
   EXPECT_NE(t.warnings[0].find("\"fwd\""), std::string::npos);
 }
 
+TEST(TraceLoaderTest, PerRankMemoryIsLoadedWhenTheFileHasIt) {
+  TraceLoadResult loaded = parse_trace_json(
+      R"({"dtensor_schema_version": 2, "world_size": 2,
+          "memory": {"0": {"peak_bytes": 4096, "current_bytes": 128, "cap_bytes": 0,
+                           "peak_location": "Transformer.layers.0 backward"},
+                     "1": {"peak_bytes": 2048, "current_bytes": 0, "cap_bytes": 8192,
+                           "peak_location": "Transformer forward"}}})",
+      "inline");
+  ASSERT_TRUE(loaded.trace) << loaded.error;
+  const Trace& t = *loaded.trace;
+  ASSERT_EQ(t.memory.size(), 2u);
+  EXPECT_EQ(t.memory.at(0).peak_bytes, 4096);
+  EXPECT_EQ(t.memory.at(0).current_bytes, 128);
+  EXPECT_EQ(t.memory.at(0).peak_location, "Transformer.layers.0 backward");
+  EXPECT_EQ(t.memory.at(1).cap_bytes, 8192);
+  EXPECT_TRUE(parse_trace_json(R"({"dtensor_schema_version": 2})", "none").trace->memory.empty());
+}
+
 TEST(TraceLoaderTest, DeepNestingIsRefused) {
   std::string text;
   for (int i = 0; i < 200; ++i) text += R"({"fqn": "m", "children": [)";
