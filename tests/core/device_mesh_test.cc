@@ -8,19 +8,13 @@
 #include "backends/fake/fake_world.h"
 #include "core/device_mesh.h"
 #include "core/dtensor.h"
+#include "tests/core/error_text.h"
 #include "testing/collective_counter.h"
 
 namespace dtensor {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(DeviceMeshTest, ExplicitRankArraysPlaceRanksWhereTheArraySays) {
   run_fake_world(4, [](World& w) {

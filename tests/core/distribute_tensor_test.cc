@@ -8,9 +8,12 @@
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
+#include "tests/core/error_text.h"
 
 namespace dtensor {
 namespace {
+
+using testing::error_of;
 
 // What PyTorch 2.11 printed for the same program on 4 gloo processes:
 //   [R, R], src_data_rank=1:   every rank [3, 3, 3, 3]
@@ -52,21 +55,6 @@ TEST(DistributeTensorTest, SrcDataRankMustBeInEveryMeshDimsGroup) {
       EXPECT_NE(message.find("pass 0 <= src_data_rank < 2"), std::string::npos) << message;
     }
   });
-}
-
-}  // namespace
-}  // namespace dtensor
-
-namespace dtensor {
-namespace {
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
 }
 
 TEST(AliasFormTest, EntryPointsTakeTheAliasFormOnNamedMeshes) {

@@ -18,6 +18,7 @@
 #include "core/checkpoint/safetensors.h"
 #include "core/dtensor.h"
 #include "core/parallel/parallelize.h"
+#include "tests/core/error_text.h"
 #include "testing/collective_counter.h"
 
 namespace dtensor::checkpoint {
@@ -227,14 +228,7 @@ TEST(CheckpointTest, ModulesSaveShardedAndLoadIntoAnotherSharding) {
   EXPECT_TRUE(at::allclose(plain->forward(x), expected));
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(CheckpointTest, BadInputNamesTheTensorAndWhatToDo) {
   const std::string dir = fresh_dir("errors");
