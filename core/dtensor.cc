@@ -12,6 +12,7 @@
 
 #include <sstream>
 
+#include "backends/async_region.h"
 #include "core/dtensor_impl.h"
 #include "core/collectives.h"
 #include "core/init.h"
@@ -286,7 +287,16 @@ DTensor DTensor::redistribute(Placements placements, const RedistributeOptions& 
   {
     at::AutoDispatchBelowADInplaceOrView guard;
     torch::autograd::AutoGradMode no_grad(false);
+    // Note [Async redistribution]: on a device with streams the work moves
+    // to a side stream and `out` waits for it at its first read; elsewhere
+    // there is no region and it runs here and now.
+    const at::Tensor& input = dtensor_impl(*this)->local();
+    std::unique_ptr<AsyncRegion> region = options.async_op ? begin_async_region(input.device(), {input}) : nullptr;
     out = redistribute_dtensor_no_grad(*this, placements, options.forward_dtype);
+    if (region) {
+      DTensorImpl* result = dtensor_impl(out);
+      result->set_pending(region->finish({result->local()}));
+    }
   }
   if (needs_grad(*this)) {
     auto node = std::shared_ptr<RedistributeBackward>(new RedistributeBackward(), torch::autograd::deleteNode);

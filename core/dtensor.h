@@ -18,7 +18,13 @@
 namespace dtensor {
 
 struct RedistributeOptions {
-  bool async_op = false;  // collectives run synchronously; kept for API parity
+  /// Returns before the collectives finish where the device has streams
+  /// (NCCL, the fake world's CUDA ranks): the result waits for them at its
+  /// first use, as PyTorch's AsyncCollectiveTensor. On the CPU (fake world,
+  /// solo, Gloo) it runs synchronously. Results, collectives and autograd
+  /// are the same either way; the backward is synchronous, as in PyTorch.
+  /// See Note [Async redistribution] (backends/async_region.h).
+  bool async_op = false;
   std::optional<c10::ScalarType> forward_dtype;   // cast before redistributing
   std::optional<c10::ScalarType> backward_dtype;  // cast the gradient before its redistribution
 };

@@ -34,7 +34,16 @@ void DTensorImpl::refresh_from_spec() {
   set_sizes_and_strides(spec_.meta.shape, spec_.meta.stride);
 }
 
+void DTensorImpl::wait_pending() const {
+  // Cleared first: a wait that throws (a failed collective) is reported
+  // once, and the next read does not wait again on a broken work.
+  WorkPtr work = std::move(pending_);
+  pending_ = nullptr;
+  work->wait();
+}
+
 void DTensorImpl::set_local_and_spec(at::Tensor local, DTensorSpec spec) {
+  pending_ = nullptr;  // the new shard does not come from the pending work
   local_ = without_autograd(std::move(local));
   spec_ = std::move(spec);
   refresh_from_spec();
@@ -43,6 +52,7 @@ void DTensorImpl::set_local_and_spec(at::Tensor local, DTensorSpec spec) {
 c10::intrusive_ptr<c10::TensorImpl> DTensorImpl::shallow_copy_and_detach(
     const c10::VariableVersion& version_counter, bool allow_tensor_metadata_change) const {
   auto impl = c10::make_intrusive<DTensorImpl>(local_, spec_);
+  impl->pending_ = pending_;
   copy_tensor_metadata(this, impl.get(), version_counter, allow_tensor_metadata_change);
   impl->refresh_numel();
   impl->refresh_contiguous();
@@ -52,6 +62,7 @@ c10::intrusive_ptr<c10::TensorImpl> DTensorImpl::shallow_copy_and_detach(
 c10::intrusive_ptr<c10::TensorImpl> DTensorImpl::shallow_copy_and_detach(
     c10::VariableVersion&& version_counter, bool allow_tensor_metadata_change) const {
   auto impl = c10::make_intrusive<DTensorImpl>(local_, spec_);
+  impl->pending_ = pending_;
   copy_tensor_metadata(this, impl.get(), std::move(version_counter), allow_tensor_metadata_change);
   impl->refresh_numel();
   impl->refresh_contiguous();
@@ -64,6 +75,7 @@ void DTensorImpl::shallow_copy_from(const c10::intrusive_ptr<c10::TensorImpl>& i
   copy_tensor_metadata(other, this, version_counter(), allow_tensor_metadata_change());
   local_ = other->local_;
   spec_ = other->spec_;
+  pending_ = other->pending_;
   refresh_numel();
   refresh_contiguous();
 }

@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/TensorImpl.h>
 
+#include "backends/communicator.h"
 #include "core/dtensor_spec.h"
 
 namespace dtensor {
@@ -23,8 +24,19 @@ class DTensorImpl final : public c10::TensorImpl {
  public:
   DTensorImpl(at::Tensor local, DTensorSpec spec);
 
-  const at::Tensor& local() const { return local_; }
+  /// This rank's shard. After an async redistribution the first call orders
+  /// the caller's stream after its collectives (Note [Async redistribution]).
+  const at::Tensor& local() const {
+    if (pending_) wait_pending();
+    return local_;
+  }
   const DTensorSpec& spec() const { return spec_; }
+
+  /// The work local() waits for once before the shard is first read (an
+  /// async redistribution's end); shallow copies share it.
+  void set_pending(WorkPtr work) { pending_ = std::move(work); }
+  /// True until local() has waited for the pending work.
+  bool has_pending() const { return pending_ != nullptr; }
 
   /// Replaces local tensor and spec (used by in-place ops that change both).
   void set_local_and_spec(at::Tensor local, DTensorSpec spec);
@@ -38,9 +50,11 @@ class DTensorImpl final : public c10::TensorImpl {
  private:
   const char* tensorimpl_type_name() const override { return "DTensorImpl"; }
   void refresh_from_spec();
+  void wait_pending() const;
 
   at::Tensor local_;
   DTensorSpec spec_;
+  mutable WorkPtr pending_;  // mutable: waiting is part of reading the shard
 };
 
 /// Wraps `local` (this rank's shard, no autograd history) as a DTensor.

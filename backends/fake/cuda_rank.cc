@@ -1,6 +1,8 @@
 // CUDA ranks of the fake world: streams, phase fences, memory attribution.
 #include "backends/fake/cuda_rank.h"
 
+#include "backends/async_region.h"
+
 #include <c10/util/Exception.h>
 
 #include <array>
@@ -202,24 +204,35 @@ struct CudaRankScope::Impl {
       : index(device.index()),
         device_guard(device),
         stream(stream_leases().lease(index)),
+        side_stream(stream_leases().lease(index)),
         stream_guard(c10::cuda::getStreamFromExternal(stream, index)),
         charged(account != nullptr),
         previous_account(t_cuda_account) {
     t_cuda_account = account.get();
-    if (charged) memory_registry().add_stream(stream, std::move(account));
+    if (charged) {
+      memory_registry().add_stream(stream, account);
+      memory_registry().add_stream(side_stream, std::move(account));
+    }
+    // Async redistributions of this rank run on its own side stream, charged
+    // to its account (Note [Async redistribution]).
+    set_thread_side_stream(c10::cuda::getStreamFromExternal(side_stream, index).unwrap());
   }
   ~Impl() {
+    set_thread_side_stream(std::nullopt);
     // The rank's work is done before its thread ends (also after a failure:
-    // its stream waits on events that were recorded, never on a missing one).
-    const cudaError_t status = cudaStreamSynchronize(stream);
-    if (status != cudaSuccess) (void)cudaGetLastError();
-    if (charged) memory_registry().remove_stream(stream);
-    stream_leases().give_back(index, stream);
+    // its streams wait on events that were recorded, never on a missing one).
+    for (cudaStream_t s : {side_stream, stream}) {
+      const cudaError_t status = cudaStreamSynchronize(s);
+      if (status != cudaSuccess) (void)cudaGetLastError();
+      if (charged) memory_registry().remove_stream(s);
+      stream_leases().give_back(index, s);
+    }
     t_cuda_account = previous_account;
   }
   c10::DeviceIndex index;
   c10::cuda::CUDAGuard device_guard;
   cudaStream_t stream;
+  cudaStream_t side_stream;
   c10::cuda::CUDAStreamGuard stream_guard;
   bool charged;
   RankMemoryAccount* previous_account;
