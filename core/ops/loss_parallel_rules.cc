@@ -5,9 +5,14 @@
 // the rules registered before this family decide (math_rules, loss_rules).
 //   cross_entropy(x [S(1)] f[N,C], target) -> R: 3 all_reduce (max, sum exp, picked logit); backward: none
 #include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
 #include <c10/util/Exception.h>
 
 #include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/collectives.h"
 #include "core/dispatch/dispatch_mode.h"
@@ -102,11 +107,11 @@ void log_softmax_kernel(const LocalCall& local, std::vector<c10::IValue>* stack)
     shape[static_cast<size_t>(dim)] = 1;
     x_max = at::full(shape, -std::numeric_limits<double>::infinity(), x.options());
   } else {
-    x_max = at::amax(x, {dim}, /*keepdim=*/true);
+    x_max = x.amax(at::IntArrayRef{dim}, /*keepdim=*/true);
   }
   x_max = collectives::all_reduce(x_max, mesh, /*mesh_dim=*/0, ReduceOp::kMax);
   const at::Tensor shifted = x - x_max;
-  at::Tensor sum_exp = at::sum(at::exp(shifted), {dim}, /*keepdim=*/true);
+  at::Tensor sum_exp = shifted.exp().sum(at::IntArrayRef{dim}, /*keepdim=*/true);
   sum_exp = collectives::all_reduce(sum_exp, mesh, /*mesh_dim=*/0, ReduceOp::kSum);
   *stack = {(shifted - at::log(sum_exp)).to(local.output_metas[0].dtype)};
 }
@@ -192,7 +197,7 @@ void nll_forward_kernel(const LocalCall& local, std::vector<c10::IValue>* stack)
   const c10::ScalarType out_dtype = local.output_metas[0].dtype;
   const c10::ScalarType weight_dtype = local.output_metas[1].dtype;
   if (reduction == kReductionNone && x.dim() > 1) {
-    *stack = {result.to(out_dtype), at::zeros({}, x.options().dtype(weight_dtype))};
+    *stack = {result.to(out_dtype), at::scalar_tensor(0, x.options().dtype(weight_dtype))};
     return;
   }
   at::Tensor total_weight;
@@ -247,13 +252,13 @@ void nll_backward_kernel(const LocalCall& local, std::vector<c10::IValue>* stack
 
   if (reduction == kReductionMean) grad = grad / total_weight;
   const at::Tensor valid = target.ne(ignore_index).unsqueeze(channel);
-  const at::Tensor safe_target = at::where(valid, target.unsqueeze(channel), at::zeros({}, target.options()));
+  const at::Tensor safe_target = at::where(valid, target.unsqueeze(channel), at::scalar_tensor(0, target.options()));
   const auto [idx, outside] = local_targets(safe_target, offset, count);
   at::Tensor onehot = at::zeros_like(x);
   if (count > 0) onehot.scatter_(channel, idx, outside.logical_not().to(x.scalar_type()));
   if (x.dim() > grad.dim() && grad.dim() > 0) grad = grad.unsqueeze(channel);
   if (weight.defined()) grad = grad * weight_at(weight, safe_target);
-  grad = at::where(valid, grad, at::zeros({}, grad.options()));
+  grad = at::where(valid, grad, at::scalar_tensor(0, grad.options()));
   *stack = {((at::exp(x) - onehot) * grad).to(local.output_metas[0].dtype)};
 }
 
