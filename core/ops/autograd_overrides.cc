@@ -9,7 +9,9 @@
 //  - scaled dot-product attention (compat::kAttentionOp): the math path
 //    builds its causal mask as a plain tensor; it runs with implicit
 //    replication (the mask is Replicate), heads first when heads are sharded
-//    (Note [Attention sharded on heads]).
+//    (Note [Attention sharded on heads]); inside context_parallel, a query
+//    sharded on the sequence takes the installed context-parallel attention
+//    (core/experimental/context_parallel.cc).
 // Everything else keeps LibTorch's autograd formulas.
 #include <ATen/Functions.h>
 #include <ATen/core/dispatch/Dispatcher.h>
