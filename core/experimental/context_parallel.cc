@@ -6,7 +6,9 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/autograd/custom_function.h>
 
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -37,6 +39,20 @@ namespace {
 // backward; this version saves the gathered k and v for backward instead
 // (memory O(seq) per rank).
 
+// Identity whose backward makes the gradient contiguous. The math path's
+// key gradient arrives transposed ([.., seq, d] with seq innermost); a
+// DTensor gradient keeps the layout of its local tensor through to_local's
+// backward, but the reduce_scatter in the redistribution's backward returns
+// a contiguous local while keeping that layout in the global strides, so
+// later views of the key gradient would plan views its local cannot take.
+struct ContiguousGradient : torch::autograd::Function<ContiguousGradient> {
+  static at::Tensor forward(torch::autograd::AutogradContext*, const at::Tensor& x) { return x.view_as(x); }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grads) {
+    return {grads[0].contiguous()};
+  }
+};
+
 bool is_seq_shard(const Placement& p, int64_t seq, int64_t ndim) {
   return p.is_shard() && (p.shard_dim() == seq || p.shard_dim() == seq - ndim);
 }
@@ -66,23 +82,30 @@ at::Tensor context_parallel_attention(const at::Tensor& query, const at::Tensor&
     gathered[m] = Replicate();
     grad_of_gathered[m] = Partial();
   }
-  const at::Tensor k_all = k.redistribute(gathered).to_local(grad_of_gathered);
-  const at::Tensor v_all = v.redistribute(gathered).to_local(grad_of_gathered);
+  const at::Tensor k_all = ContiguousGradient::apply(k.redistribute(gathered).to_local(grad_of_gathered));
+  const at::Tensor v_all = ContiguousGradient::apply(v.redistribute(gathered).to_local(grad_of_gathered));
   const at::Tensor q_local = q.to_local();
   c10::optional<at::Tensor> mask;
   if (is_causal) {
     const int64_t offset = q.spec().global_offset()[static_cast<size_t>(seq)];
     const auto index = q_local.options().dtype(at::kLong);
     const at::Tensor rows = at::arange(q_local.size(seq), index).add(offset).unsqueeze(1);
-    mask = at::arange(k_all.size(seq), index).unsqueeze(0).le(rows);
+    const at::Tensor allowed = at::arange(k_all.size(seq), index).unsqueeze(0).le(rows);
+    // Additive: the math path adds attn_mask to the scores as given (only
+    // the public op converts a boolean mask).
+    mask = at::zeros(allowed.sizes(), q_local.options())
+               .masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
   }
+  // Contiguous, with contiguous global strides: the math path may return a
+  // transposed layout, and the global strides must describe the local one.
   const at::Tensor out_local = std::get<0>(at::_scaled_dot_product_attention_math(
       q_local, k_all, v_all, mask, /*dropout_p=*/0.0, /*is_causal=*/false, /*dropout_mask=*/c10::nullopt, scale,
-      enable_gqa));
+      enable_gqa)).contiguous();
   FromLocalOptions options;
   std::vector<int64_t> shape = q.sizes().vec();
   shape.back() = v.size(-1);
   options.shape = shape;
+  options.stride = contiguous_strides(shape);
   return DTensor::from_local(out_local, q.device_mesh(), q.placements(), options);
 #else
   (void)query, (void)key, (void)value, (void)attn_mask, (void)dropout_p, (void)is_causal, (void)scale,

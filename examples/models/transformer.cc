@@ -58,7 +58,7 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x) {
     auto heads = [&](const at::Tensor& t) { return t.view({bsz, seq_len, n_heads, head_dim_}).transpose(1, 2); };
     at::Tensor out = compat::scaled_dot_product_attention(heads(q), heads(k), heads(v), use_attn_mask_,
                                                           /*attn_mask=*/{}, is_training() ? dropout_p_ : 0.0);
-    out = out.transpose(1, 2).reshape({bsz, seq_len, n_heads * head_dim_});
+    out = out.transpose(1, 2).contiguous().view({bsz, seq_len, n_heads * head_dim_});
     return nn::call(resid_dropout, nn::call(wo, out));
   }
   auto heads_first = [&](const at::Tensor& t) {

@@ -74,7 +74,9 @@ TEST(ContextParallelTest, AttentionMatchesOneDeviceWithGatheredKeysAndValues) {
       EXPECT_EQ(DTensor(out).placements(), (Placements{Shard(2)}));
       out.backward(g);
       EXPECT_EQ(counter.take(), (Counts{{"reduce_scatter_tensor", 2}}));
-      EXPECT_TRUE(close(DTensor(out).full_tensor(), expected));
+      EXPECT_TRUE(close(DTensor(out).full_tensor(), expected))
+          << "world " << c.world_size << " seq " << c.seq << " causal " << c.causal << " max diff "
+          << (DTensor(out).full_tensor() - expected).abs().max().item<double>();
       for (size_t i = 0; i < 3; ++i) {
         SCOPED_TRACE(c10::str("gradient of input ", i));
         ASSERT_TRUE(in[i].grad().defined());
