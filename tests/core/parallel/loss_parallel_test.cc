@@ -179,6 +179,10 @@ TEST(LossParallelTest, ErrorsSayWhatToDo) {
     DTensor sharded_target = distribute_tensor(target, mesh, {Shard(0)});
     expect_contains(error_of([&] { F::cross_entropy(x, sharded_target); }),
                     {"aten::nll_loss_forward", "target replicated", "[S(0)]"});
+    // Label smoothing is refused, as by PyTorch (its smoothing term masks a
+    // DTensor with the plain target).
+    EXPECT_FALSE(error_of([&] { F::cross_entropy(x, target, F::CrossEntropyFuncOptions().label_smoothing(0.1)); })
+                     .empty());
     auto mesh2d = DeviceMesh::init(c10::kCPU, {2, 2}, {"dp", "tp"});
     DTensor x2d = distribute_tensor(logits, mesh2d, {Replicate(), Shard(1)});
     expect_contains(error_of([&] { F::cross_entropy(x2d, target); }), {"1-D mesh only", "mesh[\"tp\"]"});
