@@ -112,12 +112,12 @@ else
     --nproc_per_node 1 --no_python "$qs" --backend nccl --mesh 1,1 --dtype double --steps 3 --raw \
     --check-against-fake
   run_check quickstart_cuda_fake_world 120 "$qs" --device cuda --steps 3 --json ""
-  # ---- benchmarks ----
-  run_check cuda_fake_bench 240 "$check" --bench --json "$OUT/bench.jsonl" "${QUICK[@]}"
+  # ---- benchmarks (last: the first to be skipped when the budget runs out) ----
   run_check cuda_transformer_bench 120 "$BUILD_DIR/cuda_transformer_check" --bench \
     --json "$OUT/train_bench.jsonl" "${QUICK[@]}"
   run_check cuda_async_bench 120 "$BUILD_DIR/cuda_async_check" --bench \
     --json "$OUT/async_bench.jsonl" "${QUICK[@]}"
+  run_check cuda_fake_bench 240 "$check" --bench --json "$OUT/bench.jsonl" "${QUICK[@]}"
 fi
 
 # ---- 3. report ---------------------------------------------------------------
