@@ -64,17 +64,19 @@ if command -v ninja > /dev/null && [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   export CMAKE_GENERATOR=Ninja
 fi
 t0=$(date +%s)
+built_why="no CUDA LibTorch / CUDA toolkit / NCCL found (logs/build.log)"
 if "$ROOT/tools/gpu_build.sh" > "$OUT/logs/build.log" 2>&1; then
   record build PASSED "$(( $(date +%s) - t0 ))" "CMake build in $BUILD_DIR"
 else
   record build FAILED "$(( $(date +%s) - t0 ))" "see logs/build.log"
+  built_why="the build failed or stopped (logs/build.log)"
 fi
 for program in cuda_fake_world_check cuda_dtensor_check cuda_async_check cuda_transformer_check \
                nccl_smoke_test quickstart dtensor-launch; do
   if [[ -x "$BUILD_DIR/$program" ]]; then
     record "built $program" PASSED 0 "$BUILD_DIR/$program"
   else
-    record "built $program" FAILED 0 "not built: no CUDA LibTorch / CUDA toolkit / NCCL found (logs/build.log)"
+    record "built $program" FAILED 0 "not built: $built_why"
   fi
 done
 
@@ -111,6 +113,16 @@ else
   run_check nccl_ws1_quickstart_torchrun 120 "$PYTHON" -m torch.distributed.run --standalone \
     --nproc_per_node 1 --no_python "$qs" --backend nccl --mesh 1,1 --dtype double --steps 3 --raw \
     --check-against-fake
+  for name in nccl_ws1_quickstart_dtensor_launch nccl_ws1_quickstart_no_sp_dtensor_launch \
+              nccl_ws1_quickstart_torchrun; do
+    [[ -f "$OUT/logs/$name.log" ]] || continue  # skipped: out of time
+    line="$(grep -o 'QUICKSTART_CHECK .*' "$OUT/logs/$name.log" 2>/dev/null | head -1)"
+    case "$line" in
+      *" PASSED: "*) record "  $name: counts = fake world" PASSED "" "${line#*PASSED: }" ;;
+      *" FAILED:"*) record "  $name: counts = fake world" FAILED "" "${line#*FAILED:}" ;;
+      *) record "  $name: counts = fake world" FAILED "" "no QUICKSTART_CHECK line (logs/$name.log)" ;;
+    esac
+  done
   run_check quickstart_cuda_fake_world 120 "$qs" --device cuda --steps 3 --json ""
   # ---- benchmarks (last: the first to be skipped when the budget runs out) ----
   run_check cuda_transformer_bench 120 "$BUILD_DIR/cuda_transformer_check" --bench \
