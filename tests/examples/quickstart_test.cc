@@ -3,7 +3,7 @@
 // processes on loopback, launched like torchrun). Both print each rank's
 // losses and step 1's collectives (--raw); they must agree rank by rank, and
 // the losses must match one device. --check-against-fake (what
-// tools/gpu_check.sh runs on NCCL with world size 1) on Gloo with world size 1.
+// tools/gpu_check.sh runs on NCCL with world size 1) on Gloo with world sizes 1 and 2.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -147,6 +147,23 @@ TEST(QuickstartTest, WorldSizeOneCheckAgainstTheFakeWorldPasses) {
               std::string::npos)
         << out;
     EXPECT_EQ(parse_results(out).size(), 1u) << out;
+  }
+}
+
+// The same comparison where there are collectives to compare: 2 Gloo ranks
+// (tp=2 with sequence parallelism), each against its rank of a fake world.
+TEST(QuickstartTest, TwoRankCheckAgainstTheFakeWorldComparesRealCollectives) {
+  const dtensor::launch::LaunchResult run = run_gloo(
+      /*nproc=*/2, {"--backend", "gloo", "--mesh", "2", "--dtype", "double", "--steps", "2", "--raw",
+                    "--check-against-fake"});
+  ASSERT_TRUE(run.ok()) << run.report();
+  for (const auto& rank : run.ranks) {
+    EXPECT_NE(rank.output.find("backend=gloo PASSED: collectives per phase equal"), std::string::npos)
+        << rank.output;
+    const std::map<int, std::string> results = parse_results(rank.output);
+    ASSERT_EQ(results.size(), 1u) << rank.output;
+    EXPECT_NE(results.begin()->second.find("forward={all_gather_into_tensor: "), std::string::npos)
+        << results.begin()->second;
   }
 }
 
