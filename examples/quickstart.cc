@@ -3,9 +3,12 @@
 // its losses next to one device's, the collectives it issued (CommDebugMode's
 // table) and a JSON trace for the viewer.
 //   bazel run //examples:quickstart                     # fake world: 4 ranks as threads
+//   quickstart --device cuda                            # ... 4 CUDA fake ranks on one GPU
 //   torchrun --no_python --nproc_per_node 4 bazel-bin/examples/quickstart   # Gloo, 4 processes
+//   dtensor-launch --nproc 1 -- quickstart --backend nccl --mesh 1 --check-against-fake
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -13,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/fake/fake_world.h"
@@ -31,13 +35,21 @@ struct Flags {
   std::string json = "comm_trace.json";
   int noise_level = 0;
   bool raw = false;  // machine-readable result lines (tests)
+  std::string backend = "gloo";          // when launched
+  c10::Device device = c10::kCPU;        // of the fake world's ranks
+  bool check_against_fake = false;       // when launched
 };
 
 const char* kUsage =
     "usage: quickstart [--steps N] [--mesh DP,TP | --mesh TP] [--no-sp] [--dtype float|double]\n"
-    "                  [--json PATH] [--noise-level 0..3] [--raw]\n"
-    "Runs on a fake world of mesh-size ranks (threads); launched by torchrun or dtensor_launch\n"
-    "(RANK/WORLD_SIZE set) it runs one rank per process on Gloo instead.\n";
+    "                  [--json PATH] [--noise-level 0..3] [--raw] [--device cpu|cuda]\n"
+    "                  [--backend gloo|nccl] [--check-against-fake]\n"
+    "Runs on a fake world of mesh-size ranks (threads; --device cuda: CUDA fake ranks on one\n"
+    "GPU); launched by torchrun or dtensor_launch (RANK/WORLD_SIZE set) it runs one rank per\n"
+    "process on --backend instead (default gloo; nccl: one GPU per process). There,\n"
+    "--check-against-fake also runs the same training on a fake world of the job's size in\n"
+    "this process and fails (exit 1) unless this rank's collectives per phase are the same\n"
+    "and its losses agree (float64: 1e-10, float32: 1e-5): a QUICKSTART_CHECK line says which.\n";
 
 std::vector<int64_t> parse_mesh(const std::string& text) {
   std::vector<int64_t> shape;
@@ -70,6 +82,15 @@ Flags parse_flags(int argc, char** argv) {
       flags.noise_level = std::stoi(value());
     } else if (arg == "--raw") {
       flags.raw = true;
+    } else if (arg == "--backend") {
+      flags.backend = value();
+      if (flags.backend != "gloo" && flags.backend != "nccl") throw std::invalid_argument("--backend is gloo or nccl");
+    } else if (arg == "--device") {
+      const std::string d = value();
+      if (d != "cpu" && d != "cuda") throw std::invalid_argument("--device is cpu or cuda");
+      flags.device = d == "cuda" ? c10::Device(c10::kCUDA) : c10::Device(c10::kCPU);
+    } else if (arg == "--check-against-fake") {
+      flags.check_against_fake = true;
     } else if (arg == "--help" || arg == "-h") {
       std::printf("%s", kUsage);
       std::exit(0);
@@ -167,11 +188,20 @@ void print_report(const Flags& flags, const std::string& where, const RankRun& r
       flags.noise_level, table.c_str());
 }
 
+// The one-device reference, on the fake ranks' device.
+std::vector<double> single_device_losses(const Flags& flags) {
+  TrainingConfig config = flags.config;
+  config.device = flags.device;
+  return dtensor::examples::train_single_device(config, flags.steps);
+}
+
 int run_fake(const Flags& flags) {
-  const std::vector<double> single_device = dtensor::examples::train_single_device(flags.config, flags.steps);
+  const std::vector<double> single_device = single_device_losses(flags);
   dtensor::debug::FakeWorldTrace world_trace;
   RankRun rank0;
   std::mutex mutex;
+  dtensor::FakeWorldOptions options;
+  options.device = flags.device;
   dtensor::run_fake_world(mesh_size(flags.config.mesh_shape), [&](dtensor::World& world) {
     dtensor::debug::CommDebugMode comm(&world_trace);
     RankRun run = train(flags, comm);
@@ -180,7 +210,7 @@ int run_fake(const Flags& flags) {
       std::lock_guard<std::mutex> lock(mutex);
       rank0 = run;
     }
-  });
+  }, options);
   if (flags.raw) {
     std::ostringstream out;
     out.precision(17);
@@ -189,8 +219,10 @@ int run_fake(const Flags& flags) {
     std::cout << out.str() << "\n";
     return 0;
   }
+  const std::string ranks = std::to_string(mesh_size(flags.config.mesh_shape));
   print_report(flags,
-               "a fake world of " + std::to_string(mesh_size(flags.config.mesh_shape)) + " ranks (threads)",
+               flags.device.is_cuda() ? "a fake world of " + ranks + " CUDA ranks (threads, one GPU)"
+                                      : "a fake world of " + ranks + " ranks (threads)",
                rank0, single_device, world_trace.generate_comm_debug_tracing_table(flags.noise_level));
   if (!flags.json.empty()) {
     const std::string path = output_path(flags.json);
@@ -202,28 +234,95 @@ int run_fake(const Flags& flags) {
   return 0;
 }
 
-int run_gloo(const Flags& flags) {
-  auto world = dtensor::init_world_from_env(dtensor::BackendKind::kGloo);
+// --check-against-fake: rank `rank`'s run of the same flags on a fake world
+// of `world_size` CPU ranks in this process.
+RankRun fake_run_of_rank(const Flags& flags, int64_t world_size, int64_t rank) {
+  RankRun out;
+  std::mutex mutex;
+  dtensor::run_fake_world(world_size, [&](dtensor::World& world) {
+    dtensor::debug::CommDebugMode comm;
+    RankRun run = train(flags, comm);
+    if (world.rank() == rank) {
+      std::lock_guard<std::mutex> lock(mutex);
+      out = run;
+    }
+  });
+  return out;
+}
+
+// "" when `real` and `fake` issued the same collectives per phase and their
+// losses agree to `tolerance`; else what differs.
+std::string compare_with_fake(const RankRun& real, const RankRun& fake, double tolerance) {
+  using dtensor::examples::to_string;
+  std::ostringstream diff;
+  diff.precision(17);
+  struct Phase {
+    const char* name;
+    const dtensor::testing::Counts& real;
+    const dtensor::testing::Counts& fake;
+  };
+  const Phase phases[] = {{"forward", real.counts.forward, fake.counts.forward},
+                          {"backward", real.counts.backward, fake.counts.backward},
+                          {"data_parallel", real.counts.data_parallel, fake.counts.data_parallel},
+                          {"optimizer", real.counts.optimizer, fake.counts.optimizer}};
+  for (const Phase& phase : phases) {
+    if (phase.real != phase.fake) {
+      diff << " " << phase.name << ": " << to_string(phase.real) << " here, " << to_string(phase.fake)
+           << " on the fake world;";
+    }
+  }
+  if (real.losses.size() != fake.losses.size()) {
+    diff << " " << real.losses.size() << " losses here, " << fake.losses.size() << " on the fake world;";
+  } else {
+    for (size_t i = 0; i < real.losses.size(); ++i) {
+      if (!(std::abs(real.losses[i] - fake.losses[i]) <= tolerance)) {
+        diff << " step " << i + 1 << " loss " << real.losses[i] << " here, " << fake.losses[i]
+             << " on the fake world (tolerance " << tolerance << ");";
+      }
+    }
+  }
+  return diff.str();
+}
+
+// One rank of a launched job (torchrun / dtensor-launch) on Gloo or NCCL.
+int run_launched(const Flags& flags) {
+  const bool nccl = flags.backend == "nccl";
+  auto world = dtensor::init_world_from_env(nccl ? dtensor::BackendKind::kNccl : dtensor::BackendKind::kGloo);
   dtensor::ScopedCurrentWorld scope(*world);
   TORCH_CHECK(world->size() == mesh_size(flags.config.mesh_shape), "quickstart: the mesh ",
               mesh_text(flags.config.mesh_shape), " needs ", mesh_size(flags.config.mesh_shape),
               " ranks, the job has ", world->size(), "; pass --mesh");
   dtensor::debug::CommDebugMode comm;
   RankRun run = train(flags, comm);
+  int status = 0;
+  if (flags.check_against_fake) {
+    const RankRun fake = fake_run_of_rank(flags, world->size(), world->rank());
+    const double tolerance = flags.config.dtype == at::kDouble ? 1e-10 : 1e-5;
+    const std::string diff = compare_with_fake(run, fake, tolerance);
+    std::ostringstream out;
+    out << "QUICKSTART_CHECK rank=" << world->rank() << " backend=" << flags.backend << " ";
+    if (diff.empty()) {
+      out << "PASSED: collectives per phase equal to the fake world's, losses within " << tolerance << "\n";
+    } else {
+      out << "FAILED:" << diff << "\n";
+    }
+    std::cout << out.str() << std::flush;
+    status = diff.empty() ? 0 : 1;
+  }
   if (flags.raw) {
     print_raw(world->rank(), run);
-    return 0;
+    return status;
   }
-  if (world->rank() != 0) return 0;
+  if (world->rank() != 0) return status;
   const std::vector<double> single_device = dtensor::examples::train_single_device(flags.config, flags.steps);
-  print_report(flags, "Gloo, " + std::to_string(world->size()) + " processes", run, single_device,
-               comm.generate_comm_debug_tracing_table(flags.noise_level));
+  print_report(flags, std::string(nccl ? "NCCL, " : "Gloo, ") + std::to_string(world->size()) + " processes", run,
+               single_device, comm.generate_comm_debug_tracing_table(flags.noise_level));
   if (!flags.json.empty()) {
     const std::string path = output_path(flags.json);
     comm.generate_json_dump(path, /*noise_level=*/3);
     std::printf("Wrote rank 0's trace of step 1 to %s\n", path.c_str());
   }
-  return 0;
+  return status;
 }
 
 }  // namespace
@@ -231,7 +330,7 @@ int run_gloo(const Flags& flags) {
 int main(int argc, char** argv) {
   try {
     const Flags flags = parse_flags(argc, argv);
-    return std::getenv("WORLD_SIZE") != nullptr ? run_gloo(flags) : run_fake(flags);
+    return std::getenv("WORLD_SIZE") != nullptr ? run_launched(flags) : run_fake(flags);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "quickstart: %s\n\n%s", e.what(), kUsage);
     return 2;

@@ -6,10 +6,12 @@
 # OUT_DIR/report.json with every check and figure.
 #   tools/gpu_check.sh OUT_DIR              # build, run, report (< 8 min on 16 cores + H100)
 #   tools/gpu_check.sh OUT_DIR --dry-run    # configure + build only, report says so (no GPU needed)
-#   tools/gpu_check.sh OUT_DIR --quick      # benchmarks up to 4 MiB only
+#   tools/gpu_check.sh OUT_DIR --quick      # benchmarks up to 4 MiB, fewer training steps
 # Environment: as tools/gpu_build.sh (LIBTORCH, CUDA_HOME, NCCL_ROOT, PYTHON),
-# BUILD_DIR (default build-gpu). Exit status: 0 when every check passed (or
-# the dry run built), 1 otherwise.
+# BUILD_DIR (default build-gpu), GPU_CHECK_BUDGET_S (default 450: checks that
+# would start later are SKIPPED and running ones are cut there, so the whole
+# run stays under 8 minutes). Exit status: 0 when every check passed (or the
+# dry run built), 1 otherwise.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
@@ -31,14 +33,22 @@ OUT="$(cd "$OUT" && pwd)"
 RESULTS="$OUT/results.tsv"   # check<TAB>status<TAB>seconds<TAB>detail
 : > "$RESULTS"
 START=$(date +%s)
+BUDGET_S="${GPU_CHECK_BUDGET_S:-450}"
 
 record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4//$'\t'/ }" >> "$RESULTS"; }
 
-# Runs "$@" with a time limit, its output in $OUT/logs/NAME.log; records NAME.
+# Runs "$@" with a time limit (cut to what is left of BUDGET_S), its output in
+# $OUT/logs/NAME.log; records NAME.
 run_check() {
   local name="$1" limit="$2"; shift 2
-  local log="$OUT/logs/$name.log" t0 rc
+  local log="$OUT/logs/$name.log" t0 rc left
   t0=$(date +%s)
+  left=$(( START + BUDGET_S - t0 ))
+  if ((left < 15)); then
+    record "$name" SKIPPED 0 "gpu_check's time budget (${BUDGET_S}s) is spent"
+    return 0
+  fi
+  ((limit > left)) && limit=$left
   timeout "$limit" "$@" > "$log" 2>&1
   rc=$?
   local status=PASSED
@@ -54,16 +64,19 @@ if command -v ninja > /dev/null && [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   export CMAKE_GENERATOR=Ninja
 fi
 t0=$(date +%s)
+built_why="no CUDA LibTorch / CUDA toolkit / NCCL found (logs/build.log)"
 if "$ROOT/tools/gpu_build.sh" > "$OUT/logs/build.log" 2>&1; then
   record build PASSED "$(( $(date +%s) - t0 ))" "CMake build in $BUILD_DIR"
 else
   record build FAILED "$(( $(date +%s) - t0 ))" "see logs/build.log"
+  built_why="the build failed or stopped (logs/build.log)"
 fi
-for program in cuda_fake_world_check cuda_dtensor_check nccl_smoke_test; do
+for program in cuda_fake_world_check cuda_dtensor_check cuda_async_check cuda_transformer_check \
+               nccl_smoke_test quickstart dtensor-launch; do
   if [[ -x "$BUILD_DIR/$program" ]]; then
     record "built $program" PASSED 0 "$BUILD_DIR/$program"
   else
-    record "built $program" FAILED 0 "not built: no CUDA LibTorch / CUDA toolkit / NCCL found (logs/build.log)"
+    record "built $program" FAILED 0 "not built: $built_why"
   fi
 done
 
@@ -76,16 +89,47 @@ else
   check="$BUILD_DIR/cuda_fake_world_check"
   run_check cuda_fake_world_check 300 "$check"
   run_check cuda_dtensor_check 120 "$BUILD_DIR/cuda_dtensor_check"
+  run_check cuda_async_check 120 "$BUILD_DIR/cuda_async_check"
+  run_check cuda_transformer_check 180 "$BUILD_DIR/cuda_transformer_check"
   # One line per test of the mini_test output.
-  cat "$OUT/logs/cuda_fake_world_check.log" "$OUT/logs/cuda_dtensor_check.log" 2>/dev/null |
-    grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' |
-    sed -E 's/^\[ +([A-Z]+) +\] +([^ ]+).*/\2\t\1/' |
-    while IFS=$'\t' read -r test status; do
-      [[ "$status" == OK ]] && status=PASSED
-      record "  $test" "$status" "" "cuda_fake_world_check"
-    done
-  run_check cuda_fake_bench 240 "$check" --bench --json "$OUT/bench.jsonl" "${QUICK[@]}"
+  for program in cuda_fake_world_check cuda_dtensor_check cuda_async_check cuda_transformer_check; do
+    grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' "$OUT/logs/$program.log" 2>/dev/null |
+      sed -E 's/^\[ +([A-Z]+) +\] +([^ ]+).*/\2\t\1/' |
+      while IFS=$'\t' read -r test status; do
+        [[ "$status" == OK ]] && status=PASSED
+        record "  $test" "$status" "" "$program"
+      done
+  done
   run_check nccl_smoke_test 120 "$BUILD_DIR/nccl_smoke_test"
+  # The quickstart (the example Transformer, tp + sp, dp) on NCCL with world
+  # size 1, under both launchers; --check-against-fake fails the run unless
+  # its collectives per phase equal a fake-world run's of the same flags (and
+  # the losses agree): see the QUICKSTART_CHECK line in each log.
+  qs="$BUILD_DIR/quickstart"
+  run_check nccl_ws1_quickstart_dtensor_launch 120 "$BUILD_DIR/dtensor-launch" --nproc 1 -- \
+    "$qs" --backend nccl --mesh 1,1 --dtype double --steps 3 --raw --check-against-fake
+  run_check nccl_ws1_quickstart_no_sp_dtensor_launch 120 "$BUILD_DIR/dtensor-launch" --nproc 1 -- \
+    "$qs" --backend nccl --mesh 1 --no-sp --dtype float --steps 3 --raw --check-against-fake
+  run_check nccl_ws1_quickstart_torchrun 120 "$PYTHON" -m torch.distributed.run --standalone \
+    --nproc_per_node 1 --no_python "$qs" --backend nccl --mesh 1,1 --dtype double --steps 3 --raw \
+    --check-against-fake
+  for name in nccl_ws1_quickstart_dtensor_launch nccl_ws1_quickstart_no_sp_dtensor_launch \
+              nccl_ws1_quickstart_torchrun; do
+    [[ -f "$OUT/logs/$name.log" ]] || continue  # skipped: out of time
+    line="$(grep -o 'QUICKSTART_CHECK .*' "$OUT/logs/$name.log" 2>/dev/null | head -1)"
+    case "$line" in
+      *" PASSED: "*) record "  $name: counts = fake world" PASSED "" "${line#*PASSED: }" ;;
+      *" FAILED:"*) record "  $name: counts = fake world" FAILED "" "${line#*FAILED:}" ;;
+      *) record "  $name: counts = fake world" FAILED "" "no QUICKSTART_CHECK line (logs/$name.log)" ;;
+    esac
+  done
+  run_check quickstart_cuda_fake_world 120 "$qs" --device cuda --steps 3 --json ""
+  # ---- benchmarks (last: the first to be skipped when the budget runs out) ----
+  run_check cuda_transformer_bench 120 "$BUILD_DIR/cuda_transformer_check" --bench \
+    --json "$OUT/train_bench.jsonl" "${QUICK[@]}"
+  run_check cuda_async_bench 120 "$BUILD_DIR/cuda_async_check" --bench \
+    --json "$OUT/async_bench.jsonl" "${QUICK[@]}"
+  run_check cuda_fake_bench 240 "$check" --bench --json "$OUT/bench.jsonl" "${QUICK[@]}"
 fi
 
 # ---- 3. report ---------------------------------------------------------------
@@ -96,10 +140,10 @@ checks = []
 for line in open(os.path.join(out, "results.tsv")):
     name, status, secs, detail = (line.rstrip("\n").split("\t") + ["", "", "", ""])[:4]
     checks.append({"check": name.strip(), "status": status, "seconds": secs, "detail": detail})
-bench = []
-path = os.path.join(out, "bench.jsonl")
-if os.path.exists(path):
-    bench = [json.loads(l) for l in open(path) if l.strip()]
+def jsonl(name):
+    path = os.path.join(out, name)
+    return [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
+bench, train_bench, async_bench = jsonl("bench.jsonl"), jsonl("train_bench.jsonl"), jsonl("async_bench.jsonl")
 try:
     import torch
     torch_info = {"torch": torch.__version__, "cuda": torch.version.cuda}
@@ -108,7 +152,7 @@ except Exception as e:  # noqa: BLE001
 failed = [c for c in checks if c["status"].startswith("FAILED")]
 doc = {"gpu": gpu or None, "dry_run": dry, "seconds": seconds, "host": platform.node(),
        "cpus": os.cpu_count(), **torch_info, "checks": checks, "benchmarks": bench,
-       "passed": not failed}
+       "training_benchmarks": train_bench, "async_benchmarks": async_bench, "passed": not failed}
 json.dump(doc, open(os.path.join(out, "report.json"), "w"), indent=2)
 with open(os.path.join(out, "report.txt"), "w") as f:
     f.write("dtensor gpu_check: %s\n" % ("PASSED" if not failed else "FAILED (%d)" % len(failed)))
@@ -123,6 +167,18 @@ with open(os.path.join(out, "report.txt"), "w") as f:
         for b in bench:
             f.write("%-16s %6d %12d %12.1f %12.1f %8.2f\n" % (b["collective"], b["ranks"], b["bytes"],
                                                             b["fake_us"], b["d2d_copy_us"], b["ratio"]))
+    if train_bench:
+        f.write("\nTransformer training step (tp + sp, float32, Adam) on N fake CUDA ranks vs one GPU\n")
+        f.write("%-6s %-12s %12s %12s %8s\n" % ("ranks", "mesh", "fake ms", "1 GPU ms", "ratio"))
+        for b in train_bench:
+            f.write("%-6d %-12s %12.2f %12.2f %8.2f\n" % (b["ranks"], b["mesh"], b["fake_ms"], b["one_gpu_ms"],
+                                                        b["fake_over_one_gpu"]))
+    if async_bench:
+        f.write("\nredistribute(async_op): all_gather next to a matmul chain, sync vs async\n")
+        f.write("%-6s %12s %8s %12s %12s %8s\n" % ("ranks", "gather MiB", "mm n", "sync us", "async us", "ratio"))
+        for b in async_bench:
+            f.write("%-6d %12.1f %8d %12.1f %12.1f %8.2f\n" % (b["ranks"], b["gathered_mib"], b["matmul_n"],
+                                                             b["sync_us"], b["async_us"], b["sync_over_async"]))
 print(open(os.path.join(out, "report.txt")).read())
 sys.exit(1 if failed else 0)
 EOF

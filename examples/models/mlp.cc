@@ -15,6 +15,7 @@ MLPImpl::MLPImpl(const MLPOptions& options) : module_calls_(options.module_calls
       "net2",
       torch::nn::Linear(torch::nn::LinearOptions(options.hidden_, options.in_features_).bias(options.bias_)));
   seeded_init(*this, options.seed_);
+  if (options.device_ != c10::Device(c10::kCPU)) to(options.device_);
 }
 
 at::Tensor MLPImpl::forward(const at::Tensor& x) {

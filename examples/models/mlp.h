@@ -6,6 +6,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/linear.h>
@@ -40,15 +41,22 @@ struct MLPOptions {
     module_calls_ = v;
     return *this;
   }
+  /// Where the parameters live (seeded_init's values, moved there).
+  MLPOptions& device(c10::Device v) {
+    device_ = v;
+    return *this;
+  }
 
   int64_t in_features_ = 10;
   int64_t hidden_ = 16;
   bool bias_ = true;
   uint64_t seed_ = 5;
   bool module_calls_ = true;
+  c10::Device device_ = c10::kCPU;
 };
 
-/// net2(relu(net1(x))), parameters from seeded_init(seed). Build it, then
+/// net2(relu(net1(x))), parameters from seeded_init(seed) on options.device
+/// (the same values on every device). Build it, then
 /// `->to(torch::kDouble)` if wanted, *before* parallelizing.
 class MLPImpl : public torch::nn::Module {
  public:

@@ -119,6 +119,7 @@ TransformerImpl::TransformerImpl(const ModelArgs& args) : args_(args) {
   output = register_module(
       "output", torch::nn::Linear(torch::nn::LinearOptions(args.dim_, args.vocab_size_).bias(false)));
   seeded_init(*this, args.seed_);
+  if (args.device_ != c10::Device(c10::kCPU)) to(args.device_);
   if (args.weight_tying_) set_parameter(*output, "weight", tok_embeddings->weight);
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -73,6 +74,12 @@ struct ModelArgs {
     seed_ = v;
     return *this;
   }
+  /// Where the parameters live (seeded_init's values, moved there after
+  /// initialisation). TransformerTrainer sets its mesh's device.
+  ModelArgs& device(c10::Device v) {
+    device_ = v;
+    return *this;
+  }
 
   int64_t n_layers_ = 2;
   int64_t vocab_size_ = 8;
@@ -84,6 +91,7 @@ struct ModelArgs {
   bool use_sdpa_ = false;
   bool weight_tying_ = false;
   uint64_t seed_ = 0;  // seeded_init seed
+  c10::Device device_ = c10::kCPU;
 };
 
 /// Multi-head self-attention without biases; causal softmax(QK^T/sqrt(d))V
@@ -135,7 +143,8 @@ TORCH_MODULE(TransformerBlock);
 /// Token + position embeddings, dropout, n_layers blocks, final LayerNorm,
 /// output Linear (no bias; tied to tok_embeddings when weight_tying).
 /// Parameters come from seeded_init(args.seed) (in float; convert with
-/// ->to(kDouble) before parallelizing). The logits keep the model's dtype
+/// ->to(kDouble) before parallelizing), on args.device (the same values on
+/// every device). Tokens must be on that device too. The logits keep the model's dtype
 /// (PyTorch's model ends in .float(), which would cut float64 runs to float32).
 class TransformerImpl : public torch::nn::Module {
  public:

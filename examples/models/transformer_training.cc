@@ -23,40 +23,49 @@ at::Tensor transformer_loss(const at::Tensor& logits, const at::Tensor& targets)
   return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
 
-std::vector<double> train_single_device(const TrainingConfig& config, int steps) {
-  Transformer model(config.model);
-  model->to(config.dtype);
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(config.lr));
+SingleDeviceRun run_single_device(const TrainingConfig& config, int steps) {
+  const c10::Device device = config.device.value_or(c10::Device(c10::kCPU));
+  SingleDeviceRun run;
+  run.model = Transformer(ModelArgs(config.model).device(device));
+  run.model->to(config.dtype);
+  torch::optim::Adam optimizer(run.model->parameters(), torch::optim::AdamOptions(config.lr));
   auto [tokens, targets] = training_batch(config);
-  std::vector<double> losses;
+  tokens = tokens.to(device);
+  targets = targets.to(device);
   for (int i = 0; i < steps; ++i) {
     optimizer.zero_grad();
-    at::Tensor loss = transformer_loss(model->forward(tokens), targets);
+    at::Tensor loss = transformer_loss(run.model->forward(tokens), targets);
     loss.backward();
     optimizer.step();
-    losses.push_back(loss.item<double>());
+    run.losses.push_back(loss.item<double>());
   }
-  return losses;
+  return run;
+}
+
+std::vector<double> train_single_device(const TrainingConfig& config, int steps) {
+  return run_single_device(config, steps).losses;
 }
 
 TransformerTrainer::TransformerTrainer(const TrainingConfig& config) : config_(config) {
   const size_t ndim = config.mesh_shape.size();
   TORCH_CHECK(ndim == 1 || ndim == 2, "TransformerTrainer: mesh_shape must be {tp} or {dp, tp}");
-  mesh_ = ndim == 2 ? DeviceMesh::init(c10::kCPU, config.mesh_shape, {"dp", "tp"})
-                    : DeviceMesh::init(c10::kCPU, config.mesh_shape, {"tp"});
+  World& world = require_current_world("TransformerTrainer");
+  const c10::DeviceType device_type = config.device ? config.device->type() : world.device().type();
+  mesh_ = ndim == 2 ? DeviceMesh::init(device_type, config.mesh_shape, {"dp", "tp"})
+                    : DeviceMesh::init(device_type, config.mesh_shape, {"tp"});
   tp_mesh_ = ndim == 2 ? mesh_["tp"] : mesh_;
   if (ndim == 2) dp_mesh_ = mesh_["dp"];
   const int64_t dp_size = ndim == 2 ? mesh_.size(0) : 1;
   TORCH_CHECK(config.batch % dp_size == 0, "TransformerTrainer: batch ", config.batch,
               " does not split evenly over dp = ", dp_size);
-  model_ = Transformer(config.model);
+  model_ = Transformer(ModelArgs(config.model).device(mesh_.device()));
   model_->to(config.dtype);
   parallelize_transformer(*model_, tp_mesh_, config.sequence_parallel);
   optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(config.lr));
   auto [tokens, targets] = training_batch(config);
   const int64_t dp_rank = ndim == 2 ? mesh_.get_local_rank(0) : 0;
-  tokens_ = tokens.chunk(dp_size, 0)[static_cast<size_t>(dp_rank)];
-  targets_ = targets.chunk(dp_size, 0)[static_cast<size_t>(dp_rank)];
+  tokens_ = tokens.chunk(dp_size, 0)[static_cast<size_t>(dp_rank)].to(mesh_.device());
+  targets_ = targets.chunk(dp_size, 0)[static_cast<size_t>(dp_rank)].to(mesh_.device());
   counter_ = std::make_unique<testing::CollectiveCounter>(mesh_.world());
 }
 

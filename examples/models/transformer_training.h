@@ -7,11 +7,13 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <torch/optim/adam.h>
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +36,13 @@ struct TrainingConfig {
   uint64_t data_seed = 11;
   /// Dropout 0: see Note [Dropout in the examples].
   ModelArgs model = ModelArgs().dropout_p(0.0).seed(3);
+  /// Where the model and the batch live. Unset: TransformerTrainer uses its
+  /// world's device (the mesh's: cuda:i on CUDA fake ranks and NCCL),
+  /// train_single_device the CPU. Set: the trainer checks it against the
+  /// world's device type (DeviceMesh::init's error otherwise); model.device_
+  /// is overridden either way. Example: `config.device = c10::Device("cuda:0")`
+  /// for the one-GPU reference.
+  std::optional<c10::Device> device;
 };
 
 // Note [Dropout in the examples]
@@ -51,8 +60,16 @@ std::pair<at::Tensor, at::Tensor> training_batch(const TrainingConfig& config);
 /// Mean cross entropy of logits [b, s, vocab] against targets [b, s].
 at::Tensor transformer_loss(const at::Tensor& logits, const at::Tensor& targets);
 
-/// `steps` Adam steps of the unparallelized model; the loss of each.
+/// `steps` Adam steps of the unparallelized model on config.device (CPU
+/// when unset); the loss of each.
 std::vector<double> train_single_device(const TrainingConfig& config, int steps);
+
+/// The same run with the trained model kept (to compare parameters).
+struct SingleDeviceRun {
+  std::vector<double> losses;
+  Transformer model{nullptr};
+};
+SingleDeviceRun run_single_device(const TrainingConfig& config, int steps);
 
 /// Collective name -> count (the testing kit's CollectiveCounter counts).
 using testing::Counts;
@@ -66,9 +83,10 @@ struct StepCounts {
 using testing::to_string;
 
 /// One rank's share of the parallel run. Construct it on every rank (SPMD):
-/// it lays the current world out as `mesh_shape` ("dp", "tp"), builds the
-/// model, parallelizes it on the tp mesh (parallelize_transformer) and makes
-/// an Adam optimizer over its (DTensor) parameters.
+/// it lays the current world out as `mesh_shape` ("dp", "tp") on the world's
+/// device (or config.device), builds the model there, parallelizes it on the
+/// tp mesh (parallelize_transformer) and makes an Adam optimizer over its
+/// (DTensor) parameters.
 class TransformerTrainer {
  public:
   explicit TransformerTrainer(const TrainingConfig& config);

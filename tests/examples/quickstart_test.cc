@@ -2,9 +2,11 @@
 // unchanged on two engines: a fake world (4 rank threads) and Gloo (4
 // processes on loopback, launched like torchrun). Both print each rank's
 // losses and step 1's collectives (--raw); they must agree rank by rank, and
-// the losses must match one device.
+// the losses must match one device. --check-against-fake (what
+// tools/gpu_check.sh runs on NCCL with world size 1) on Gloo with world sizes 1 and 2.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -61,11 +63,11 @@ std::string run_fake_world(const std::vector<std::string>& args = kArgs) {
   return output;
 }
 
-dtensor::launch::LaunchResult run_gloo() {
+dtensor::launch::LaunchResult run_gloo(int nproc = 4, const std::vector<std::string>& args = kArgs) {
   dtensor::launch::LaunchSpec spec;
-  spec.nproc = 4;
+  spec.nproc = nproc;
   spec.argv = {quickstart_path()};
-  spec.argv.insert(spec.argv.end(), kArgs.begin(), kArgs.end());
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.timeout = std::chrono::seconds(180);
   spec.unset_env = {
       "XML_OUTPUT_FILE",    "GTEST_OUTPUT",           "TEST_PREMATURE_EXIT_FILE", "GTEST_SHARD_INDEX",
@@ -125,6 +127,56 @@ TEST(QuickstartTest, GlooRunMatchesFakeWorldRankByRank) {
     ASSERT_EQ(b.size(), 3u);
     for (size_t i = 0; i < a.size(); ++i) EXPECT_DOUBLE_EQ(a[i], b[i]) << "step " << i + 1;
   }
+}
+
+// What tools/gpu_check.sh runs on NCCL: one process, and the same program on
+// a fake world in that process; the collectives per phase must be equal.
+TEST(QuickstartTest, WorldSizeOneCheckAgainstTheFakeWorldPasses) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--backend", "gloo", "--mesh", "1,1", "--dtype", "double", "--steps", "2", "--raw",
+                                 "--check-against-fake"},
+        std::vector<std::string>{"--mesh", "1", "--no-sp", "--dtype", "float", "--steps", "2", "--raw",
+                                 "--check-against-fake"}}) {
+    SCOPED_TRACE(args[1] + " " + args[3]);
+    const dtensor::launch::LaunchResult run = run_gloo(/*nproc=*/1, args);
+    ASSERT_TRUE(run.ok()) << run.report();
+    ASSERT_EQ(run.ranks.size(), 1u);
+    const std::string& out = run.ranks[0].output;
+    EXPECT_NE(out.find("QUICKSTART_CHECK rank=0 backend=gloo PASSED: collectives per phase equal to the fake "
+                       "world's"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(parse_results(out).size(), 1u) << out;
+  }
+}
+
+// The same comparison where there are collectives to compare: 2 Gloo ranks
+// (tp=2 with sequence parallelism), each against its rank of a fake world.
+TEST(QuickstartTest, TwoRankCheckAgainstTheFakeWorldComparesRealCollectives) {
+  const dtensor::launch::LaunchResult run = run_gloo(
+      /*nproc=*/2, {"--backend", "gloo", "--mesh", "2", "--dtype", "double", "--steps", "2", "--raw",
+                    "--check-against-fake"});
+  ASSERT_TRUE(run.ok()) << run.report();
+  for (const auto& rank : run.ranks) {
+    EXPECT_NE(rank.output.find("backend=gloo PASSED: collectives per phase equal"), std::string::npos)
+        << rank.output;
+    const std::map<int, std::string> results = parse_results(rank.output);
+    ASSERT_EQ(results.size(), 1u) << rank.output;
+    EXPECT_NE(results.begin()->second.find("forward={all_gather_into_tensor: "), std::string::npos)
+        << results.begin()->second;
+  }
+}
+
+// Without a GPU or an NCCL build, --backend nccl fails with init_world_from_env's
+// message instead of running on another backend.
+TEST(QuickstartTest, NcclBackendWithoutAGpuIsAClearError) {
+  const dtensor::launch::LaunchResult run =
+      run_gloo(/*nproc=*/1, {"--backend", "nccl", "--mesh", "1", "--steps", "1", "--raw"});
+  if (run.ok()) GTEST_SKIP() << "this host ran NCCL";
+  std::string out = run.ranks[0].output;
+  EXPECT_NE(out.find("quickstart: "), std::string::npos) << run.report();
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  EXPECT_NE(out.find("nccl"), std::string::npos) << run.report();
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+// Device plumbing of the training example (examples/models/transformer_training.h):
+// the trainer builds its model and batch on the world's device, a config
+// device of another type is a clear error, and the single-device run keeps
+// its model. (The same on CUDA: tests/backends/cuda/cuda_transformer_check.)
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/fake/fake_world.h"
+#include "examples/models/transformer_training.h"
+
+namespace dtensor {
+namespace {
+
+examples::TrainingConfig small_config() {
+  examples::TrainingConfig config;
+  config.mesh_shape = {2, 2};
+  config.dtype = at::kDouble;
+  return config;
+}
+
+TEST(TransformerTrainerTest, ModelLivesOnTheWorldsDevice) {
+  run_fake_world(4, [](World& world) {
+    examples::TransformerTrainer trainer(small_config());
+    EXPECT_EQ(trainer.mesh().device(), world.device());
+    for (const auto& item : trainer.model().named_parameters()) {
+      EXPECT_EQ(item.value().device(), world.device()) << item.key();
+      EXPECT_EQ(item.value().scalar_type(), at::kDouble) << item.key();
+    }
+    EXPECT_GT(trainer.step(), 0.0);
+  });
+}
+
+TEST(TransformerTrainerTest, ConfigDeviceOfAnotherTypeIsAClearError) {
+  examples::TrainingConfig config = small_config();
+  config.device = c10::Device(c10::kCUDA, 0);
+  try {
+    run_fake_world(4, [&](World&) { examples::TransformerTrainer trainer(config); });
+    FAIL() << "no error";
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    EXPECT_NE(what.find("does not match the world's device"), std::string::npos) << what;
+  }
+}
+
+TEST(TransformerTrainerTest, TrainerOutsideAWorldIsAClearError) {
+  try {
+    examples::TransformerTrainer trainer(small_config());
+    FAIL() << "no error";
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    EXPECT_NE(what.find("TransformerTrainer"), std::string::npos) << what;
+  }
+}
+
+TEST(TransformerTrainerTest, SingleDeviceRunKeepsItsModel) {
+  const examples::TrainingConfig config = small_config();
+  const examples::SingleDeviceRun run = examples::run_single_device(config, /*steps=*/2);
+  EXPECT_EQ(run.losses, examples::train_single_device(config, /*steps=*/2));
+  ASSERT_EQ(run.losses.size(), 2u);
+  EXPECT_LT(run.losses[1], run.losses[0]);
+  for (const auto& item : run.model->named_parameters()) {
+    EXPECT_TRUE(item.value().is_cpu()) << item.key();  // config.device unset: the CPU
+  }
+  // A fresh model: the trained one moved away from seeded_init's values.
+  examples::Transformer fresh(config.model);
+  fresh->to(config.dtype);
+  EXPECT_FALSE(at::equal(fresh->output->weight, run.model->output->weight));
+}
+
+}  // namespace
+}  // namespace dtensor
