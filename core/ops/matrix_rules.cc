@@ -9,7 +9,10 @@ namespace dtensor {
 namespace {
 
 // mm-like candidates for inputs (a, b) whose matrix dims start at `batch`
-// (0 for mm, 1 for bmm); batch dims shard all three together.
+// (0 for mm, 1 for bmm); batch dims shard all three together. The product is
+// linear in each operand, so one Partial(sum) or Partial(avg) operand with
+// the other Replicate gives that Partial (PyTorch's LINEAR_REDUCE_OPS):
+// mean_r(a_r) @ b = mean_r(a_r @ b).
 std::vector<DimStrategy> matmul_candidates(int64_t batch) {
   const int64_t m = batch, k_a = batch + 1, k_b = batch, n = batch + 1;
   std::vector<DimStrategy> c = {
@@ -17,9 +20,11 @@ std::vector<DimStrategy> matmul_candidates(int64_t batch) {
       {{Shard(m), Replicate()}, {Shard(m)}},
       {{Replicate(), Shard(n)}, {Shard(n)}},
       {{Shard(k_a), Shard(k_b)}, {Partial()}},
-      {{Partial(), Replicate()}, {Partial()}},
-      {{Replicate(), Partial()}, {Partial()}},
   };
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+    c.push_back({{Partial(op), Replicate()}, {Partial(op)}});
+    c.push_back({{Replicate(), Partial(op)}, {Partial(op)}});
+  }
   if (batch == 1) c.push_back({{Shard(0), Shard(0)}, {Shard(0)}});
   return c;
 }
