@@ -263,6 +263,18 @@ ShardingRule mse_backward_rule() {
       s.outputs[0] = g;
       candidates.push_back(s);
     }
+    // Linear in (self - target) given grad_output: a Partial(sum|avg) self
+    // and target give that Partial, as in PyTorch (a Replicate one becomes
+    // the Partial locally).
+    for (size_t i = 1; i < 3; ++i) {
+      const Placement& p = placement_of(call, i, mesh_dim);
+      if (!p.is_partial() || (p.reduce_op() != ReduceOp::kSum && p.reduce_op() != ReduceOp::kAvg)) continue;
+      DimStrategy s = detail::all_replicate(call);
+      s.inputs[1] = s.inputs[2] = p;
+      s.outputs[0] = p;
+      candidates.push_back(s);
+      break;
+    }
     return candidates;
   };
   return [dim_rule](const OpCall& call) {
