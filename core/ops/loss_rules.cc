@@ -62,11 +62,11 @@ DimRule nll_forward_dim_rule() {
     for (int64_t d = 0; d < detail::input_ndim(call, 0); ++d) {
       if (d == channel) continue;
       const int64_t t = target_dim(d, channel);
-      // Only a shard that self or target already has, as PyTorch's strategy
-      // follows its inputs: a new shard (a Partial self reduce_scattered, a
-      // Replicate one split) leaves a sharded or Partial loss that later
-      // steps reduce again (issue #18's differential test).
-      if (placement_of(call, 0, mesh_dim) != Shard(d) && placement_of(call, 1, mesh_dim) != Shard(t)) continue;
+      // Only a shard that self already has, as PyTorch's strategy follows
+      // self: a new shard (a Partial self reduce_scattered, a Replicate one
+      // split to match a sharded target) leaves a sharded or Partial loss
+      // that later steps reduce again (issue #18's differential test).
+      if (placement_of(call, 0, mesh_dim) != Shard(d)) continue;
       DimStrategy s = detail::all_replicate(call);
       s.inputs[0] = Shard(d);
       s.inputs[1] = Shard(t);

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include "core/ops/builtin_rules.h"
+#include "core/ops/strategy_builders.h"
 
 namespace dtensor {
 namespace {
@@ -41,19 +42,20 @@ Placement bias_placement(const TensorMeta& bias, const TensorMeta& out, const Pl
 }
 
 DimRule mm_rule(int64_t batch) {
-  return [batch](const OpCall& call, int) {
+  return [batch](const OpCall& call, int mesh_dim) {
     std::vector<DimStrategy> candidates = matmul_candidates(batch);
     for (auto& c : candidates) {
       while (c.inputs.size() < call.inputs.size()) c.inputs.push_back(Replicate());  // out=
       while (c.outputs.size() < call.outputs.size()) c.outputs.push_back(c.outputs[0]);
     }
+    detail::drop_partial_to_tiny_shard(call, mesh_dim, candidates);
     return candidates;
   };
 }
 
 // addmm(bias, a, b): the mm candidates with the bias placed to match.
 DimRule addmm_rule(int64_t batch) {
-  return [batch](const OpCall& call, int) {
+  return [batch](const OpCall& call, int mesh_dim) {
     std::vector<DimStrategy> candidates;
     for (const DimStrategy& mm : matmul_candidates(batch)) {
       DimStrategy s;
@@ -64,6 +66,7 @@ DimRule addmm_rule(int64_t batch) {
       while (s.inputs.size() < call.inputs.size()) s.inputs.push_back(mm.outputs[0]);  // out=
       candidates.push_back(s);
     }
+    detail::drop_partial_to_tiny_shard(call, mesh_dim, candidates);
     return candidates;
   };
 }
