@@ -17,6 +17,7 @@
 #include "core/dispatch/op_name.h"
 #include "core/dispatch/op_observer.h"
 #include "core/dispatch/sharding_propagator.h"
+#include "core/dispatch/sharding_registry.h"
 #include "core/dtensor_impl.h"
 #include "core/redistribute.h"
 #include "core/redistribution_origin.h"
@@ -294,6 +295,18 @@ void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 }  // namespace
 
+// Note [Composite ops with their own autograd kernel]
+// An op with a CompositeImplicitAutograd kernel decomposes before it reaches
+// PrivateUse1 (the composite fills that slot of the dispatch table), so the
+// DTensor kernel is not registered for it: its parts are dispatched. A few
+// ops also have their own autograd kernel (silu_backward: a derivative for
+// double backward, and math_silu_backward as the composite); PyTorch's
+// Python DTensor sees them whole (its Python key is not a backend slot the
+// composite fills) and applies their rule. When we have a rule for such an
+// op, the DTensor kernel is registered for it too, so its autograd kernel
+// redispatches to the rule as in PyTorch: silu's backward of a Partial input
+// reduces it once, not once in sigmoid and again in the composite's add
+// (issue #18's differential test).
 void register_dtensor_kernel() {
   static std::once_flag once;
   static std::unique_ptr<torch::Library> kernels;
@@ -305,9 +318,12 @@ void register_dtensor_kernel() {
     for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
       if (name.name.rfind("aten::", 0) != 0) continue;
       auto handle = dispatcher.findOp(name);
-      if (!handle || handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) continue;
-      if (handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
+      if (!handle || handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
       const std::string full = full_op_name(name);
+      if (handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) &&
+          !(handle->hasKernelForDispatchKey(c10::DispatchKey::Autograd) && ShardingRegistry::global().find(full))) {
+        continue;  // See Note [Composite ops with their own autograd kernel]
+      }
       kernels->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&dtensor_kernel>());
     }
     fallback = std::make_unique<torch::Library>(torch::Library::IMPL, "_",

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -138,20 +139,32 @@ std::optional<std::pair<double, int>> planned_cost(const OpCall& call, const std
 // does not see. PyTorch enumerates whole-mesh strategies and finds e.g. "one
 // all_to_all so that both mesh dims contract" where the per-dim choice
 // planned two all_gathers (issue #18's differential test found it). So when an
-// input or a chosen target nests shards, every combination of the per-dim
-// candidates (at most kMaxCombinations) is costed with the real redistribute
-// plans, and the cheapest replaces the per-dim pick.
+// input or a chosen target nests shards, combinations of the per-dim
+// candidates are costed with the real redistribute plans, and the cheapest
+// replaces the per-dim pick (ties keep it). The bound: per mesh dim only the
+// k cheapest candidates by per-dim cost, k the largest with k^ndim <=
+// kMaxCombinations (16 on a 2-D mesh, 6 on 3-D, 4 on 4-D), so a 3-D mesh
+// with nine matmul candidates per dim is still checked (9^3 = 729 were
+// skipped before: bmm of [P, P, R] by [P(avg), S(1), S(1)]). Paid on a
+// sharding-cache miss only; ~kMaxCombinations cached plan lookups at most.
 constexpr size_t kMaxCombinations = 256;
 
-void refine_nested(const OpCall& call, const std::vector<std::vector<const DimStrategy*>>& options,
+void refine_nested(const OpCall& call, std::vector<std::vector<const DimStrategy*>> options,
                    ShardingPlan& plan) {
   bool any_nested = false;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     any_nested = any_nested || nested(call.inputs[i].placements) || nested(plan.input_placements[i]);
   }
+  if (!any_nested) return;
+  // The cheapest per-dim candidates only, so that at most kMaxCombinations are costed.
+  size_t per_dim = 1;
+  while (std::pow(static_cast<double>(per_dim + 1), static_cast<double>(options.size())) <= kMaxCombinations) ++per_dim;
   size_t combos = 1;
-  for (const auto& o : options) combos *= std::max<size_t>(o.size(), 1);
-  if (!any_nested || combos > kMaxCombinations || combos <= 1) return;
+  for (auto& o : options) {
+    if (o.size() > per_dim) o.resize(per_dim);
+    combos *= std::max<size_t>(o.size(), 1);
+  }
+  if (combos <= 1) return;
   auto best = planned_cost(call, plan.input_placements);
   if (!best) return;
   std::vector<size_t> pick(options.size(), 0);
@@ -182,7 +195,7 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
   plan.input_placements.assign(call.inputs.size(), Placements(call.mesh_ndim()));
   plan.output_placements.assign(call.outputs.size(), Placements(call.mesh_ndim()));
   std::vector<std::vector<DimStrategy>> all(static_cast<size_t>(call.mesh_ndim()));
-  std::vector<std::vector<const DimStrategy*>> options(static_cast<size_t>(call.mesh_ndim()));
+  std::vector<std::vector<std::pair<double, const DimStrategy*>>> ranked(static_cast<size_t>(call.mesh_ndim()));
   for (int d = 0; d < call.mesh_ndim(); ++d) {
     std::vector<DimStrategy>& candidates = all[static_cast<size_t>(d)];
     candidates = rule(call, d);
@@ -195,7 +208,7 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
                             c.outputs.size() == call.outputs.size());
       if (!keeps_self(call, d, c)) continue;
       double cost = strategy_cost(call, d, c);
-      if (cost < kImpossible) options[static_cast<size_t>(d)].push_back(&c);
+      if (cost < kImpossible) ranked[static_cast<size_t>(d)].emplace_back(cost, &c);
       if (cost < best_cost) {
         if (best != nullptr && !(best->inputs == c.inputs && best->outputs == c.outputs)) {
           runner_up = best;
@@ -224,6 +237,12 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
     plan.strategy_choices.push_back(std::move(choice));
   }
   if (call.mesh_ndim() > 1) {
+    std::vector<std::vector<const DimStrategy*>> options(ranked.size());
+    for (size_t d = 0; d < ranked.size(); ++d) {
+      std::stable_sort(ranked[d].begin(), ranked[d].end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& [cost, c] : ranked[d]) options[d].push_back(c);
+    }
     const std::vector<Placements> per_dim_inputs = plan.input_placements;
     refine_nested(call, options, plan);
     if (plan.input_placements != per_dim_inputs) {

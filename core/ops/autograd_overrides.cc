@@ -6,6 +6,8 @@
 //  - vector norms: over a sharded dim they decompose into local partial
 //    results and one reduction (see Note [Norms of sharded dims]); the
 //    backward is LibTorch's norm_backward written in DTensor ops.
+//  - full max / min: the out-of-place gradient PyTorch's Python DTensor
+//    gets (See Note [Gradient of a full max or min]).
 //  - scaled dot-product attention (compat::kAttentionOp): the math path
 //    builds its causal mask as a plain tensor; it runs with implicit
 //    replication (the mask is Replicate), heads first when heads are sharded
@@ -117,6 +119,44 @@ void value_selecting_autograd(const c10::OperatorHandle& op, torch::jit::Stack* 
   node->set_next_edges(torch::autograd::collect_next_edges(self));
   torch::autograd::set_history(values, node);
   (*stack)[stack->size() - 2] = values;
+}
+
+// ------------------------------------------------------- full max and min
+
+// Note [Gradient of a full max or min]
+// LibTorch's evenly_distribute_backward fills zeros in place (masked_fill_)
+// unless a tensor is "subclass-like" (a Python subclass); ours are not, so
+// the zeros are replicated and the mask, sharded like self, is gathered.
+// PyTorch's Python DTensor takes the out-of-place form, which keeps the
+// gradient sharded like self (issue #18's differential test): this is it,
+// mask * (grad / mask.sum()) with NaNs matching NaNs.
+struct EvenlyDistributeBackward : torch::autograd::Node {
+  at::Tensor input, value;  // detached: no reference cycle through the graph
+  std::string op_name;
+  std::string name() const override { return "dtensor::EvenlyDistributeBackward(" + op_name + ")"; }
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined()) return {at::Tensor()};
+    const at::Tensor mask = input.eq(value).logical_or(input.isnan().logical_and(value.isnan()));
+    return {mask.mul(grads[0].div(mask.sum()))};
+  }
+};
+
+void evenly_distribute_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const at::Tensor self = stack->back().toTensor();  // max(self) / min(self): one argument
+  const bool grad = needs_grad(self) && is_dtensor(self);
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.callBoxed(stack);
+  }
+  if (!grad) return;
+  at::Tensor out = stack->back().toTensor();
+  auto node = std::shared_ptr<EvenlyDistributeBackward>(new EvenlyDistributeBackward(), torch::autograd::deleteNode);
+  node->op_name = full_op_name(op.operator_name());
+  node->input = self.detach();
+  node->value = out.detach();
+  node->set_next_edges(torch::autograd::collect_next_edges(self));
+  torch::autograd::set_history(out, node);
+  stack->back() = out;
 }
 
 // -------------------------------------------------------------------- norms
@@ -351,6 +391,9 @@ void register_autograd_overrides() {
       (void)args;
       library->impl(name.substr(6).c_str(),
                     torch::CppFunction::makeFromBoxedFunction<&value_selecting_autograd>());
+    }
+    for (const char* name : {"max", "min"}) {
+      library->impl(name, torch::CppFunction::makeFromBoxedFunction<&evenly_distribute_autograd>());
     }
     for (const char* name : {"linalg_vector_norm", "norm.ScalarOpt_dim", "norm.Scalar"}) {
       library->impl(name, torch::CppFunction::makeFromBoxedFunction<&norm_autograd>());

@@ -64,6 +64,16 @@ DimRule join_rule(bool stacks) {
           if (!joins(call, j, out_ndim)) s.inputs[j] = Replicate();
         }
         candidates.push_back(s);
+        if (p.reduce_op() == ReduceOp::kMax || p.reduce_op() == ReduceOp::kMin ||
+            p.reduce_op() == ReduceOp::kAvg) {
+          // max, min and avg of equal values are that value: a Replicate
+          // input joins a Partial(max|min|avg) one as it is (PyTorch keeps
+          // cat([R], [P(max)]) -> P(max) without a collective).
+          for (size_t j = 0; j < call.inputs.size(); ++j) {
+            if (placement_of(call, j, mesh_dim) != p) s.inputs[j] = Replicate();
+          }
+          candidates.push_back(s);
+        }
         continue;
       }
       if (!p.is_shard() || !joins(call, i, out_ndim)) continue;

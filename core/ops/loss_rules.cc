@@ -62,6 +62,11 @@ DimRule nll_forward_dim_rule() {
     for (int64_t d = 0; d < detail::input_ndim(call, 0); ++d) {
       if (d == channel) continue;
       const int64_t t = target_dim(d, channel);
+      // Only a shard that self already has, as PyTorch's strategy follows
+      // self: a new shard (a Partial self reduce_scattered, a Replicate one
+      // split to match a sharded target) leaves a sharded or Partial loss
+      // that later steps reduce again (issue #18's differential test).
+      if (placement_of(call, 0, mesh_dim) != Shard(d)) continue;
       DimStrategy s = detail::all_replicate(call);
       s.inputs[0] = Shard(d);
       s.inputs[1] = Shard(t);
@@ -262,6 +267,18 @@ ShardingRule mse_backward_rule() {
       s.inputs[0] = g;
       s.outputs[0] = g;
       candidates.push_back(s);
+    }
+    // Linear in (self - target) given grad_output: a Partial(sum|avg) self
+    // and target give that Partial, as in PyTorch (a Replicate one becomes
+    // the Partial locally).
+    for (size_t i = 1; i < 3; ++i) {
+      const Placement& p = placement_of(call, i, mesh_dim);
+      if (!p.is_partial() || (p.reduce_op() != ReduceOp::kSum && p.reduce_op() != ReduceOp::kAvg)) continue;
+      DimStrategy s = detail::all_replicate(call);
+      s.inputs[1] = s.inputs[2] = p;
+      s.outputs[0] = p;
+      candidates.push_back(s);
+      break;
     }
     return candidates;
   };

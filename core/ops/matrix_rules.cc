@@ -4,12 +4,16 @@
 #include <c10/util/Exception.h>
 
 #include "core/ops/builtin_rules.h"
+#include "core/ops/strategy_builders.h"
 
 namespace dtensor {
 namespace {
 
 // mm-like candidates for inputs (a, b) whose matrix dims start at `batch`
-// (0 for mm, 1 for bmm); batch dims shard all three together.
+// (0 for mm, 1 for bmm); batch dims shard all three together. The product is
+// linear in each operand, so one Partial(sum) or Partial(avg) operand with
+// the other Replicate gives that Partial (PyTorch's LINEAR_REDUCE_OPS):
+// mean_r(a_r) @ b = mean_r(a_r @ b).
 std::vector<DimStrategy> matmul_candidates(int64_t batch) {
   const int64_t m = batch, k_a = batch + 1, k_b = batch, n = batch + 1;
   std::vector<DimStrategy> c = {
@@ -17,9 +21,11 @@ std::vector<DimStrategy> matmul_candidates(int64_t batch) {
       {{Shard(m), Replicate()}, {Shard(m)}},
       {{Replicate(), Shard(n)}, {Shard(n)}},
       {{Shard(k_a), Shard(k_b)}, {Partial()}},
-      {{Partial(), Replicate()}, {Partial()}},
-      {{Replicate(), Partial()}, {Partial()}},
   };
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+    c.push_back({{Partial(op), Replicate()}, {Partial(op)}});
+    c.push_back({{Replicate(), Partial(op)}, {Partial(op)}});
+  }
   if (batch == 1) c.push_back({{Shard(0), Shard(0)}, {Shard(0)}});
   return c;
 }
@@ -36,19 +42,20 @@ Placement bias_placement(const TensorMeta& bias, const TensorMeta& out, const Pl
 }
 
 DimRule mm_rule(int64_t batch) {
-  return [batch](const OpCall& call, int) {
+  return [batch](const OpCall& call, int mesh_dim) {
     std::vector<DimStrategy> candidates = matmul_candidates(batch);
     for (auto& c : candidates) {
       while (c.inputs.size() < call.inputs.size()) c.inputs.push_back(Replicate());  // out=
       while (c.outputs.size() < call.outputs.size()) c.outputs.push_back(c.outputs[0]);
     }
+    detail::drop_partial_to_tiny_shard(call, mesh_dim, candidates);
     return candidates;
   };
 }
 
 // addmm(bias, a, b): the mm candidates with the bias placed to match.
 DimRule addmm_rule(int64_t batch) {
-  return [batch](const OpCall& call, int) {
+  return [batch](const OpCall& call, int mesh_dim) {
     std::vector<DimStrategy> candidates;
     for (const DimStrategy& mm : matmul_candidates(batch)) {
       DimStrategy s;
@@ -59,6 +66,7 @@ DimRule addmm_rule(int64_t batch) {
       while (s.inputs.size() < call.inputs.size()) s.inputs.push_back(mm.outputs[0]);  // out=
       candidates.push_back(s);
     }
+    detail::drop_partial_to_tiny_shard(call, mesh_dim, candidates);
     return candidates;
   };
 }

@@ -120,9 +120,11 @@ void register_reduction_rules(ShardingRegistry& registry) {
   registry.add({"aten::prod"}, per_mesh_dim(reduction(full_prod)));
   // Index-returning or per-dim extrema: reducing over a shard needs the data.
   ReductionKind gather_first{std::nullopt, false, 1, true, 2};
-  registry.add({"aten::max.dim", "aten::min.dim", "aten::argmax", "aten::argmin",
-                "aten::prod.dim_int"},
+  registry.add({"aten::max.dim", "aten::min.dim", "aten::argmax", "aten::argmin"},
                per_mesh_dim(reduction(gather_first)));
+  // prod over a sharded dim leaves Partial(product), as in PyTorch.
+  ReductionKind dim_prod{ReduceOp::kProduct, false, 1, true, 2};
+  registry.add({"aten::prod.dim_int"}, per_mesh_dim(reduction(dim_prod)));
 }
 
 }  // namespace dtensor

@@ -1,6 +1,8 @@
 // Candidates of per-mesh-dim rules and the checks that allow them.
 #include "core/ops/strategy_builders.h"
 
+#include <algorithm>
+
 #include "core/ops/arg_parsing.h"
 
 namespace dtensor::detail {
@@ -27,6 +29,27 @@ bool evenly_sharded(const OpCall& call, size_t i, int64_t dim) {
   int64_t parts = 1;
   for (int m : spec.mesh_dims_sharding(dim)) parts *= spec.mesh.size(m);
   return spec.meta.shape[static_cast<size_t>(dim)] % parts == 0;
+}
+
+// Note [Reduce-scatter onto a dim smaller than the group]
+// PyTorch's whole-mesh expansion of its matrix products skips a strategy
+// that would shard an input dim over more ranks than it has elements
+// (is_tensor_shardable). For a Partial input that strategy looks cheapest
+// here (a reduce_scatter of a few bytes) but leaves a Partial(sum) product
+// that a later step all_reduces, where PyTorch all_reduces the input once
+// (issue #18: matmul of a P(min) [2, 3] on 4 ranks). Only Partial inputs are
+// filtered: a Replicate input split that way costs nothing and PyTorch's
+// alternative (gathering another input) is not cheaper over a program.
+void drop_partial_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates) {
+  auto tiny = [&](const DimStrategy& s) {
+    for (size_t i = 0; i < call.inputs.size() && i < s.inputs.size(); ++i) {
+      const Placement& to = s.inputs[i];
+      if (!to.is_shard() || !placement_of(call, i, mesh_dim).is_partial()) continue;
+      if (call.inputs[i].meta.shape[static_cast<size_t>(to.shard_dim())] < call.mesh.size(mesh_dim)) return true;
+    }
+    return false;
+  };
+  candidates.erase(std::remove_if(candidates.begin(), candidates.end(), tiny), candidates.end());
 }
 
 }  // namespace dtensor::detail

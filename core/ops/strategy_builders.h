@@ -30,4 +30,10 @@ Placement partial_to_replicate(const Placement& p);
 /// sharding it (torch.chunk would give every rank the same size).
 bool evenly_sharded(const OpCall& call, size_t i, int64_t dim);
 
+/// Drops the candidates that reduce_scatter a Partial input onto a tensor dim
+/// with fewer elements than `mesh_dim` has ranks (See Note [Reduce-scatter
+/// onto a dim smaller than the group]).
+/// Example: mm of [8, 3] x [3, 2] P(min) on a 4-rank mesh dim loses {S(1), S(0)} -> P.
+void drop_partial_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates);
+
 }  // namespace dtensor::detail

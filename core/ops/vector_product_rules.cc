@@ -7,26 +7,35 @@
 namespace dtensor {
 namespace {
 
+// Linear in each operand: one Partial(sum) or Partial(avg) operand, the
+// other Replicate, gives that Partial.
+void add_linear_partials(std::vector<DimStrategy>& c) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+    c.push_back({{Partial(op), Replicate()}, {Partial(op)}});
+    c.push_back({{Replicate(), Partial(op)}, {Partial(op)}});
+  }
+}
+
 DimRule dot_rule() {
   return [](const OpCall&, int) {
-    return std::vector<DimStrategy>{
+    std::vector<DimStrategy> c{
         {{Replicate(), Replicate()}, {Replicate()}},
         {{Shard(0), Shard(0)}, {Partial()}},
-        {{Partial(), Replicate()}, {Partial()}},
-        {{Replicate(), Partial()}, {Partial()}},
     };
+    add_linear_partials(c);
+    return c;
   };
 }
 
 DimRule mv_rule() {
   return [](const OpCall&, int) {
-    return std::vector<DimStrategy>{
+    std::vector<DimStrategy> c{
         {{Replicate(), Replicate()}, {Replicate()}},
         {{Shard(0), Replicate()}, {Shard(0)}},
         {{Shard(1), Shard(0)}, {Partial()}},
-        {{Partial(), Replicate()}, {Partial()}},
-        {{Replicate(), Partial()}, {Partial()}},
     };
+    add_linear_partials(c);
+    return c;
   };
 }
 

@@ -69,6 +69,12 @@ int64_t reshape_target(const OpCall& call, int64_t d) {
   int64_t parts = 1;
   for (int m : call.inputs[0].mesh_dims_sharding(d)) parts *= call.mesh.size(m);
   for (const DimGroup& g : group_dims(in, out)) {
+    // A dim only renumbered keeps its shard, a size-1 one too (PyTorch keeps
+    // S(1) of [4, 1] through unflatten(0, [2, 2]) as S(2)).
+    if (g.in_dims.size() == 1 && g.in_dims[0] == d && g.out_dims.size() == 1 &&
+        in[static_cast<size_t>(d)] == out[static_cast<size_t>(g.out_dims[0])]) {
+      return g.out_dims[0];
+    }
     if (first_non_unit(g.in_dims, in) != d) continue;
     const int64_t lead_out = first_non_unit(g.out_dims, out);
     if (lead_out < 0) return -1;

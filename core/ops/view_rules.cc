@@ -86,13 +86,18 @@ std::vector<int64_t> squeeze_map(const OpCall& call) {
 }
 
 // select.int(self, dim, index) and slice.Tensor(self, dim, ...): the dim is
-// indexed, so a shard on it must be gathered; select removes it.
+// indexed, so a shard on it must be gathered; select removes it. A slice
+// that keeps the whole dim (same size: start 0, step 1, end past the size;
+// narrow(x, d, 0, size) decomposes to it) is the identity there and keeps
+// the shard, as in PyTorch.
 std::vector<int64_t> index_map(const OpCall& call, bool removes) {
   const int64_t dim = detail::wrap_dim(call.arg(1).toInt(), in_ndim(call));
+  const bool whole = !removes && call.outputs[0].shape[static_cast<size_t>(dim)] ==
+                                     call.inputs[0].meta.shape[static_cast<size_t>(dim)];
   std::vector<int64_t> map;
   for (int64_t d = 0; d < in_ndim(call); ++d) {
     if (d == dim && removes) continue;
-    map.push_back(d == dim ? -1 : d);
+    map.push_back(d == dim && !whole ? -1 : d);
   }
   return map;
 }

@@ -124,5 +124,81 @@ TEST(CommCountsTest, NormOverAShardIsOneAllReduce) {
   EXPECT_EQ(i.outputs, (std::vector<Placements>{Placements{Partial(ReduceOp::kMax)}}));
 }
 
+// Issue #18's differential test against PyTorch 2.11: the cases it found
+// where we issued more collectives than PyTorch, reduced to one op each.
+const Placements Pavg{Partial(ReduceOp::kAvg)}, Pmax{Partial(ReduceOp::kMax)};
+
+TEST(CommCountsTest, MatrixProductsKeepAPartialAvgOperand) {
+  OpCase mm("mm", {Input::floats({8, 4}), Input::floats({4, 12})}, [](const Tensors& x) { return Tensors{x[0].mm(x[1])}; });
+  for (const auto& [a, b] : {std::pair{Pavg, R}, std::pair{R, Pavg}}) {
+    CommCounts c = comm_counts(mm, {4}, {a, b});
+    EXPECT_EQ(c.forward, kNone) << to_string(a) << " " << to_string(b);
+    EXPECT_EQ(c.outputs, (std::vector<Placements>{Pavg}));
+  }
+  OpCase addmm("addmm", {Input::floats({12}), Input::floats({8, 4}), Input::floats({4, 12})},
+               [](const Tensors& x) { return Tensors{torch::addmm(x[0], x[1], x[2])}; });
+  CommCounts bias = comm_counts(addmm, {4}, {Pavg, R, R});
+  EXPECT_EQ(bias.forward, kNone);
+  EXPECT_EQ(bias.outputs, (std::vector<Placements>{Pavg}));
+}
+
+TEST(CommCountsTest, WholeMeshCheckOfNestedShardsOnA3DMesh) {
+  // bmm of [P, P, R] by [P(avg), S(1), S(1)] on 2x2x2: nine candidates per
+  // mesh dim (729 combinations); PyTorch: one all_reduce, one reduce_scatter.
+  OpCase bmm("bmm", {Input::floats({6, 3, 5}).no_grad(), Input::floats({6, 5, 3}).no_grad()},
+             [](const Tensors& x) { return Tensors{x[0].bmm(x[1])}; });
+  CommCounts c = comm_counts(bmm, {2, 2, 2}, {Placements{P[0], P[0], R[0]}, Placements{Pavg[0], S1[0], S1[0]}});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}, {"reduce_scatter_tensor", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{P[0], P[0], P[0]}}));
+}
+
+TEST(CommCountsTest, SiluBackwardReducesAPartialInputOnce) {
+  OpCase silu("silu", {Input::floats({8})}, [](const Tensors& x) { return Tensors{torch::silu(x[0])}; });
+  CommCounts c = comm_counts(silu, {4}, {P});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}}));
+  EXPECT_EQ(c.backward, (Counts{{"all_reduce", 1}}));  // the composite reduced it twice
+}
+
+TEST(CommCountsTest, MseLossBackwardKeepsPartialInputs) {
+  OpCase mse("mse_loss", {Input::floats({4, 6}), Input::floats({4, 6})},
+             [](const Tensors& x) { return Tensors{torch::mse_loss(x[0], x[1])}; });
+  CommCounts c = comm_counts(mse, {4}, {P, P});
+  EXPECT_EQ(c.backward, kNone);
+}
+
+TEST(CommCountsTest, SliceOfAWholeShardedDimKeepsTheShard) {
+  OpCase whole("slice_whole", {Input::floats({8, 4})}, [](const Tensors& x) { return Tensors{x[0].narrow(0, 0, 8)}; });
+  CommCounts c = comm_counts(whole, {4}, {S0});
+  EXPECT_EQ(c.forward, kNone);
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{S0}));
+  OpCase part("slice_part", {Input::floats({8, 4})}, [](const Tensors& x) { return Tensors{x[0].narrow(0, 0, 4)}; });
+  EXPECT_EQ(comm_counts(part, {4}, {S0}).forward, kOneAllGather);
+}
+
+TEST(CommCountsTest, CatJoinsAReplicateInputIntoAPartialMax) {
+  OpCase cat("cat", {Input::floats({2, 3}).no_grad(), Input::floats({2, 3}).no_grad()},
+             [](const Tensors& x) { return Tensors{torch::cat({x[0], x[1]}, 1)}; });
+  CommCounts c = comm_counts(cat, {4}, {R, Pmax});
+  EXPECT_EQ(c.forward, kNone);
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Pmax}));
+}
+
+TEST(CommCountsTest, ProdOverAShardIsPartialProduct) {
+  OpCase prod("prod", {Input::floats({8, 4}).no_grad()}, [](const Tensors& x) { return Tensors{x[0].prod(0)}; });
+  CommCounts c = comm_counts(prod, {4}, {S0});
+  EXPECT_EQ(c.forward, kNone);
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{Partial(ReduceOp::kProduct)}}));
+}
+
+TEST(CommCountsTest, MatmulReducesATinyPartialOperandOnce) {
+  // mm of [8, 3] by a P(min) [3, 2] on 4 ranks: 3 rows cannot be
+  // reduce_scattered over 4 (PyTorch: is_tensor_shardable), one all_reduce.
+  OpCase mm("mm", {Input::floats({8, 3}).no_grad(), Input::floats({3, 2}).no_grad()},
+            [](const Tensors& x) { return Tensors{x[0].mm(x[1])}; });
+  CommCounts c = comm_counts(mm, {4}, {R, Placements{Partial(ReduceOp::kMin)}});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
+}
+
 }  // namespace
 }  // namespace dtensor::testing
