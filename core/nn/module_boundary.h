@@ -37,8 +37,8 @@ struct ModuleBoundary {
 };
 
 /// Called by the DTensor kernel for each input that carries a boundary: does
-/// nothing when one of its modules is in a forward scope on this thread, or
-/// inside autograd's backward, or with grad mode off and no module scope
+/// nothing when one of its modules is in a forward scope on this thread, for
+/// detach / alias, inside autograd's backward, or with grad mode off and no module scope
 /// active at all (optimizer steps, init, inspection); otherwise warns once
 /// per module or throws, naming the module, its style, `op`, the rank and the
 /// call to write.

@@ -77,15 +77,21 @@ void close_scope(const torch::nn::Module* module) {
 // distribute_module attaches a ModuleBoundary to the parameters of a module
 // whose boundary it converts, and the DTensor kernel checks each such input:
 // the parameter is used properly when its module's scope is open on this
-// thread. Uses that are not forward passes are let through: autograd's
-// backward (the graph task is set), and, with grad mode off, anything run
-// while no module scope is open at all (optimizer steps, init, inspection).
+// thread. Uses that are not forward passes are let through: detach / alias
+// (a handle, no computation), autograd's backward (the graph task is set),
+// and, with grad mode off, anything run while no module scope is open at all
+// (optimizer steps, init, inspection under a NoGradGuard).
 // What this cannot see: a no-grad forward that opens no scope anywhere
 // (call the root through dtensor::nn::call, or open a DTENSOR_MODULE_SCOPE
 // in its forward, and it is seen). The cost on the common path is one
 // pointer test per DTensor input; a parameter of a parallelized module adds
 // a walk of the open scopes (a few entries).
-bool use_is_exempt() {
+bool use_is_exempt(std::string_view op) {
+  // Taking a handle on the parameter computes nothing: p.detach() to inspect
+  // or copy it is no forward pass.
+  if (op == "aten::detach" || op == "aten::detach_" || op == "aten::alias" || op == "aten::lift_fresh") {
+    return true;
+  }
   if (torch::autograd::get_current_graph_task_exec_info() != nullptr) return true;  // in backward
   return !at::GradMode::is_enabled() && open_scopes().empty();
 }
@@ -111,7 +117,7 @@ void check_module_boundary(const ModuleBoundary& boundary, std::string_view op, 
   for (const ModuleBoundary::Owner& owner : boundary.owners) {
     if (module_in_scope(owner.module)) return;
   }
-  if (use_is_exempt() || boundary.owners.empty()) return;
+  if (use_is_exempt(op) || boundary.owners.empty()) return;
   const ModuleBoundary::Owner& owner = boundary.owners.front();
   std::string message = c10::str(
       op, " uses a parameter of '", owner.name, "' (", owner.style, ") on rank ", rank,

@@ -98,8 +98,12 @@ TEST(LogTest, DebugAddsCacheHitsAndTheStrategyComparison) {
   const std::string all = joined(capture.lines());
   const auto adds = capture.with("] aten::add.Tensor: ");
   ASSERT_EQ(adds.size(), 4u) << all;
+  // The replicated operand is chunked locally (no collective) rather than the other gathered.
   EXPECT_EQ(capture.with("aten::add.Tensor: [S(0)] Double[4, 6], [R] Double[4, 6] -> [S(0)] Double[4, 6]; "
-                         "sharding cache miss; mesh dim 0 chose ").size(), 2u) << all;
+                         "plan [S(0)], [S(0)] -> [S(0)]; sharding cache miss; mesh dim 0 chose "
+                         "S(0), S(0) -> S(0) (cost ").size(), 2u) << all;
+  EXPECT_EQ(capture.with("(implicit, aten::add.Tensor input 1): mesh dim 0 R -> S(0) local_chunk").size(), 4u)
+      << all;
   EXPECT_EQ(capture.with("; sharding cache hit; mesh dim 0 chose ").size(), 2u) << all;
   EXPECT_FALSE(capture.with(" over ").empty()) << "no rejected strategy named:\n" << all;
 }

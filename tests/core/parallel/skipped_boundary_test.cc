@@ -76,6 +76,7 @@ TEST(SkippedBoundaryTest, ProperCallsTrainWithoutComplaint) {
       y.sum().backward();
       opt.step();
     }
+    EXPECT_TRUE(is_dtensor(pair->up->weight.detach()));  // a handle, with grad mode on
     torch::NoGradGuard no_grad;  // inspection outside any forward
     EXPECT_TRUE(is_dtensor(pair->up->weight.sum()));
   });
