@@ -17,9 +17,16 @@ struct SkipDispatchGuard::State {
   State* previous = nullptr;
 };
 
+struct RuleModeGuard::State {
+  uint32_t bits = 0;
+  std::vector<std::string> replicate_plain_in;
+  State* previous = nullptr;
+};
+
 namespace {
 
 thread_local bool t_implicit_replication = false;
+thread_local RuleModeGuard::State* t_rule_modes = nullptr;
 thread_local SkipDispatchGuard::State* t_state = nullptr;
 
 bool listed(const std::vector<std::string>& names, const std::string& op) {
@@ -61,6 +68,21 @@ ImplicitReplicationGuard::ImplicitReplicationGuard() : previous_(t_implicit_repl
 ImplicitReplicationGuard::~ImplicitReplicationGuard() { t_implicit_replication = previous_; }
 bool ImplicitReplicationGuard::active() { return t_implicit_replication; }
 
+RuleModeGuard::RuleModeGuard(RuleMode mode, std::vector<std::string> replicate_plain_in)
+    : previous_(t_rule_modes) {
+  const uint32_t outer = previous_ != nullptr ? previous_->bits : 0u;
+  t_rule_modes = new State{outer | static_cast<uint32_t>(mode), std::move(replicate_plain_in), previous_};
+}
+
+RuleModeGuard::~RuleModeGuard() {
+  delete t_rule_modes;
+  t_rule_modes = previous_;
+}
+
+bool RuleModeGuard::active(RuleMode mode) { return (bits() & static_cast<uint32_t>(mode)) != 0; }
+
+uint32_t RuleModeGuard::bits() { return t_rule_modes != nullptr ? t_rule_modes->bits : 0u; }
+
 const std::vector<std::string>& default_still_dispatched() {
   static const auto* names = new std::vector<std::string>{
       "aten::_local_scalar_dense", "aten::equal",     "aten::allclose",  "aten::is_nonzero",
@@ -82,6 +104,13 @@ SkipDispatchGuard::~SkipDispatchGuard() {
 bool SkipDispatchGuard::active() { return t_state != nullptr; }
 
 namespace detail {
+
+bool plain_tensors_replicated_in(std::string_view op) {
+  for (const RuleModeGuard::State* s = t_rule_modes; s != nullptr; s = s->previous) {
+    if (!s->replicate_plain_in.empty() && listed(s->replicate_plain_in, std::string(op))) return true;
+  }
+  return false;
+}
 
 bool skip_dispatch_for(const std::string& op) { return t_state != nullptr && !listed(t_state->still_dispatched, op); }
 

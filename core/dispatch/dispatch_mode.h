@@ -7,7 +7,9 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dtensor {
@@ -70,7 +72,52 @@ class SkipDispatchGuard {
   State* previous_;
 };
 
+// Note [Rule modes]
+// Some scopes change what sharding rules decide rather than how the kernel
+// runs: inside loss_parallel (core/parallel/loss_parallel.h) the log-softmax
+// and nll-loss rules pick the class-sharded algorithm; inside
+// context_parallel (core/experimental/context_parallel.h) attention on
+// sequence-sharded inputs gathers keys and values. A scope sets its bit for
+// this thread; rules read it with RuleModeGuard::active, and the sharding
+// cache keys its entries on RuleModeGuard::bits() (Note [Sharding cache key]
+// in core/dispatch/sharding_propagator.cc), so a plan made inside a scope is
+// never reused outside it. A scope may also name operators whose plain tensor
+// arguments are taken as Replicate while it is active (loss_parallel's
+// targets and class weights), as ImplicitReplicationGuard does for every op.
+
+/// Bits of Note [Rule modes].
+enum class RuleMode : uint32_t {
+  kLossParallel = 1u << 0,
+  kContextParallel = 1u << 1,
+};
+
+/// Sets `mode` on this thread while it lives; guards nest.
+/// Example: { RuleModeGuard g(RuleMode::kLossParallel, {"aten::nll_loss_forward"}); ... }
+class RuleModeGuard {
+ public:
+  /// `replicate_plain_in`: operator names ("aten::nll_loss_forward" = every
+  /// overload) whose plain tensor arguments are taken as Replicate inside.
+  explicit RuleModeGuard(RuleMode mode, std::vector<std::string> replicate_plain_in = {});
+  ~RuleModeGuard();
+  RuleModeGuard(const RuleModeGuard&) = delete;
+  RuleModeGuard& operator=(const RuleModeGuard&) = delete;
+
+  /// True inside a guard of `mode` on this thread.
+  static bool active(RuleMode mode);
+  /// Every mode active on this thread, or-ed; 0 outside all guards.
+  static uint32_t bits();
+
+  struct State;
+
+ private:
+  State* previous_;
+};
+
 namespace detail {
+
+/// True when an active RuleModeGuard names `op` ("aten::nll_loss_forward")
+/// as taking plain tensors as Replicate.
+bool plain_tensors_replicated_in(std::string_view op);
 
 /// The DTensor kernel's check: true when `op` (full name, "aten::add.Tensor")
 /// must run on local tensors now.

@@ -96,7 +96,9 @@ void add_input(OpCall& call, Unwrapped& u, const at::Tensor& t, size_t arg, int6
     // As PyTorch's DTensor dispatch: a one-element plain tensor (0-dim or
     // not; e.g. the zeros autograd makes for an unused chunk's gradient) is
     // safely treated as replicated.
-    TORCH_CHECK(t.numel() == 1 || ImplicitReplicationGuard::active(), call.name,
+    TORCH_CHECK(t.numel() == 1 || ImplicitReplicationGuard::active() ||
+                    detail::plain_tensors_replicated_in(call.name),
+                call.name,
                 ": argument ", arg, " is a plain tensor of shape ", t.sizes(),
                 " mixed with DTensors (rank ", call.mesh.global_rank(), "). Make it a DTensor "
                 "(distribute_tensor(t, mesh, {Replicate()}) or DTensor::from_local), or wrap "

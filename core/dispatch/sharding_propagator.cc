@@ -8,6 +8,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "core/dispatch/dispatch_mode.h"
 #include "core/dispatch/sharding_registry.h"
 
 namespace dtensor {
@@ -19,6 +20,8 @@ namespace {
 // VALUES are left out on purpose (only their kind is kept): optimizers pass a
 // new learning-rate or bias-correction scalar every step, and keying on them
 // would grow the cache without bound. No built-in rule reads a float value.
+// The thread's rule modes (Note [Rule modes] in core/dispatch/dispatch_mode.h,
+// e.g. loss_parallel) are part of the key: rules decide differently inside.
 //
 // Note [Sharding cache lookup]
 // A hit must not allocate: the lookup hashes the call in place (operator
@@ -29,6 +32,7 @@ struct CacheKey {
   std::vector<int64_t> args;
   std::vector<DTensorSpec> inputs;
   uint64_t registry_generation = 0;
+  uint32_t rule_modes = 0;
 };
 
 struct CacheEntry {
@@ -37,9 +41,9 @@ struct CacheEntry {
 };
 
 bool matches(const CacheKey& key, const void* op, const std::vector<int64_t>& args,
-             const std::vector<DTensorSpec>& inputs, uint64_t generation) {
-  return key.op == op && key.registry_generation == generation && key.args == args &&
-         key.inputs == inputs;
+             const std::vector<DTensorSpec>& inputs, uint64_t generation, uint32_t modes) {
+  return key.op == op && key.registry_generation == generation && key.rule_modes == modes &&
+         key.args == args && key.inputs == inputs;
 }
 
 // Note [Cache eviction]
@@ -121,8 +125,9 @@ std::vector<TensorMeta> output_metas_on(const OpCall& call, c10::DeviceType devi
 }
 
 size_t hash_key(const void* op, const std::vector<int64_t>& args,
-                const std::vector<DTensorSpec>& inputs, uint64_t generation) {
+                const std::vector<DTensorSpec>& inputs, uint64_t generation, uint32_t modes) {
   size_t h = reinterpret_cast<size_t>(op) ^ static_cast<size_t>(generation) * 0x9e3779b97f4a7c15u;
+  h = h * 1000003u ^ modes;
   for (int64_t a : args) h = h * 1000003u ^ static_cast<size_t>(a);
   for (const auto& spec : inputs) h = h * 31 + spec.hash();
   return h;
@@ -134,10 +139,11 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
   ThreadCache& cache = thread_cache();
   const void* op = &call.op->schema();
   const uint64_t generation = ShardingRegistry::global().generation();
-  const size_t hash = hash_key(op, arg_key, call.inputs, generation);
+  const uint32_t modes = RuleModeGuard::bits();
+  const size_t hash = hash_key(op, arg_key, call.inputs, generation, modes);
   auto [first, last] = cache.entries.equal_range(hash);
   for (auto it = first; it != last; ++it) {
-    if (matches(it->second.key, op, arg_key, call.inputs, generation)) {
+    if (matches(it->second.key, op, arg_key, call.inputs, generation, modes)) {
       ++cache.stats.hits;  // call.outputs stays empty: see the header
       return it->second.result;
     }
@@ -177,7 +183,7 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
   // The rule may have issued DTensor ops that filled the cache in the meantime.
   if (cache.entries.size() >= cache.capacity) cache.entries.clear();
   std::shared_ptr<const PropagationResult> shared = std::move(result);
-  cache.entries.emplace(hash, CacheEntry{CacheKey{op, arg_key, call.inputs, generation}, shared});
+  cache.entries.emplace(hash, CacheEntry{CacheKey{op, arg_key, call.inputs, generation, modes}, shared});
   return shared;
 }
 

@@ -9,7 +9,9 @@
 //  - scaled dot-product attention (compat::kAttentionOp): the math path
 //    builds its causal mask as a plain tensor; it runs with implicit
 //    replication (the mask is Replicate), heads first when heads are sharded
-//    (Note [Attention sharded on heads]).
+//    (Note [Attention sharded on heads]); inside context_parallel, a query
+//    sharded on the sequence takes the installed context-parallel attention
+//    (core/experimental/context_parallel.cc).
 // Everything else keeps LibTorch's autograd formulas.
 #include <ATen/Functions.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -20,6 +22,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -277,13 +280,31 @@ c10::optional<at::Tensor> mask_heads_first(const c10::optional<at::Tensor>& attn
   return mask;
 }
 
+std::atomic<ContextParallelAttention> g_context_parallel_attention{nullptr};
+
 #if DTENSOR_TORCH_AT_LEAST(2, 0)
+// True when `query` is a DTensor sharded on its sequence dim (-2).
+bool sequence_sharded(const at::Tensor& query) {
+  DTensorImpl* impl = query.defined() && query.dim() >= 2 ? dtensor_impl(query) : nullptr;
+  if (impl == nullptr) return false;
+  for (const Placement& p : impl->spec().placements) {
+    if (p.is_shard(query.dim() - 2) || p.is_shard(-2)) return true;
+  }
+  return false;
+}
+
 // aten::scaled_dot_product_attention: the math decomposition, whatever fused
-// kernel LibTorch would pick for the local tensors.
+// kernel LibTorch would pick for the local tensors; inside context_parallel,
+// a sequence-sharded query takes the context-parallel attention.
 at::Tensor sdpa_with_implicit_replication(const at::Tensor& query, const at::Tensor& key,
                                           const at::Tensor& value, const c10::optional<at::Tensor>& attn_mask,
                                           double dropout_p, bool is_causal, c10::optional<double> scale,
                                           bool enable_gqa) {
+  if (RuleModeGuard::active(RuleMode::kContextParallel) && sequence_sharded(query)) {
+    ContextParallelAttention attention = g_context_parallel_attention.load();
+    TORCH_INTERNAL_ASSERT(attention != nullptr, "context_parallel is active but installed no attention");
+    return attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
+  }
   ImplicitReplicationGuard replicate_plain_tensors;
   if (any_heads_sharded(query, key, value)) {
     // Heads first turns heads into the batch dim, where GQA's head broadcast
@@ -317,6 +338,8 @@ std::tuple<at::Tensor, at::Tensor> sdpa_with_implicit_replication(
 #endif
 
 }  // namespace
+
+void set_context_parallel_attention(ContextParallelAttention fn) { g_context_parallel_attention.store(fn); }
 
 void register_autograd_overrides() {
   static std::once_flag once;

@@ -14,6 +14,7 @@ void register_builtin_rules(ShardingRegistry& registry) {
   register_vector_product_rules(registry);
   register_nn_rules(registry);
   register_loss_rules(registry);
+  register_loss_parallel_rules(registry);  // after the math and loss rules it wraps
   register_autograd_overrides();
 }
 

@@ -2,6 +2,9 @@
 //   register_builtin_rules(ShardingRegistry::global());   // done by dtensor::init()
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "core/dispatch/sharding_registry.h"
 
 namespace dtensor {
@@ -19,6 +22,24 @@ void register_math_rules(ShardingRegistry& registry);
 void register_vector_product_rules(ShardingRegistry& registry);
 void register_nn_rules(ShardingRegistry& registry);
 void register_loss_rules(ShardingRegistry& registry);
+/// Loss parallelism (core/ops/loss_parallel_rules.cc): wraps the rules of
+/// _log_softmax, nll_loss and their backwards registered before it.
+void register_loss_parallel_rules(ShardingRegistry& registry);
+
+/// Operators whose plain tensor arguments (targets, class weights) are taken
+/// as Replicate inside dtensor::loss_parallel().
+const std::vector<std::string>& loss_parallel_plain_replicated_ops();
+
+/// The attention of sequence-sharded DTensors inside context_parallel
+/// (core/experimental/context_parallel.cc installs it; the attention
+/// autograd kernel of core/ops/autograd_overrides.cc calls it when
+/// RuleMode::kContextParallel is active and the query is sharded on dim -2).
+/// Arguments as at::scaled_dot_product_attention's.
+using ContextParallelAttention = at::Tensor (*)(const at::Tensor& query, const at::Tensor& key,
+                                                const at::Tensor& value, const c10::optional<at::Tensor>& attn_mask,
+                                                double dropout_p, bool is_causal, c10::optional<double> scale,
+                                                bool enable_gqa);
+void set_context_parallel_attention(ContextParallelAttention fn);
 
 /// Autograd kernels for DTensors where LibTorch 1.13's formulas build plain
 /// tensors (core/ops/autograd_overrides.cc). Registered once per process,

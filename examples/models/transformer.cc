@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "core/compat/torch_compat.h"
 #include "core/nn/module_call.h"
 #include "core/parallel/module_params.h"
 #include "examples/models/seeded_init.h"
@@ -33,7 +34,10 @@ namespace dtensor::examples {
 // (PyTorch calls SDPA, which has its own sharding rule.)
 
 AttentionImpl::AttentionImpl(const ModelArgs& args)
-    : head_dim_(args.dim_ / args.n_heads_), dropout_p_(args.dropout_p_), use_attn_mask_(args.use_attn_mask_) {
+    : head_dim_(args.dim_ / args.n_heads_),
+      dropout_p_(args.dropout_p_),
+      use_attn_mask_(args.use_attn_mask_),
+      use_sdpa_(args.use_sdpa_) {
   TORCH_CHECK(args.dim_ % args.n_heads_ == 0, "Attention: dim ", args.dim_, " is not a multiple of n_heads ",
               args.n_heads_);
   auto linear = [&](const char* name) {
@@ -50,6 +54,13 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x) {
   const int64_t bsz = x.size(0), seq_len = x.size(1);
   at::Tensor q = nn::call(wq, x), k = nn::call(wk, x), v = nn::call(wv, x);
   const int64_t n_heads = q.size(-1) / head_dim_;  // See Note [Attention heads under tensor parallelism]
+  if (use_sdpa_) {  // [bsz, n_heads, seq, head_dim], as PyTorch's model
+    auto heads = [&](const at::Tensor& t) { return t.view({bsz, seq_len, n_heads, head_dim_}).transpose(1, 2); };
+    at::Tensor out = compat::scaled_dot_product_attention(heads(q), heads(k), heads(v), use_attn_mask_,
+                                                          /*attn_mask=*/{}, is_training() ? dropout_p_ : 0.0);
+    out = out.transpose(1, 2).contiguous().view({bsz, seq_len, n_heads * head_dim_});
+    return nn::call(resid_dropout, nn::call(wo, out));
+  }
   auto heads_first = [&](const at::Tensor& t) {
     return t.view({bsz, seq_len, n_heads, head_dim_})
         .permute({2, 0, 1, 3})

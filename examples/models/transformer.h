@@ -57,6 +57,14 @@ struct ModelArgs {
     use_attn_mask_ = v;
     return *this;
   }
+  /// Attention through at::scaled_dot_product_attention on [bsz, n_heads,
+  /// seq, head_dim] (as PyTorch's model) instead of bmm/softmax; with it,
+  /// dtensor::experimental::context_parallel applies to a sequence-sharded
+  /// input. Needs LibTorch 2.x.
+  ModelArgs& use_sdpa(bool v) {
+    use_sdpa_ = v;
+    return *this;
+  }
   ModelArgs& weight_tying(bool v) {
     weight_tying_ = v;
     return *this;
@@ -73,12 +81,14 @@ struct ModelArgs {
   int64_t n_heads_ = 4;
   double dropout_p_ = 0.1;
   bool use_attn_mask_ = true;
+  bool use_sdpa_ = false;
   bool weight_tying_ = false;
   uint64_t seed_ = 0;  // seeded_init seed
 };
 
 /// Multi-head self-attention without biases; causal softmax(QK^T/sqrt(d))V
-/// written with bmm/softmax (LibTorch 1.13 has no public SDPA).
+/// written with bmm/softmax (LibTorch 1.13 has no public SDPA), or with
+/// scaled_dot_product_attention (ModelArgs::use_sdpa).
 /// See Note [Attention heads under tensor parallelism].
 class AttentionImpl : public torch::nn::Module {
  public:
@@ -92,6 +102,7 @@ class AttentionImpl : public torch::nn::Module {
   int64_t head_dim_;
   double dropout_p_;
   bool use_attn_mask_;
+  bool use_sdpa_;
 };
 TORCH_MODULE(Attention);
 
