@@ -7,8 +7,12 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/TensorImpl.h>
 
+#include <memory>
+#include <utility>
+
 #include "backends/communicator.h"
 #include "core/dtensor_spec.h"
+#include "core/nn/module_boundary.h"
 
 namespace dtensor {
 
@@ -38,6 +42,12 @@ class DTensorImpl final : public c10::TensorImpl {
   /// True until local() has waited for the pending work.
   bool has_pending() const { return pending_ != nullptr; }
 
+  /// The module boundary this parameter belongs to (a parallelized module's
+  /// parameter), or nullptr; shallow copies do not carry it. See Note
+  /// [Skipped boundaries] in core/nn/module_call.cc.
+  const nn::ModuleBoundary* boundary() const { return boundary_.get(); }
+  void set_boundary(std::shared_ptr<const nn::ModuleBoundary> boundary) { boundary_ = std::move(boundary); }
+
   /// Replaces local tensor and spec (used by in-place ops that change both).
   void set_local_and_spec(at::Tensor local, DTensorSpec spec);
 
@@ -54,6 +64,7 @@ class DTensorImpl final : public c10::TensorImpl {
 
   at::Tensor local_;
   DTensorSpec spec_;
+  std::shared_ptr<const nn::ModuleBoundary> boundary_;
   mutable WorkPtr pending_;  // mutable: waiting is part of reading the shard
 };
 

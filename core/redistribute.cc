@@ -6,9 +6,11 @@
 #include <c10/util/Exception.h>
 
 #include <mutex>
+#include <sstream>
 #include <unordered_map>
 
 #include "core/collectives.h"
+#include "core/log.h"
 #include "core/redistribution_origin.h"
 #include "core/torch_errors.h"
 #include "core/layout/redistribute_plan.h"
@@ -169,12 +171,36 @@ PlanPtr cached_plan(const DTensorSpec& from, const Placements& to) {
   return plan;
 }
 
+// The DTENSOR_LOG line of one redistribution: who asked (the origin frame),
+// the tensor, and every step with its collective and bytes.
+void log_redistribution(const DTensorSpec& from, const RedistributePlan& plan) {
+  std::ostringstream out;
+  out << "redistribute " << c10::toString(from.meta.dtype) << c10::IntArrayRef(from.meta.shape) << " "
+      << to_string(plan.from) << " -> " << to_string(plan.to);
+  if (const OriginFrame* frame = OriginFrame::current()) {
+    out << " (" << (frame->is_explicit() ? "explicit " : "implicit, ");
+    if (frame->is_explicit()) out << frame->cause() << ", ";
+    out << frame->op();
+    if (frame->input_index() >= 0) out << " input " << frame->input_index();
+    out << ")";
+  }
+  out << ":";
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const RedistributeStep& step = plan.steps[k];
+    out << (k ? ";" : "") << " mesh dim " << step.mesh_dim << " " << step.from.to_string() << " -> "
+        << step.to.to_string() << " " << step_kind_name(step.kind);
+    if (is_collective(step.kind)) out << " " << step.bytes_per_rank << " B/rank";
+  }
+  detail::emit_log_line(from.mesh.global_rank(), out.str());
+}
+
 }  // namespace
 
 at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
                               const Placements& to) {
   if (from.placements == to) return local;
   const PlanPtr plan = cached_plan(from, to);
+  if (log_enabled(LogLevel::kInfo)) log_redistribution(from, *plan);  // Note [Logging costs nothing when off]
   at::Tensor current = local;
   DTensorSpec spec = from;
   RedistributionProgress progress(from.placements, to);  // See Note [Collective origins]

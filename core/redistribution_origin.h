@@ -54,6 +54,8 @@ class OriginFrame : public CollectiveOriginSource {
   bool is_explicit() const { return is_explicit_; }
   const char* cause() const { return cause_; }
   std::string_view op() const { return op_; }
+  /// Implicit frames: the op's tensor input being redistributed; else -1.
+  int64_t input_index() const { return input_index_; }
 
   // Filled by whoever runs the redistribution (redistribute_local,
   // distribute_tensor, run_check); pointers must outlive their use: see

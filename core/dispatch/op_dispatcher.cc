@@ -14,11 +14,14 @@
 
 #include "core/dispatch/dispatch_mode.h"
 #include "core/dispatch/explicit_redistribution.h"
+#include "core/dispatch/op_log.h"
 #include "core/dispatch/op_name.h"
 #include "core/dispatch/op_observer.h"
 #include "core/dispatch/sharding_propagator.h"
 #include "core/dispatch/sharding_registry.h"
 #include "core/dtensor_impl.h"
+#include "core/log.h"
+#include "core/nn/module_boundary.h"
 #include "core/redistribute.h"
 #include "core/redistribution_origin.h"
 
@@ -83,6 +86,10 @@ void add_input(OpCall& call, Unwrapped& u, const at::Tensor& t, size_t arg, int6
     TORCH_CHECK(impl->spec().mesh == call.mesh, call.name, ": DTensor arguments live on different "
                 "meshes (", impl->spec().mesh.to_string(), " and ", call.mesh.to_string(),
                 "); redistribute them onto one mesh first");
+    // A parallelized module's parameter: Note [Skipped boundaries].
+    if (const nn::ModuleBoundary* boundary = impl->boundary()) {
+      nn::check_module_boundary(*boundary, call.name, call.mesh.global_rank());
+    }
     call.inputs.push_back(impl->spec());
     u.locals.push_back(impl->local());
     u.plain.push_back(false);
@@ -237,10 +244,14 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   unwrap_args(call, u, &key);
   call.self_input = written_input(call);
   notify_op_observers(call);
+  // See Note [Logging costs nothing when off] in core/log.h.
+  const bool logging = log_enabled(LogLevel::kInfo);
+  const uint64_t misses_before = logging ? propagation_cache_stats().misses : 0;
   // Held, not referenced: See Note [Cache eviction].
   const std::shared_ptr<const PropagationResult> shared = propagate(call, key);
   const PropagationResult& result = *shared;
   const ShardingPlan& plan = result.plan;
+  if (logging) log_op_decision(call, result, propagation_cache_stats().misses == misses_before);
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     if (plan.input_placements[i] != call.inputs[i].placements) {
       // Only here, where an input is redistributed: an op whose inputs fit

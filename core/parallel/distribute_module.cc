@@ -4,6 +4,7 @@
 
 #include <c10/util/intrusive_ptr.h>
 
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -80,6 +81,24 @@ void replicate_rest(torch::nn::Module& module, const DeviceMesh& mesh, const Dis
   }
 }
 
+// Attaches `module`'s boundary to every DTensor parameter of its tree; a
+// parameter that already belongs to another module (tied weights, or a
+// child's own style) keeps that owner too. See Note [Skipped boundaries].
+void attach_boundary(torch::nn::Module& module, const DistributeModuleOptions& options) {
+  nn::ModuleBoundary::Owner owner{&module, options.module_name.empty() ? module.name() : options.module_name,
+                                  options.style_name.empty() ? "distribute_module input_fn / output_fn"
+                                                             : options.style_name};
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+    DTensorImpl* impl = dtensor_impl(item.value());
+    if (impl == nullptr) continue;
+    auto boundary = std::make_shared<nn::ModuleBoundary>();
+    if (const nn::ModuleBoundary* old = impl->boundary()) *boundary = *old;
+    boundary->owners.push_back(owner);
+    boundary->on_skip = options.skipped_boundary;
+    impl->set_boundary(std::move(boundary));
+  }
+}
+
 }  // namespace
 
 void distribute_module(torch::nn::Module& module, const DeviceMesh& mesh, const PartitionFn& partition_fn,
@@ -99,6 +118,7 @@ void distribute_module(torch::nn::Module& module, const DeviceMesh& mesh, const 
     record(params_before, sub.named_parameters(/*recurse=*/false), done);
     record(buffers_before, sub.named_buffers(/*recurse=*/false), done);
   }
+  if (input_fn || output_fn) attach_boundary(module, options);
   if (input_fn) {
     nn::register_forward_pre_hook(module, [input_fn, mesh](torch::nn::Module& m, nn::TensorList inputs) {
       ExplicitOriginScope origin(origin_cause::kDistributeModule, "distribute_module input_fn");

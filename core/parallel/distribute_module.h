@@ -15,6 +15,7 @@
 
 #include "core/device_mesh.h"
 #include "core/dtensor.h"
+#include "core/nn/module_boundary.h"
 #include "core/nn/module_call.h"
 #include "core/parallel/module_params.h"
 
@@ -38,6 +39,16 @@ struct DistributeModuleOptions {
   /// broadcasts them (PyTorch's default), or nullopt: every rank keeps its own
   /// (no communication; they must already be equal).
   std::optional<int64_t> src_data_rank = 0;
+  /// When input_fn or output_fn is given: what happens when an op uses a
+  /// parameter of the module while its forward runs without
+  /// dtensor::nn::call / ModuleScope (the conversions skipped); see Note
+  /// [Skipped boundaries] in core/nn/module_call.cc. kError for tests.
+  nn::SkippedBoundary skipped_boundary = nn::SkippedBoundary::kWarn;
+  /// The module and style those messages name (parallelize_module passes
+  /// the plan path and the style); empty: the module's type name and
+  /// "distribute_module input_fn / output_fn".
+  std::string module_name;
+  std::string style_name;
 };
 
 /// Distributes `module`'s parameters and buffers over `mesh`: partition_fn (if

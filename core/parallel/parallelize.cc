@@ -137,9 +137,12 @@ void parallelize_module(torch::nn::Module& module, const DeviceMesh& mesh, const
   detail::check_tp_mesh(mesh, "parallelize_module");
   DistributeModuleOptions distribute;
   distribute.src_data_rank = options.src_data_rank;
+  distribute.skipped_boundary = options.skipped_boundary;
   for (const PlanEntry& entry : plan) {
     TORCH_CHECK(entry.style != nullptr, "parallelize_module: plan entry '", entry.path, "' has no style");
+    distribute.style_name = entry.style->to_string();
     for (const auto& [path, sub] : resolve(module, entry.path)) {
+      distribute.module_name = path.empty() ? sub->name() : path;
       try {
         entry.style->apply(*sub, mesh, distribute);
       } catch (const c10::Error& e) {
@@ -154,6 +157,9 @@ void parallelize_module(torch::nn::Module& module, const DeviceMesh& mesh, const
                         const ParallelizeOptions& options) {
   DistributeModuleOptions distribute;
   distribute.src_data_rank = options.src_data_rank;
+  distribute.skipped_boundary = options.skipped_boundary;
+  distribute.module_name = module.name();
+  distribute.style_name = style.to_string();
   style.apply(module, mesh, distribute);
 }
 

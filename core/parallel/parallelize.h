@@ -45,6 +45,11 @@ struct ParallelizeOptions {
   /// src_data_rank), or nullopt: every rank slices its own copy (no
   /// communication; the copies must be equal, e.g. built from one seed).
   std::optional<int64_t> src_data_rank = 0;
+  /// What happens when a parallelized module's parameter is used while its
+  /// forward runs without dtensor::nn::call (the style's conversions
+  /// skipped): warn once per module (default), throw (for tests), or
+  /// nothing. See Note [Skipped boundaries] in core/nn/module_call.cc.
+  nn::SkippedBoundary skipped_boundary = nn::SkippedBoundary::kWarn;
 };
 
 /// Applies each plan entry's style to every submodule its path matches.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/fake/fake_world.h"
+#include "core/compat/torch_compat.h"
 #include "core/dtensor_impl.h"
 #include "core/parallel/data_parallel.h"
 #include "core/parallel/module_params.h"
@@ -185,13 +186,32 @@ TEST(MlpTensorParallelTest, CollectivesMatchPyTorch) {
   EXPECT_EQ(two_d.data_parallel, (Counts{{"all_reduce", 1}}));
 }
 
+// Collects LibTorch's warnings of every rank (the handler is per thread).
+struct WarningCollector : compat::WarningMessageHandler {
+  void on_warning(const std::string& msg) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    messages.push_back(msg);
+  }
+  size_t count(const std::string& part) {
+    std::lock_guard<std::mutex> lock(mutex);
+    size_t n = 0;
+    for (const auto& m : messages) n += m.find(part) != std::string::npos;
+    return n;
+  }
+  std::mutex mutex;
+  std::vector<std::string> messages;
+};
+
 // A model calling its children directly (no dtensor::nn::call): styles'
 // boundary hooks never run, but with a DTensor input the sharded parameters
-// still give the single-device result through sharding propagation.
+// still give the single-device result through sharding propagation. It is
+// not silent: each skipped module warns once (Note [Skipped boundaries]).
 TEST(MlpTensorParallelTest, PlainCallsStillComputeCorrectly) {
   const TrainRun reference = single_device(at::kDouble);
   const std::vector<Batch> batches = make_batches(at::kDouble);
+  WarningCollector warnings;
   run_fake_world(4, [&](World&) {
+    compat::WarningHandlerGuard guard(&warnings);
     auto mesh = DeviceMesh::init(c10::kCPU, {4});
     examples::MLP mlp(examples::MLPOptions().module_calls(false));
     mlp->to(at::kDouble);
@@ -213,6 +233,8 @@ TEST(MlpTensorParallelTest, PlainCallsStillComputeCorrectly) {
     EXPECT_LE(testing::max_abs_diff(losses, reference.losses), 1e-10);
     EXPECT_LE(testing::max_abs_diff(testing::full_parameters(*mlp), reference.params), 1e-10);
   });
+  EXPECT_EQ(warnings.count("uses a parameter of 'net1' (ColwiseParallel("), 1u);
+  EXPECT_EQ(warnings.count("uses a parameter of 'net2' (RowwiseParallel("), 1u);
 }
 
 }  // namespace
