@@ -53,9 +53,11 @@ struct ContiguousGradient : torch::autograd::Function<ContiguousGradient> {
   }
 };
 
+#if DTENSOR_TORCH_AT_LEAST(2, 0)
 bool is_seq_shard(const Placement& p, int64_t seq, int64_t ndim) {
   return p.is_shard() && (p.shard_dim() == seq || p.shard_dim() == seq - ndim);
 }
+#endif
 
 at::Tensor context_parallel_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                                       const c10::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
@@ -117,6 +119,9 @@ at::Tensor context_parallel_attention(const at::Tensor& query, const at::Tensor&
 }  // namespace
 
 ContextParallelGuard::ContextParallelGuard() : mode_(RuleMode::kContextParallel) {
+  // 1.13's attention op (_scaled_dot_product_attention) has no hook for it.
+  TORCH_CHECK(DTENSOR_TORCH_AT_LEAST(2, 0), "context_parallel needs LibTorch 2.x; this build uses ",
+              TORCH_VERSION, ": attention on sequence-sharded inputs would run by plain sharding propagation");
   static std::once_flag once;
   std::call_once(once, [] { set_context_parallel_attention(&context_parallel_attention); });
 }

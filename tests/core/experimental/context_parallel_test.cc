@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/fake/fake_world.h"
+#include "core/compat/torch_compat.h"
 #include "core/dtensor.h"
 #include "core/nn/module_call.h"
 #include "core/parallel/distribute_module.h"
@@ -21,6 +22,8 @@
 
 namespace dtensor {
 namespace {
+
+#if DTENSOR_TORCH_AT_LEAST(2, 0)
 
 using experimental::context_parallel;
 using testing::CollectiveCounter;
@@ -198,6 +201,16 @@ TEST(ContextParallelTest, ExampleTransformerAttention) {
     }
   }
 }
+
+#else  // LibTorch 1.13: no hook in its attention op, so the guard refuses.
+
+TEST(ContextParallelTest, RefusedOnLibTorch1) {
+  EXPECT_NE(testing::error_of([] { auto guard = experimental::context_parallel(); })
+                .find("context_parallel needs LibTorch 2.x"),
+            std::string::npos);
+}
+
+#endif
 
 }  // namespace
 }  // namespace dtensor

@@ -45,7 +45,8 @@ F::CrossEntropyFuncOptions options_of(const Case& c, const at::Tensor& weight) {
 }
 
 at::Tensor backward_root(const at::Tensor& loss, const Case& c) {
-  return std::holds_alternative<torch::enumtype::kNone>(c.reduction) ? loss.sum() : loss;
+  // By name: the variant is std:: on 2.x and c10:: on 1.13.
+  return torch::enumtype::get_enum_name(c.reduction) == "kNone" ? loss.sum() : loss;
 }
 
 std::vector<Case> all_cases() {
