@@ -15,6 +15,7 @@
 #include "core/dtensor_impl.h"
 #include "core/nn/module_call.h"
 #include "core/parallel/distribute_module.h"
+#include "tests/core/warning_collector.h"
 
 namespace dtensor {
 namespace {
@@ -46,17 +47,7 @@ struct ByNameImpl : torch::nn::Module {
 };
 TORCH_MODULE(ByName);
 
-// Collects LibTorch's warnings. The handler is per thread (LibTorch keeps it
-// in thread-local storage): install it with WarningHandlerGuard inside each
-// rank; the ranks share one collector.
-struct WarningCollector : compat::WarningMessageHandler {
-  void on_warning(const std::string& msg) override {
-    std::lock_guard<std::mutex> lock(mutex);
-    messages.push_back(msg);
-  }
-  std::mutex mutex;
-  std::vector<std::string> messages;
-};
+using testing::WarningCollector;
 
 TEST(ModuleParamsTest, SetParameterUpdatesRegistryAndLinearMembers) {
   run_fake_world(2, [](World&) {

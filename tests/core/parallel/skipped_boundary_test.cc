@@ -17,28 +17,14 @@
 #include "core/parallel/parallelize.h"
 #include "examples/models/transformer.h"
 #include "tests/core/error_text.h"
+#include "tests/core/warning_collector.h"
 
 namespace dtensor {
 namespace {
 
 using testing::error_of;
 
-struct WarningCollector : compat::WarningMessageHandler {
-  void on_warning(const std::string& msg) override {
-    std::lock_guard<std::mutex> lock(mutex);
-    messages.push_back(msg);
-  }
-  std::vector<std::string> matching(const std::string& part) {
-    std::lock_guard<std::mutex> lock(mutex);
-    std::vector<std::string> out;
-    for (const auto& m : messages) {
-      if (m.find(part) != std::string::npos) out.push_back(m);
-    }
-    return out;
-  }
-  std::mutex mutex;
-  std::vector<std::string> messages;
-};
+using testing::WarningCollector;
 
 // up(x) -> down(relu(.)), children called through dtensor::nn::call or directly.
 struct PairImpl : torch::nn::Module {
