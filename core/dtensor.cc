@@ -244,7 +244,7 @@ at::Tensor DTensor::to_local(std::optional<Placements> grad_placements) const {
     auto node = std::shared_ptr<ToLocalBackward>(new ToLocalBackward(), torch::autograd::deleteNode);
     node->grad_spec = s.with_placements(
         grad_placements ? checked_placements(*grad_placements, s.mesh, s.ndim(), "DTensor::to_local")
-                        : s.placements);
+                        : gradient_placements(s.placements));
     attach(*this, out, node);
   }
   return out;

@@ -68,7 +68,9 @@ class DTensor : public at::Tensor {
                             const FromLocalOptions& options = {});
 
   /// This rank's shard (differentiable). `grad_placements` says how the
-  /// gradient of the result is laid out (e.g. {Partial()}); default: as now.
+  /// gradient of the result is laid out (e.g. {Partial()}); default: as now,
+  /// with Partial read as Replicate (a local gradient of a Partial tensor is
+  /// the whole gradient on every rank, as PyTorch 2.11's default).
   at::Tensor to_local(std::optional<Placements> grad_placements = std::nullopt) const;
   /// The global tensor on every rank: redistribute to Replicate then to_local.
   at::Tensor full_tensor(std::optional<Placements> grad_placements = std::nullopt) const;

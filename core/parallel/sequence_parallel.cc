@@ -41,7 +41,7 @@ void SequenceParallel::apply_impl(torch::nn::Module& module, const DeviceMesh& m
   };
   InputFn input_fn = [seq, who](torch::nn::Module&, nn::TensorList inputs, const DeviceMesh& mesh) {
     TORCH_CHECK(!inputs.empty(), who, ": the module was called without a tensor input");
-    inputs[0] = detail::prepare_input(inputs[0], mesh, seq, seq, who + " (input)");
+    inputs[0] = detail::input_with_layout(inputs[0], mesh, seq, who + " (input)");
     return inputs;
   };
   OutputFn output_fn = [use_local = use_local_output_, who](torch::nn::Module&, at::Tensor output,

@@ -48,9 +48,8 @@ InputFn first_input_fn(Placement input_layout, Placement desired, std::string wh
 }
 
 OutputFn sharded_output_fn(Placement desired, bool use_local_output, std::string who) {
-  return [desired, use_local_output, who](torch::nn::Module&, at::Tensor output, const DeviceMesh& mesh) {
-    TORCH_CHECK(is_dtensor(output), who, ": the output is a plain tensor; was forward bypassed?");
-    return detail::prepare_output(output, mesh, Replicate(), desired, use_local_output, who + " (output)");
+  return [desired, use_local_output, who](torch::nn::Module&, at::Tensor output, const DeviceMesh&) {
+    return detail::output_with_layout(output, desired, use_local_output, who + " (output)");
   };
 }
 

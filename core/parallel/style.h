@@ -59,10 +59,12 @@ class ParallelStyle {
 
 /// Column-wise sharding of torch::nn::Linear (weight and bias Shard(0): each
 /// rank computes some output features) or torch::nn::Embedding (weight
-/// Shard(1): some embedding dims). The input is taken as `input_layouts`
-/// (a plain tensor is wrapped with from_local, no communication) and
-/// redistributed to Replicate; the output (sharded on its last dim) is
-/// redistributed to `output_layouts` and returned as a local tensor when
+/// Shard(1): some embedding dims). A plain input is taken as `input_layouts`
+/// (from_local, no communication), a DTensor input as it is laid out; it is
+/// redistributed to Replicate when `input_layouts` is not Replicate (the
+/// declared layout decides, as in PyTorch: Note [Declared layouts decide] in
+/// core/parallel/internal/layouts.cc). The output (sharded on its last dim)
+/// is redistributed to `output_layouts` and returned as a local tensor when
 /// `use_local_output`. Example: ColwiseParallel().output_layouts(Replicate()).
 class ColwiseParallel : public ParallelStyle {
  public:
@@ -90,8 +92,9 @@ class ColwiseParallel : public ParallelStyle {
 /// Row-wise sharding of torch::nn::Linear (weight Shard(1), bias
 /// Replicate: each rank contracts some input features, giving partial sums)
 /// or torch::nn::Embedding (weight Shard(0): each rank owns some rows of the
-/// table, giving partial sums). The input is taken as `input_layouts` and
-/// redistributed to Shard(-1) (Linear) or Replicate (Embedding); the Partial
+/// table, giving partial sums). The input is taken as `input_layouts` as
+/// ColwiseParallel's is, and redistributed to Shard(-1) (Linear) or
+/// Replicate (Embedding) when `input_layouts` differs from that; the Partial
 /// output is reduced to `output_layouts` (Replicate: all_reduce; Shard(d):
 /// reduce_scatter). Example: RowwiseParallel().output_layouts(Shard(1)).
 class RowwiseParallel : public ParallelStyle {
@@ -145,7 +148,8 @@ class SequenceParallel : public ParallelStyle {
 
 /// Lays out a module's tensor inputs (in argument order) without touching
 /// its parameters: input i is taken as input_layouts[i] (a plain tensor is
-/// wrapped with from_local) and redistributed to desired_input_layouts[i];
+/// wrapped with from_local, a DTensor is used as it is laid out) and
+/// redistributed to desired_input_layouts[i] when the two layouts differ;
 /// nullopt leaves input i alone. The results stay DTensors unless
 /// `use_local_output`. Precondition: both lists have one entry per tensor
 /// input, nullopt at the same positions. Example:
@@ -173,8 +177,9 @@ class PrepareModuleInput : public ParallelStyle {
 };
 
 /// Lays out a module's (single tensor) output: taken as `output_layouts` (a
-/// plain tensor is wrapped with from_local), redistributed to
-/// `desired_output_layouts`, returned local when `use_local_output`.
+/// plain tensor is wrapped with from_local, a DTensor is used as it is),
+/// redistributed to `desired_output_layouts` when the two layouts differ,
+/// returned local when `use_local_output`.
 /// Example: PrepareModuleOutput().output_layouts(Shard(0)).desired_output_layouts(Replicate())
 class PrepareModuleOutput : public ParallelStyle {
  public:

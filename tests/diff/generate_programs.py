@@ -1,11 +1,15 @@
 """Generates the differential-test corpus (format: tests/diff/README.md).
 
-    python3 tests/diff/generate_programs.py --seed 18 --count 2400 --out DIR [--shards 8]
+    python3 tests/diff/generate_programs.py --seed 18 --count 2400 --out DIR [--shards 8] [--structured 240]
 
 Plain Python (no torch needed): seeded, so the same command writes the same
-files. Every program is one op template (OPS below) applied to inputs with
-random placements on one of the meshes (4), (2, 2), (2, 2, 2), optionally
-followed by a redistribute, a full_tensor and a backward.
+files. Shards 0..shards-1 hold the op corpus: every program is one op
+template (FAMILIES below) applied to inputs with random placements on one of
+the meshes (4), (2, 2), (2, 2, 2), optionally followed by a redistribute, a
+full_tensor and a backward. One more shard holds the structured programs
+(STRUCTURED below, their own random stream so the op corpus does not move):
+to_local(grad_placements) / from_local around local computation,
+tensor-parallel module applications and optimizer steps.
 """
 
 import argparse
@@ -407,11 +411,230 @@ def issue_programs():
     return progs
 
 
+# ---------------------------------------------------------------- structured programs
+# Each is valid by construction: local computation between to_local and
+# from_local is what a rank would really compute, and grad_placements say how
+# the local gradient really relates to the global one, so every value has a
+# single-device meaning (the C++ reference run checks it).
+
+def to_local(t, grad_placements=None):
+    step = {"kind": "to_local", "t": t}
+    if grad_placements is not None:
+        step["grad_placements"] = grad_placements
+    return step
+
+
+def from_local(t, placements, shape):
+    return {"kind": "from_local", "t": t, "placements": placements, "shape": list(shape)}
+
+
+def finish(g, steps, last, n_env, params, mesh_ndim):
+    """Optional redistribute / full_tensor, then a backward of `last` with the
+    gradients of `params` and, sometimes, an optimizer step on them."""
+    if g.rng.random() < 0.3:
+        steps.append({"kind": "redistribute", "t": last, "placements": ["R"] * mesh_ndim})
+        last = n_env
+        n_env += 1
+    if g.rng.random() < 0.3:
+        steps.append({"kind": "full_tensor", "t": last})
+    steps.append({"kind": "backward", "t": last, "grads": params})
+    if g.rng.random() < 0.5:
+        kind = g.rng.choice(["sgd", "sgd_momentum", "adam", "adamw"])
+        steps.append({"kind": "optimizer", "optimizer": kind, "lr": 0.1, "params": params})
+    return steps
+
+
+def local_pointwise(g):
+    """to_local -> a pointwise op per rank -> from_local with the same layout."""
+    mesh_shape, names, world = g.rng.choice(MESHES)
+    # even shards: LocalTensorMode cannot run to_local's backward on uneven ones (README)
+    s = [g.rng.choice([4, 8]) for _ in range(g.rng.randint(1, 3))]
+    linear = g.rng.random() < 0.3  # linear ops keep a Partial(sum) meaning
+    placements = placement(g, len(s), len(mesh_shape), allow_partial=linear)
+    placements = ["P(sum)" if p.startswith("P") else p for p in placements]
+    fn = (g.rng.choice([("aten::mul.Scalar", 3.0), ("aten::neg", None)]) if linear else
+          g.rng.choice([("aten::tanh", None), ("aten::exp", None), ("aten::mul.Tensor", "self"),
+                        ("aten::sigmoid", None)]))
+    # a Partial input's local gradient is the whole gradient on every rank:
+    # its right grad_placements read Partial as Replicate (the default does too)
+    grad_placements = ["R" if p.startswith("P") else p for p in placements] if g.rng.random() < 0.5 else None
+    inputs = [g.t(s, placements=placements, requires_grad=True)]
+    args = [T(1)] + ([] if fn[1] is None else [T(1)] if fn[1] == "self" else [fn[1]])
+    steps = [to_local(0, grad_placements), op(fn[0], *args), from_local(2, placements, s)]
+    return mesh_shape, names, world, inputs, finish(g, steps, 3, 4, [0], len(mesh_shape))
+
+
+def local_matmul(g):
+    """Megatron-style local matmuls: column-parallel (x replicated, w
+    Shard(1); x's gradient is a partial sum, grad_placements Partial) or
+    row-parallel (x Shard(1), w Shard(0); the output a partial sum). On the
+    2 x 2 mesh the batch is also sharded over "dp" (w's gradient partial there)."""
+    two_d = g.rng.random() < 0.4
+    mesh_shape, names, world = MESHES[1] if two_d else MESHES[0]
+    b, k, n = g.rng.choice([2, 4, 6]), g.rng.choice([4, 8, 12]), g.rng.choice([4, 8])  # even shards
+    dp = ["S(0)"] if two_d else []
+    col = g.rng.random() < 0.5
+    if col:
+        x = g.t([b, k], placements=dp + ["R"], requires_grad=True)
+        w = g.t([k, n], placements=(["R"] if two_d else []) + ["S(1)"], requires_grad=True)
+        x_grad = dp + ["P(sum)"]
+        w_grad = (["P(sum)"] if two_d else []) + ["S(1)"]
+        out = dp + ["S(1)"]
+    else:
+        x = g.t([b, k], placements=dp + ["S(1)"], requires_grad=True)
+        w = g.t([k, n], placements=(["R"] if two_d else []) + ["S(0)"], requires_grad=True)
+        x_grad = dp + ["S(1)"]  # the forward placements: the default gives the same
+        w_grad = (["P(sum)"] if two_d else []) + ["S(0)"]
+        out = dp + ["P(sum)"]
+    # grad_placements left out (the forward placements) where those are right
+    explicit = g.rng.random() < 0.6
+    steps = [to_local(0, x_grad if explicit or col else None),
+             to_local(1, w_grad if explicit or two_d else None),
+             op("aten::mm", T(2), T(3)), from_local(4, out, [b, n])]
+    return mesh_shape, names, world, [x, w], finish(g, steps, 5, 6, [0, 1], len(mesh_shape))
+
+
+def module(kind, dims, style, args, seed, bias=True, **layouts):
+    step = {"kind": "module", "module": kind, "dims": dims, "bias": bias, "seed": seed,
+            "style": dict({"name": style}, **layouts), "args": args}
+    return step
+
+
+def n_params(step):
+    return 1 if step["module"] == "embedding" or not step["bias"] else 2
+
+
+def tp_mlp(g):
+    """x -> Linear (Colwise) -> activation -> Linear (Rowwise), on a 1-D mesh;
+    the input layout, the Rowwise output layout and sometimes a
+    PrepareModuleInput vary; backward reaches every parameter."""
+    mesh_shape, names, world = MESHES[0]
+    b, s, h, f = g.rng.choice([2, 3]), g.rng.choice([4, 5, 8]), g.rng.choice([4, 6]), g.rng.choice([8, 12])
+    seq = g.rng.random() < 0.5
+    shape = [b, s, h] if seq else [b, h]
+    x_layout = g.rng.choice(["R", "R", "S(0)"] + (["S(1)"] if seq else []))
+    inputs = [g.t(shape, placements=[x_layout], requires_grad=True)]
+    steps, params = [], [0]
+    n_env = 1
+    up = module("linear", [h, f], "colwise", [T(0)], g.rng.randint(0, 9999), bias=g.rng.random() < 0.8)
+    if x_layout != "R" and g.rng.random() < 0.5:
+        up["prepare_input"] = {"input_layouts": [x_layout], "desired_input_layouts": ["R"]}
+    elif x_layout != "R":
+        up["style"]["input_layouts"] = x_layout
+    steps.append(up)
+    params += list(range(n_env + 1, n_env + 1 + n_params(up)))
+    hidden = n_env
+    n_env += 1 + n_params(up)
+    steps.append(op(g.rng.choice(["aten::relu", "aten::gelu", "aten::tanh"]), T(hidden)))
+    act = n_env
+    n_env += 1
+    down = module("linear", [f, h], "rowwise", [T(act)], g.rng.randint(0, 9999), bias=g.rng.random() < 0.8)
+    out_layout = g.rng.choice(["R", "R", "S(0)"] + (["S(1)"] if seq else []))
+    if out_layout != "R":
+        down["style"]["output_layouts"] = out_layout
+    steps.append(down)
+    params += list(range(n_env + 1, n_env + 1 + n_params(down)))
+    last = n_env
+    n_env += 1 + n_params(down)
+    return mesh_shape, names, world, inputs, finish(g, steps, last, n_env, params, 1)
+
+
+def tp_sequence(g):
+    """Sequence parallel block: x Shard(1) -> LayerNorm (SequenceParallel) ->
+    Linear (Colwise from S(1), or PrepareModuleInput S(1) -> R) -> relu ->
+    Linear (Rowwise to S(1))."""
+    mesh_shape, names, world = MESHES[0]
+    b, s, h, f = g.rng.choice([1, 2]), g.rng.choice([4, 6, 8]), g.rng.choice([4, 6]), g.rng.choice([8, 12])
+    inputs = [g.t([b, s, h], placements=["S(1)"], requires_grad=True)]
+    norm = module("layer_norm", [h], "sequence", [T(0)], g.rng.randint(0, 9999))
+    steps, params, n_env = [norm], [0, 2, 3], 4
+    up = module("linear", [h, f], "colwise", [T(1)], g.rng.randint(0, 9999))
+    if g.rng.random() < 0.5:
+        up["prepare_input"] = {"input_layouts": ["S(1)"], "desired_input_layouts": ["R"]}
+    else:
+        up["style"]["input_layouts"] = "S(1)"
+    steps.append(up)
+    params += [n_env + 1, n_env + 2]
+    hidden = n_env
+    n_env += 3
+    steps.append(op("aten::relu", T(hidden)))
+    down = module("linear", [f, h], "rowwise", [T(n_env)], g.rng.randint(0, 9999), output_layouts="S(1)")
+    n_env += 1
+    steps.append(down)
+    params += [n_env + 1, n_env + 2]
+    last = n_env
+    n_env += 3
+    return mesh_shape, names, world, inputs, finish(g, steps, last, n_env, params, 1)
+
+
+def tp_embedding(g):
+    """Embedding (Colwise: dims sharded; Rowwise: rows sharded, partial
+    sums) of replicated indices, then a Rowwise / Colwise Linear or nothing."""
+    mesh_shape, names, world = MESHES[0]
+    v, e, b, s = g.rng.choice([8, 10, 16]), g.rng.choice([4, 8]), g.rng.choice([1, 2]), g.rng.choice([3, 4])
+    inputs = [g.idx([b, s], v)]
+    inputs[0]["placements"] = ["R"]
+    style = g.rng.choice(["colwise", "rowwise"])
+    emb = module("embedding", [v, e], style, [T(0)], g.rng.randint(0, 9999), input_layouts="R")
+    if style == "rowwise":
+        emb["style"]["output_layouts"] = g.rng.choice(["R", "S(1)"])
+    else:
+        emb["style"]["output_layouts"] = g.rng.choice(["S(-1)", "R"])
+    steps, params, n_env, last = [emb], [2], 3, 1
+    if g.rng.random() < 0.5:
+        out = emb["style"]["output_layouts"]
+        nxt = module("linear", [e, 4], "rowwise" if out == "S(-1)" else "colwise", [T(1)], g.rng.randint(0, 9999),
+                     input_layouts=out)
+        if nxt["style"]["name"] == "colwise":
+            nxt["style"]["output_layouts"] = "R"
+        steps.append(nxt)
+        params += [n_env + 1, n_env + 2]
+        last = n_env
+        n_env += 3
+    return mesh_shape, names, world, inputs, finish(g, steps, last, n_env, params, 1)
+
+
+def tp_single(g):
+    """One Linear with a random style and random (possibly mismatched)
+    input layouts: a DTensor input is used as it is laid out."""
+    mesh_shape, names, world = MESHES[0]
+    b, h, f = g.rng.choice([2, 3, 4]), g.rng.choice([4, 6, 8]), g.rng.choice([4, 6, 8])
+    x_layout = g.rng.choice(["R", "S(0)", "S(1)", "P(sum)"])
+    inputs = [g.t([b, h], placements=[x_layout], requires_grad=True)]
+    style = g.rng.choice(["colwise", "rowwise"])
+    lin = module("linear", [h, f], style, [T(0)], g.rng.randint(0, 9999), bias=g.rng.random() < 0.7)
+    if g.rng.random() < 0.5:
+        lin["style"]["input_layouts"] = g.rng.choice(["R", "S(-1)", "S(0)"])
+    if g.rng.random() < 0.5:
+        lin["style"]["output_layouts"] = g.rng.choice(["R", "S(0)", "S(-1)"])
+    params = [0] + list(range(2, 2 + n_params(lin)))
+    return mesh_shape, names, world, inputs, finish(g, [lin], 1, 2 + n_params(lin), params, 1)
+
+
+STRUCTURED = [(local_pointwise, 3), (local_matmul, 3), (tp_mlp, 4), (tp_sequence, 2), (tp_embedding, 2),
+              (tp_single, 3)]
+
+
+def structured_program(g, pid):
+    fn = g.rng.choices([f for f, _ in STRUCTURED], [w for _, w in STRUCTURED])[0]
+    mesh_shape, names, world, inputs, steps = fn(g)
+    return {"id": pid, "world_size": world, "mesh": {"shape": list(mesh_shape), "names": names},
+            "inputs": inputs, "steps": steps}
+
+
+def write_shard(path, seed, progs):
+    with open(path, "w") as f:
+        json.dump({"format": FORMAT, "generator": f"generate_programs.py --seed {seed}",
+                   "programs": progs}, f, separators=(",", ":"))
+        f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seed", type=int, default=18)
     ap.add_argument("--count", type=int, default=2400)
     ap.add_argument("--shards", type=int, default=8)
+    ap.add_argument("--structured", type=int, default=240, help="structured programs, in one more shard")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     g = Gen(random.Random(a.seed))
@@ -419,12 +642,12 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     per = (len(progs) + a.shards - 1) // a.shards
     for s in range(a.shards):
-        chunk = progs[s * per:(s + 1) * per]
-        with open(os.path.join(a.out, f"programs_{s:02d}.json"), "w") as f:
-            json.dump({"format": FORMAT, "generator": f"generate_programs.py --seed {a.seed}",
-                       "programs": chunk}, f, separators=(",", ":"))
-            f.write("\n")
-    print(f"{len(progs)} programs in {a.shards} shards under {a.out}")
+        write_shard(os.path.join(a.out, f"programs_{s:02d}.json"), a.seed, progs[s * per:(s + 1) * per])
+    gs = Gen(random.Random(a.seed * 1000 + 1))
+    structured = [structured_program(gs, f"s{a.seed}_{i:04d}") for i in range(a.structured)]
+    write_shard(os.path.join(a.out, f"programs_{a.shards:02d}.json"), a.seed, structured)
+    print(f"{len(progs)} op programs in {a.shards} shards and {len(structured)} structured programs "
+          f"in shard {a.shards} under {a.out}")
 
 
 if __name__ == "__main__":

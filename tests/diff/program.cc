@@ -101,4 +101,34 @@ at::Tensor global_values(const InputSpec& spec, int64_t variant) {
   return (x * spec.scale + spec.offset).reshape(spec.shape);
 }
 
+// Note [Module parameter values]
+// A module step's parameters get values from the input generator, so both
+// runners build the same module (pytorch_runner.py's module_params is the
+// same table). `dims` and `seed` are the step's fields:
+//   linear [in, out]:  weight [out, in] from seed, bias [out] from seed + 1
+//   embedding [n, d]:  weight [n, d] from seed
+//   layer_norm [h]:    weight [h] from seed (scale 0.5, offset 1), bias from seed + 1
+std::vector<ModuleParam> module_params(const json& step) {
+  const std::string kind = field(step, "module", "module step").get<std::string>();
+  const std::vector<int64_t> dims = int_list(field(step, "dims", "module step"), "module step.dims");
+  const int64_t seed = field(step, "seed", "module step").get<int64_t>();
+  auto param = [](std::string name, std::vector<int64_t> shape, int64_t seed, double scale = 1.0,
+                  double offset = 0.0) {
+    ModuleParam p{std::move(name), {}};
+    p.values.shape = std::move(shape);
+    p.values.seed = seed;
+    p.values.scale = scale;
+    p.values.offset = offset;
+    return p;
+  };
+  if (kind == "linear" && dims.size() == 2) {
+    std::vector<ModuleParam> out{param("weight", {dims[1], dims[0]}, seed)};
+    if (step.value("bias", true)) out.push_back(param("bias", {dims[1]}, seed + 1));
+    return out;
+  }
+  if (kind == "embedding" && dims.size() == 2) return {param("weight", dims, seed)};
+  if (kind == "layer_norm") return {param("weight", dims, seed, 0.5, 1.0), param("bias", dims, seed + 1)};
+  bad("module step", "unknown module " + kind + " with dims " + field(step, "dims", "module step").dump());
+}
+
 }  // namespace dtensor::diff

@@ -30,7 +30,8 @@ struct InputSpec {
 };
 
 /// One step; `json` keeps the step as written (kind "op", "redistribute",
-/// "full_tensor" or "backward"; see the README for the fields of each).
+/// "full_tensor", "to_local", "from_local", "module", "backward" or
+/// "optimizer"; see the README for the fields of each).
 struct Step {
   std::string kind;
   nlohmann::json json;
@@ -52,5 +53,17 @@ std::vector<Program> parse_programs(const nlohmann::json& doc);
 /// The global values of `spec` for Partial variant `variant` (0 when the
 /// input has no Partial placement). See Note [Input values].
 at::Tensor global_values(const InputSpec& spec, int64_t variant);
+
+/// One parameter of a "module" step: its name in the module, global shape
+/// and values (the spec's placements are unused).
+struct ModuleParam {
+  std::string name;
+  InputSpec values;
+};
+
+/// The parameters of a "module" step ("linear", "embedding", "layer_norm"),
+/// in the order the step outputs them (See Note [Module parameter values]).
+/// Throws std::invalid_argument for an unknown module.
+std::vector<ModuleParam> module_params(const nlohmann::json& step);
 
 }  // namespace dtensor::diff

@@ -21,6 +21,8 @@ from torch.distributed._local_tensor import LocalTensor, LocalTensorMode
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 from torch.distributed.tensor.debug import CommDebugMode
+from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
+                                               SequenceParallel, parallelize_module)
 
 warnings.filterwarnings("ignore")
 logging.getLogger("torch").setLevel(logging.ERROR)
@@ -140,7 +142,8 @@ def describe(t):
             full = t.full_tensor()
         return {"placements": [placement_str(p) for p in t.placements],
                 "shape": list(t.shape), "values": encode_values(rank0(full))}
-    return {"placements": None, "shape": list(t.shape), "values": encode_values(rank0(t))}
+    local = rank0(t)  # a local tensor: rank 0's (its shape may differ per rank)
+    return {"placements": None, "shape": list(local.shape), "values": encode_values(local)}
 
 
 def comm_counts(mode):
@@ -177,8 +180,109 @@ def aten_op(name):
     return getattr(packet, overload or "default")
 
 
-def run_step(step, env, mesh, grads_of):
+# ---------------------------------------------------------------- modules and optimizers
+
+def module_params(step):
+    """(name, global shape, value spec) of a module step's parameters, in
+    order (README, "Module steps"; program.cc implements the same)."""
+    kind, dims, seed = step["module"], step["dims"], step["seed"]
+    if kind == "linear":
+        out = [("weight", [dims[1], dims[0]], {"seed": seed})]
+        return out + ([("bias", [dims[1]], {"seed": seed + 1})] if step.get("bias", True) else [])
+    if kind == "embedding":
+        return [("weight", list(dims), {"seed": seed})]
+    if kind == "layer_norm":
+        return [("weight", list(dims), {"seed": seed, "scale": 0.5, "offset": 1.0}),
+                ("bias", list(dims), {"seed": seed + 1})]
+    raise ValueError(f"unknown module {kind!r}")
+
+
+def make_style(style):
+    kw = {"use_local_output": False}  # outputs stay DTensors, comparable as a whole
+    for key in ("input_layouts", "output_layouts"):
+        if key in style:
+            kw[key] = parse_placement(style[key])
+    name = style["name"]
+    if name == "colwise":
+        return ColwiseParallel(**kw)
+    if name == "rowwise":
+        return RowwiseParallel(**kw)
+    if name == "sequence":
+        return SequenceParallel(use_local_output=False)
+    raise ValueError(f"unknown style {name!r}")
+
+
+def build_module(step, mesh):
+    """The module with its deterministic parameters, parallelized (outside
+    the counted region: src_data_rank=None slices locally, no collective)."""
+    kind, dims = step["module"], step["dims"]
+    with torch.distributed._local_tensor.maybe_disable_local_tensor_mode():
+        if kind == "linear":
+            m = torch.nn.Linear(dims[0], dims[1], bias=step.get("bias", True), dtype=torch.float64)
+        elif kind == "embedding":
+            m = torch.nn.Embedding(dims[0], dims[1], dtype=torch.float64)
+        else:
+            m = torch.nn.LayerNorm(dims, dtype=torch.float64)
+        with torch.no_grad():
+            for name, shape, spec in module_params(step):
+                getattr(m, name).copy_(global_values(shape, spec, 0))
+    if "prepare_input" in step:
+        pi = step["prepare_input"]
+        parallelize_module(m, mesh, PrepareModuleInput(
+            input_layouts=[parse_placement(p) for p in pi["input_layouts"]],
+            desired_input_layouts=[parse_placement(p) for p in pi["desired_input_layouts"]],
+            use_local_output=False), src_data_rank=None)
+    parallelize_module(m, mesh, make_style(step["style"]), src_data_rank=None)
+    unshare_rank_storage(m, mesh)
+    return m
+
+
+def unshare_rank_storage(m, mesh):
+    """Under LocalTensorMode, distribute_tensor(src_data_rank=None) of a
+    Replicate parameter keeps one plain tensor for all ranks, so an in-place
+    optimizer update runs once per rank on one storage (a replicated bias
+    moved 4x; the Gloo cross-check caught it). Real ranks own their memory:
+    give each simulated rank its own copy."""
+    if not LOCAL_MODE:
+        return
+    ranks = [int(r) for r in mesh.mesh.flatten().tolist()]
+    for name, p in list(m.named_parameters(recurse=False)):
+        lt = p._local_tensor
+        with torch.distributed._local_tensor.maybe_disable_local_tensor_mode():
+            per_rank = ({r: t.detach().clone() for r, t in lt._local_tensors.items()} if isinstance(lt, LocalTensor)
+                        else {r: lt.detach().clone() for r in ranks})
+        fresh = LocalTensor(per_rank)
+        d = DTensor.from_local(fresh, mesh, p.placements, run_check=False, shape=p.shape, stride=p.stride())
+        m.register_parameter(name, torch.nn.Parameter(d, requires_grad=p.requires_grad))
+
+
+def optimizer(step, params):
+    kind, lr = step["optimizer"], step["lr"]
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=lr)
+    if kind == "sgd_momentum":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    if kind == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    if kind == "adamw":
+        return torch.optim.AdamW(params, lr=lr)
+    raise ValueError(f"unknown optimizer {kind!r}")
+
+
+def contiguous_stride(shape):
+    return torch.empty(shape, device="meta").stride()
+
+
+def run_step(step, env, mesh, built):
     kind = step["kind"]
+    if kind == "module":
+        m = built
+        out = m(*[resolve(a, env) for a in step["args"]])
+        return [out] + [getattr(m, name) for name, _, _ in module_params(step)], True
+    if kind == "optimizer":
+        params = [env[i] for i in step["params"]]
+        optimizer(step, params).step()
+        return params, False
     if kind == "op":
         fn = aten_op(step["op"])
         args = [resolve(a, env) for a in step.get("args", [])]
@@ -189,9 +293,16 @@ def run_step(step, env, mesh, grads_of):
         return [x.redistribute(mesh, [parse_placement(p) for p in step["placements"]])], True
     if kind == "full_tensor":
         return [x.full_tensor()], False
+    if kind == "to_local":
+        gp = step.get("grad_placements")
+        return [x.to_local(grad_placements=None if gp is None else [parse_placement(p) for p in gp])], True
+    if kind == "from_local":
+        shape = step["shape"]
+        return [DTensor.from_local(x, mesh, [parse_placement(p) for p in step["placements"]], run_check=False,
+                                   shape=torch.Size(shape), stride=contiguous_stride(shape))], True
     if kind == "backward":
         x.sum().backward()
-        return [grads_of[i].grad for i in step.get("grads", [])], False
+        return [env[i].grad for i in step.get("grads", [])], False
     raise ValueError(f"unknown step kind {kind!r}")
 
 
@@ -206,14 +317,14 @@ def run_program(prog, mesh):
         env = [make_input(spec, mesh, world) for spec in prog["inputs"]]
     except Exception as e:  # noqa: BLE001 - e.g. mixed Partial reduce ops
         return {"id": prog["id"], "inputs_raised": True, "error": error_text(e), "steps": []}
-    inputs = list(env)
     steps = []
     for step in prog["steps"]:
         rec = {"raised": False}
         mode = CommDebugMode()
         try:
+            built = build_module(step, mesh) if step["kind"] == "module" else None
             with mode:
-                outs, keep = run_step(step, env, mesh, inputs)
+                outs, keep = run_step(step, env, mesh, built)
             rec["comms"] = comm_counts(mode)
             rec["outputs"] = [None if o is None else describe(o) for o in outs]
             if keep:

@@ -4,14 +4,25 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/generated/variable_factories.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <optional>
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
+#include "core/nn/module_call.h"
+#include "core/parallel/parallelize.h"
+#include "core/parallel/style.h"
 #include "debug/comm_debug_mode.h"
 #include "tests/diff/aten_call.h"
 
@@ -110,11 +121,141 @@ struct StepResult {
   bool keep = true;  // outputs join the environment
 };
 
-StepResult run_step(const Step& step, std::vector<at::Tensor>& env, const std::vector<at::Tensor>& inputs) {
+// ---- modules and optimizers (README, "Module and optimizer steps")
+
+// A "module" step's module with the parameter values of Note [Module
+// parameter values]; `forward` calls it (through dtensor::nn::call when
+// parallelized, so the style's boundary transforms run).
+struct BuiltModule {
+  std::shared_ptr<torch::nn::Module> module;
+  std::function<at::Tensor(const at::Tensor&)> forward;
+};
+
+template <typename Holder>
+BuiltModule wrap(Holder holder, bool through_hooks) {
+  BuiltModule b{holder.ptr(), {}};
+  if (through_hooks) {
+    b.forward = [holder](const at::Tensor& x) mutable { return dtensor::nn::call(holder, x); };
+  } else {
+    b.forward = [holder](const at::Tensor& x) mutable { return holder->forward(x); };
+  }
+  return b;
+}
+
+BuiltModule make_module(const json& step, bool parallel) {
+  const std::string kind = step.at("module").get<std::string>();
+  const std::vector<int64_t> dims = step.at("dims").get<std::vector<int64_t>>();
+  BuiltModule b;
+  if (kind == "linear") {
+    b = wrap(torch::nn::Linear(torch::nn::LinearOptions(dims.at(0), dims.at(1)).bias(step.value("bias", true))),
+             parallel);
+  } else if (kind == "embedding") {
+    b = wrap(torch::nn::Embedding(torch::nn::EmbeddingOptions(dims.at(0), dims.at(1))), parallel);
+  } else {
+    TORCH_CHECK(kind == "layer_norm", "diff program: unknown module ", kind);
+    b = wrap(torch::nn::LayerNorm(torch::nn::LayerNormOptions(dims)), parallel);
+  }
+  b.module->to(at::kDouble);
+  at::NoGradGuard no_grad;
+  for (const ModuleParam& p : module_params(step)) {
+    b.module->named_parameters()[p.name].copy_(global_values(p.values, 0));
+  }
+  return b;
+}
+
+Placement placement_of(const json& text) { return parse({text.get<std::string>()}).at(0); }
+
+std::unique_ptr<ParallelStyle> make_style(const json& style) {
+  const std::string name = style.at("name").get<std::string>();
+  if (name == "colwise") {
+    auto s = std::make_unique<ColwiseParallel>();
+    s->use_local_output(false);  // outputs stay DTensors, comparable as a whole
+    if (style.contains("input_layouts")) s->input_layouts(placement_of(style.at("input_layouts")));
+    if (style.contains("output_layouts")) s->output_layouts(placement_of(style.at("output_layouts")));
+    return s;
+  }
+  if (name == "rowwise") {
+    auto s = std::make_unique<RowwiseParallel>();
+    s->use_local_output(false);
+    if (style.contains("input_layouts")) s->input_layouts(placement_of(style.at("input_layouts")));
+    if (style.contains("output_layouts")) s->output_layouts(placement_of(style.at("output_layouts")));
+    return s;
+  }
+  TORCH_CHECK(name == "sequence", "diff program: unknown style ", name);
+  auto s = std::make_unique<SequenceParallel>();
+  s->use_local_output(false);
+  return s;
+}
+
+// The module parallelized as the step says: an optional PrepareModuleInput,
+// then the style. Parameters are sliced locally (no collective), as the
+// PyTorch runner's src_data_rank=None.
+BuiltModule parallel_module(const json& step, const DeviceMesh& mesh) {
+  BuiltModule b = make_module(step, /*parallel=*/true);
+  ParallelizeOptions options;
+  options.src_data_rank = std::nullopt;
+  if (step.contains("prepare_input")) {
+    PrepareModuleInput::Layouts in, desired;
+    for (const json& p : step.at("prepare_input").at("input_layouts")) in.push_back(placement_of(p));
+    for (const json& p : step.at("prepare_input").at("desired_input_layouts")) desired.push_back(placement_of(p));
+    parallelize_module(*b.module, mesh,
+                       PrepareModuleInput().input_layouts(in).desired_input_layouts(desired).use_local_output(false),
+                       options);
+  }
+  parallelize_module(*b.module, mesh, *make_style(step.at("style")), options);
+  return b;
+}
+
+StepResult module_step(const json& step, const BuiltModule& built, const std::vector<at::Tensor>& env) {
+  const json& args = step.at("args");
+  TORCH_CHECK(args.size() == 1, "diff program: a module step takes one tensor argument");
+  StepResult r{{built.forward(env_at(env, args.at(0)))}, true};
+  for (const ModuleParam& p : module_params(step)) r.outputs.push_back(built.module->named_parameters()[p.name]);
+  return r;
+}
+
+StepResult optimizer_step(const json& step, const std::vector<at::Tensor>& env) {
+  std::vector<at::Tensor> params;
+  for (const json& i : step.at("params")) params.push_back(env.at(i.get<size_t>()));
+  const std::string kind = step.at("optimizer").get<std::string>();
+  const double lr = step.at("lr").get<double>();
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  if (kind == "sgd") {
+    opt = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr));
+  } else if (kind == "sgd_momentum") {
+    opt = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr).momentum(0.9));
+  } else if (kind == "adam") {
+    opt = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(lr));
+  } else {
+    TORCH_CHECK(kind == "adamw", "diff program: unknown optimizer ", kind);
+    opt = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(lr));
+  }
+  opt->step();
+  return {params, false};
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> out(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) out[d - 1] = out[d] * std::max<int64_t>(shape[d], 1);
+  return out;
+}
+
+StepResult run_step(const Step& step, std::vector<at::Tensor>& env, const DeviceMesh& mesh,
+                    const BuiltModule* built) {
   const json& j = step.json;
   if (step.kind == "op") {
     return {call_aten(j.at("op").get<std::string>(), j.value("args", json::array()),
                       j.value("kwargs", json::object()), env),
+            true};
+  }
+  if (step.kind == "module") return module_step(j, *built, env);
+  if (step.kind == "optimizer") return optimizer_step(j, env);
+  if (step.kind == "from_local") {
+    FromLocalOptions options;
+    options.shape = j.at("shape").get<std::vector<int64_t>>();
+    options.stride = contiguous_strides(*options.shape);
+    return {{DTensor::from_local(env_at(env, j), mesh, parse(j.at("placements").get<std::vector<std::string>>()),
+                                 options)},
             true};
   }
   DTensor x(env_at(env, j));
@@ -122,12 +263,15 @@ StepResult run_step(const Step& step, std::vector<at::Tensor>& env, const std::v
     return {{x.redistribute(parse(j.at("placements").get<std::vector<std::string>>()))}, true};
   }
   if (step.kind == "full_tensor") return {{x.full_tensor()}, false};
+  if (step.kind == "to_local") {
+    std::optional<Placements> grad_placements;
+    if (j.contains("grad_placements")) grad_placements = parse(j.at("grad_placements").get<std::vector<std::string>>());
+    return {{x.to_local(grad_placements)}, true};
+  }
   if (step.kind == "backward") {
     x.sum().backward();
     StepResult r{{}, false};
-    for (const json& i : j.value("grads", json::array())) {
-      r.outputs.push_back(inputs.at(i.get<size_t>()).grad());
-    }
+    for (const json& i : j.value("grads", json::array())) r.outputs.push_back(env.at(i.get<size_t>()).grad());
     return r;
   }
   TORCH_CHECK(false, "diff program: unknown step kind ", step.kind);
@@ -165,21 +309,44 @@ bool reference_input(const InputSpec& spec, const std::vector<int64_t>& mesh_sha
   return true;
 }
 
+// True when `args` (JSON step arguments) name a tensor marked in `local`.
+bool uses_local(const json& args, const std::vector<bool>& local) {
+  if (args.is_object() && args.contains("t")) return local.at(args.at("t").get<size_t>());
+  if (args.is_array() || args.is_object()) {
+    for (const json& a : args) {
+      if (uses_local(a, local)) return true;
+    }
+  }
+  return false;
+}
+
+// Note [Local tensors in the reference]
+// The single-device run has no ranks: to_local and from_local are the
+// identity there, so a tensor computed between them (a to_local output, an op
+// on one) holds global values where the ranks hold their local ones. Such
+// outputs are recorded as null (not compared); from_local's output is global
+// again and compared, as is everything computed from it.
 StepResult run_reference_step(const Step& step, std::vector<at::Tensor>& env,
-                              const std::vector<at::Tensor>& inputs) {
+                              std::vector<std::shared_ptr<torch::nn::Module>>& modules) {
   const json& j = step.json;
   if (step.kind == "op") {
     return {call_aten(j.at("op").get<std::string>(), j.value("args", json::array()),
                       j.value("kwargs", json::object()), env),
             true};
   }
+  if (step.kind == "module") {
+    BuiltModule built = make_module(j, /*parallel=*/false);
+    modules.push_back(built.module);
+    return module_step(j, built, env);
+  }
+  if (step.kind == "optimizer") return optimizer_step(j, env);
   const at::Tensor& x = env_at(env, j);
-  if (step.kind == "redistribute") return {{x}, true};
+  if (step.kind == "redistribute" || step.kind == "to_local" || step.kind == "from_local") return {{x}, true};
   if (step.kind == "full_tensor") return {{x}, false};
   if (step.kind == "backward") {
     x.sum().backward();
     StepResult r{{}, false};
-    for (const json& i : j.value("grads", json::array())) r.outputs.push_back(inputs.at(i.get<size_t>()).grad());
+    for (const json& i : j.value("grads", json::array())) r.outputs.push_back(env.at(i.get<size_t>()).grad());
     return r;
   }
   TORCH_CHECK(false, "diff program: unknown step kind ", step.kind);
@@ -198,15 +365,20 @@ json run_on_rank(const Program& program) {
     record["error"] = first_line(e.what());
     return record;
   }
-  const std::vector<at::Tensor> inputs = env;
+  std::vector<std::shared_ptr<torch::nn::Module>> modules;  // alive while their graphs are
   for (const Step& step : program.steps) {
     json rec = {{"raised", false}};
     debug::CommDebugMode comm;
     try {
+      std::optional<BuiltModule> built;  // built outside the counted region, as in the PyTorch runner
+      if (step.kind == "module") {
+        built = parallel_module(step.json, mesh);
+        modules.push_back(built->module);
+      }
       StepResult r;
       {
         auto guard = comm.enter();
-        r = run_step(step, env, inputs);
+        r = run_step(step, env, mesh, built ? &*built : nullptr);
       }
       json counts = json::object();
       for (const auto& [name, n] : comm.get_comm_counts()) counts[name] = n;
@@ -242,15 +414,20 @@ json run_reference(const Program& program) {
     record["error"] = first_line(e.what());
     return record;
   }
-  const std::vector<at::Tensor> inputs = env;
+  std::vector<bool> local(env.size(), false);  // See Note [Local tensors in the reference]
+  std::vector<std::shared_ptr<torch::nn::Module>> modules;
   for (const Step& step : program.steps) {
     json rec = {{"raised", false}, {"comms", json::object()}};
     try {
-      StepResult r = run_reference_step(step, env, inputs);
+      const bool outputs_local = step.kind == "to_local" || (step.kind == "op" && uses_local(step.json, local));
+      StepResult r = run_reference_step(step, env, modules);
       json outs = json::array();
-      for (const at::Tensor& t : r.outputs) outs.push_back(describe(t));
+      for (const at::Tensor& t : r.outputs) outs.push_back(outputs_local ? json(nullptr) : describe(t));
       rec["outputs"] = outs;
-      if (r.keep) env.insert(env.end(), r.outputs.begin(), r.outputs.end());
+      if (r.keep) {
+        env.insert(env.end(), r.outputs.begin(), r.outputs.end());
+        local.resize(env.size(), outputs_local);
+      }
     } catch (const std::exception& e) {
       rec["raised"] = true;
       rec["error"] = first_line(e.what());
