@@ -37,6 +37,22 @@ Placements gradient_placements(const Placements& forward) {
   return out;
 }
 
+// Note [Partial gradients of a redistribute]
+// The gradient of redistribute is laid out like the forward input, with one
+// exception taken from PyTorch 2.11's Redistribute.backward: on a mesh dim
+// where the input was Partial and the gradient arrives Partial, the gradient
+// stays Partial (no all_reduce; whoever needs it whole reduces it later,
+// once). A Shard or Replicate gradient there becomes Replicate. From
+// from_local and to_local the gradient is always Replicate there
+// (gradient_placements), as in PyTorch.
+Placements redistribute_gradient_placements(const Placements& forward, const Placements& gradient) {
+  Placements out = gradient_placements(forward);
+  for (size_t d = 0; d < out.size() && d < gradient.size(); ++d) {
+    if (forward[d].is_partial() && gradient[d].is_partial()) out[d] = gradient[d];
+  }
+  return out;
+}
+
 at::Tensor redistribute_dtensor_no_grad(const at::Tensor& t, const Placements& to,
                                         std::optional<c10::ScalarType> dtype) {
   DTensorImpl* impl = dtensor_impl(t);
@@ -51,7 +67,7 @@ at::Tensor redistribute_dtensor_no_grad(const at::Tensor& t, const Placements& t
 }
 
 struct RedistributeBackward : torch::autograd::Node {
-  Placements target;
+  Placements forward;  // the input's placements; See Note [Partial gradients of a redistribute]
   CapturedOrigin origin;  // the explicit API that called redistribute, if any
   std::optional<c10::ScalarType> backward_dtype;
   c10::ScalarType input_dtype;
@@ -60,9 +76,10 @@ struct RedistributeBackward : torch::autograd::Node {
     if (!grads[0].defined()) return {at::Tensor()};
     TORCH_CHECK(is_dtensor(grads[0]), "RedistributeBackward: the gradient is not a DTensor");
     BackwardOriginScope scope(origin, origin_cause::kRedistributeBackward, "DTensor::redistribute backward");
-    at::Tensor g = redistribute_dtensor_no_grad(grads[0], target, backward_dtype);
+    const Placements to = redistribute_gradient_placements(forward, dtensor_impl(grads[0])->spec().placements);
+    at::Tensor g = redistribute_dtensor_no_grad(grads[0], to, backward_dtype);
     if (DTensorImpl* impl = dtensor_impl(g); impl->spec().meta.dtype != input_dtype) {
-      g = redistribute_dtensor_no_grad(g, target, input_dtype);
+      g = redistribute_dtensor_no_grad(g, to, input_dtype);
     }
     return {g};
   }
@@ -300,7 +317,7 @@ DTensor DTensor::redistribute(Placements placements, const RedistributeOptions& 
   }
   if (needs_grad(*this)) {
     auto node = std::shared_ptr<RedistributeBackward>(new RedistributeBackward(), torch::autograd::deleteNode);
-    node->target = gradient_placements(s.placements);
+    node->forward = s.placements;
     node->backward_dtype = options.backward_dtype;
     node->origin = std::move(caller);
     node->input_dtype = s.meta.dtype;

@@ -146,6 +146,36 @@ def describe(t):
     return {"placements": None, "shape": list(local.shape), "values": encode_values(local)}
 
 
+class CommBytes(torch.utils._python_dispatch.TorchDispatchMode):
+    """Input bytes of every collective rank 0 issues, by name (the bytes the
+    rank contributes, as dtensor's CommDebugMode records them). Entered inside
+    CommDebugMode, so it sees the same functional collectives."""
+
+    NAMESPACES = ("_c10d_functional", "c10d_functional", "_dtensor")
+
+    def __init__(self):
+        super().__init__()
+        self.bytes = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if any(t == DTensor for t in types):
+            return NotImplemented  # let DTensor desugar into collectives first, as CommDebugMode does
+        packet = func._overloadpacket
+        name = packet.__name__
+        if func.namespace in self.NAMESPACES and name != "wait_tensor" and args:
+            first = args[0]
+            tensors = first if isinstance(first, (list, tuple)) else [first]
+            n = sum(rank0(t).numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+            self.bytes[name] = self.bytes.get(name, 0) + n
+        return func(*args, **(kwargs or {}))
+
+
+def comm_bytes(counter, counts):
+    """Bytes of the collectives CommDebugMode counted (inner ops of a counted
+    one, e.g. the all_to_all_single inside shard_dim_alltoall, are not)."""
+    return {k: v for k, v in counter.bytes.items() if k in counts}
+
+
 def comm_counts(mode):
     out = {}
     for k, v in mode.get_comm_counts().items():
@@ -321,11 +351,13 @@ def run_program(prog, mesh):
     for step in prog["steps"]:
         rec = {"raised": False}
         mode = CommDebugMode()
+        counter = CommBytes()
         try:
             built = build_module(step, mesh) if step["kind"] == "module" else None
-            with mode:
+            with mode, counter:
                 outs, keep = run_step(step, env, mesh, built)
             rec["comms"] = comm_counts(mode)
+            rec["bytes"] = comm_bytes(counter, rec["comms"])
             rec["outputs"] = [None if o is None else describe(o) for o in outs]
             if keep:
                 env.extend(outs)
