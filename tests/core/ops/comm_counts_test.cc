@@ -200,5 +200,16 @@ TEST(CommCountsTest, MatmulReducesATinyPartialOperandOnce) {
   EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
 }
 
+TEST(CommCountsTest, ExtremumOfAMismatchedPartialReplicatesItsResult) {
+  // amin over dim 0 of [P(sum), S(0)] on 2x2 (g18_01204): like PyTorch, the
+  // S(0) is gathered with the P(sum) reduced, so the backward's
+  // `result == self` needs no second reduction of a P(min) result.
+  OpCase amin("amin", {Input::floats({4})}, [](const Tensors& x) { return Tensors{x[0].amin({0})}; });
+  CommCounts c = comm_counts(amin, {2, 2}, {Placements{P[0], S0[0]}});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}, {"all_gather_into_tensor", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{R[0], R[0]}}));
+  EXPECT_EQ(c.backward, (Counts{{"all_reduce", 2}}));
+}
+
 }  // namespace
 }  // namespace dtensor::testing
