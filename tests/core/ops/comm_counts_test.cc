@@ -211,5 +211,16 @@ TEST(CommCountsTest, ExtremumOfAMismatchedPartialReplicatesItsResult) {
   EXPECT_EQ(c.backward, (Counts{{"all_reduce", 2}}));
 }
 
+TEST(CommCountsTest, MatmulOfUnshardedOperandsAllReducesAPartialMax) {
+  // matmul of a P(max) [6, 2, 2] by a Replicate [2, 4] (g18_01431): no input
+  // is sharded, so like PyTorch the folded mm all_reduces; a reduce_scatter
+  // onto rows would be gathered again by the unfold view.
+  OpCase matmul("matmul", {Input::floats({6, 2, 2}).no_grad(), Input::floats({2, 4}).no_grad()},
+                [](const Tensors& x) { return Tensors{x[0].matmul(x[1])}; });
+  CommCounts c = comm_counts(matmul, {4}, {Pmax, R});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
+}
+
 }  // namespace
 }  // namespace dtensor::testing
