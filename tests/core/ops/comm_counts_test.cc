@@ -222,5 +222,16 @@ TEST(CommCountsTest, MatmulOfUnshardedOperandsAllReducesAPartialMax) {
   EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
 }
 
+TEST(CommCountsTest, WholeMeshTieKeepsFewerOutputShards) {
+  // hypot of [R, S(1)] and [S(1), P(avg)] [1, 6, 3] on 2x2 (g18_01561):
+  // [S(1), S(1)] and [R, S(1)] both cost an all_gather and a reduce_scatter;
+  // the output sharded on one mesh dim is gathered once later, like PyTorch's.
+  OpCase hypot("hypot", {Input::floats({1, 6, 3}).no_grad(), Input::floats({1, 6, 3}).no_grad()},
+               [](const Tensors& x) { return Tensors{torch::hypot(x[0], x[1])}; });
+  CommCounts c = comm_counts(hypot, {2, 2}, {Placements{R[0], S1[0]}, Placements{S1[0], Pavg[0]}});
+  EXPECT_EQ(c.forward, (Counts{{"all_gather_into_tensor", 1}, {"reduce_scatter_tensor", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{R[0], S1[0]}}));
+}
+
 }  // namespace
 }  // namespace dtensor::testing
