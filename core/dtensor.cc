@@ -53,6 +53,16 @@ Placements redistribute_gradient_placements(const Placements& forward, const Pla
   return out;
 }
 
+// Note [Global strides after a collective]
+// A collective returns a new, contiguous local tensor whatever the layout of
+// its input (a reduce_scatter of a transposed Partial gradient, an
+// all_gather of a transposed shard). The global strides then follow the new
+// local's layout, as our to_local backward and PyTorch's from_local
+// (compute_global_tensor_info) derive them. Kept from the input (PyTorch's
+// Redistribute keeps the input's tensor_meta), they would claim a transposed
+// tensor, and a later view (aten::view, _reshape_alias) would be planned, or
+// refused, for a layout the local tensor does not have. A redistribution that only slices
+// (Replicate -> Shard) returns a view of the input and keeps its strides.
 at::Tensor redistribute_dtensor_no_grad(const at::Tensor& t, const Placements& to,
                                         std::optional<c10::ScalarType> dtype) {
   DTensorImpl* impl = dtensor_impl(t);
@@ -63,7 +73,12 @@ at::Tensor redistribute_dtensor_no_grad(const at::Tensor& t, const Placements& t
     spec.meta.dtype = *dtype;
   }
   at::Tensor out = redistribute_local(local, spec, to);
-  return make_dtensor(out, spec.with_placements(to));
+  DTensorSpec out_spec = spec.with_placements(to);
+  if (!out.is_alias_of(local)) {
+    // See Note [Global strides after a collective].
+    out_spec.meta.stride = dense_strides_ordered_like(out_spec.meta.shape, out.strides().vec());
+  }
+  return make_dtensor(out, out_spec);
 }
 
 struct RedistributeBackward : torch::autograd::Node {

@@ -141,13 +141,43 @@ std::optional<std::pair<double, int>> planned_cost(const OpCall& call, const std
 // planned two all_gathers (issue #18's differential test found it). So when an
 // input or a chosen target nests shards, combinations of the per-dim
 // candidates are costed with the real redistribute plans, and the cheapest
-// replaces the per-dim pick (ties keep it). The bound: per mesh dim only the
+// replaces the per-dim pick (ties keep it, See Note [Whole-mesh ties keep fewer
+// output shards] for near ties). The bound: per mesh dim only the
 // k cheapest candidates by per-dim cost, k the largest with k^ndim <=
 // kMaxCombinations (16 on a 2-D mesh, 6 on 3-D, 4 on 4-D), so a 3-D mesh
 // with nine matmul candidates per dim is still checked (9^3 = 729 were
 // skipped before: bmm of [P, P, R] by [P(avg), S(1), S(1)]). Paid on a
 // sharding-cache miss only; ~kMaxCombinations cached plan lookups at most.
 constexpr size_t kMaxCombinations = 256;
+
+// Mesh dims on which some output is sharded.
+int sharded_output_dims(const ShardingPlan& plan) {
+  int n = 0;
+  const size_t mesh_ndim = plan.output_placements.empty() ? 0 : plan.output_placements[0].size();
+  for (size_t d = 0; d < mesh_ndim; ++d) {
+    bool sharded = false;
+    for (const Placements& p : plan.output_placements) sharded = sharded || p[d].is_shard();
+    n += sharded ? 1 : 0;
+  }
+  return n;
+}
+
+// Note [Whole-mesh ties keep fewer output shards]
+// Two whole-mesh plans that issue as many collectives and move nearly the
+// same bytes (less than one collective's latency apart) cost the same now;
+// the one whose output is sharded on fewer mesh dims is cheaper later, since
+// each sharded mesh dim is one more all_gather when the result is gathered.
+// hypot of [R, S(1)] and [S(1), P(avg)] on 2x2 (g18_01561): [S(1), S(1)] and
+// [R, S(1)] both need an all_gather and a reduce_scatter, 24 bytes apart; the
+// former's redistribute to Replicate then gathers twice (PyTorch, following
+// the first input, once). A difference of a latency or more still decides.
+bool cheaper(const std::pair<double, int>& cost, int shards, const std::pair<double, int>& best, int best_shards) {
+  if (cost.second == best.second && std::abs(cost.first - best.first) < CommCostModel{}.latency_bytes() &&
+      shards != best_shards) {
+    return shards < best_shards;
+  }
+  return cost < best;
+}
 
 void refine_nested(const OpCall& call, std::vector<std::vector<const DimStrategy*>> options,
                    ShardingPlan& plan) {
@@ -167,6 +197,7 @@ void refine_nested(const OpCall& call, std::vector<std::vector<const DimStrategy
   if (combos <= 1) return;
   auto best = planned_cost(call, plan.input_placements);
   if (!best) return;
+  int best_shards = sharded_output_dims(plan);
   std::vector<size_t> pick(options.size(), 0);
   for (size_t n = 0; n < combos; ++n) {
     size_t rest = n;
@@ -181,8 +212,10 @@ void refine_nested(const OpCall& call, std::vector<std::vector<const DimStrategy
       for (size_t o = 0; o < call.outputs.size(); ++o) trial.output_placements[o][d] = c.outputs[o];
     }
     auto cost = planned_cost(call, trial.input_placements);
-    if (cost && *cost < *best) {
+    const int shards = sharded_output_dims(trial);
+    if (cost && cheaper(*cost, shards, *best, best_shards)) {
       best = cost;
+      best_shards = shards;
       plan = std::move(trial);
     }
   }

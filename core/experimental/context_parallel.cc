@@ -6,7 +6,6 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 #include <c10/util/Exception.h>
-#include <torch/csrc/autograd/custom_function.h>
 
 #include <limits>
 #include <mutex>
@@ -39,20 +38,6 @@ namespace {
 // backward; this version saves the gathered k and v for backward instead
 // (memory O(seq) per rank).
 
-// Identity whose backward makes the gradient contiguous. The math path's
-// key gradient arrives transposed ([.., seq, d] with seq innermost); a
-// DTensor gradient keeps the layout of its local tensor through to_local's
-// backward, but the reduce_scatter in the redistribution's backward returns
-// a contiguous local while keeping that layout in the global strides, so
-// later views of the key gradient would plan views its local cannot take.
-struct ContiguousGradient : torch::autograd::Function<ContiguousGradient> {
-  static at::Tensor forward(torch::autograd::AutogradContext*, const at::Tensor& x) { return x.view_as(x); }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
-                                                 torch::autograd::variable_list grads) {
-    return {grads[0].contiguous()};
-  }
-};
-
 #if DTENSOR_TORCH_AT_LEAST(2, 0)
 bool is_seq_shard(const Placement& p, int64_t seq, int64_t ndim) {
   return p.is_shard() && (p.shard_dim() == seq || p.shard_dim() == seq - ndim);
@@ -84,8 +69,8 @@ at::Tensor context_parallel_attention(const at::Tensor& query, const at::Tensor&
     gathered[m] = Replicate();
     grad_of_gathered[m] = Partial();
   }
-  const at::Tensor k_all = ContiguousGradient::apply(k.redistribute(gathered).to_local(grad_of_gathered));
-  const at::Tensor v_all = ContiguousGradient::apply(v.redistribute(gathered).to_local(grad_of_gathered));
+  const at::Tensor k_all = k.redistribute(gathered).to_local(grad_of_gathered);
+  const at::Tensor v_all = v.redistribute(gathered).to_local(grad_of_gathered);
   const at::Tensor q_local = q.to_local();
   c10::optional<at::Tensor> mask;
   if (is_causal) {

@@ -52,4 +52,28 @@ void drop_partial_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<Di
   candidates.erase(std::remove_if(candidates.begin(), candidates.end(), tiny), candidates.end());
 }
 
+// Note [Matrix products shard only what is sharded]
+// PyTorch 2.11 expands mm, addmm, bmm and baddbmm from single-mesh-dim
+// strategies whose shards are placeholders, filled with the shard types the
+// inputs use (_fill_single_dim_strategy_placeholders): when no input is
+// sharded on any mesh dim, only the Replicate and Partial candidates remain.
+// A Partial(max) operand is then all_reduced, never reduce_scattered into a
+// row shard. Per mesh dim, bytes alone prefer the reduce_scatter, but its
+// shard is one no input had, and what follows pays for it: the unfold view
+// of a folded matmul cannot keep a row shard of 6 * 2 rows over 4 ranks and
+// gathers it (g18_01431: reduce_scatter + all_gather, PyTorch one
+// all_reduce), a `full_tensor` gathers it (g18_00123, g18_00424). We offer
+// the same candidates as PyTorch.
+void drop_shards_unless_an_input_is_sharded(const OpCall& call, std::vector<DimStrategy>& candidates) {
+  for (const DTensorSpec& spec : call.inputs) {
+    for (const Placement& p : spec.placements) {
+      if (p.is_shard()) return;
+    }
+  }
+  auto shards = [](const DimStrategy& s) {
+    return std::any_of(s.inputs.begin(), s.inputs.end(), [](const Placement& p) { return p.is_shard(); });
+  };
+  candidates.erase(std::remove_if(candidates.begin(), candidates.end(), shards), candidates.end());
+}
+
 }  // namespace dtensor::detail

@@ -36,4 +36,10 @@ bool evenly_sharded(const OpCall& call, size_t i, int64_t dim);
 /// Example: mm of [8, 3] x [3, 2] P(min) on a 4-rank mesh dim loses {S(1), S(0)} -> P.
 void drop_partial_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates);
 
+/// Drops every candidate that shards an input when no input of the call is
+/// sharded on any mesh dim (See Note [Matrix products shard only what is
+/// sharded]).
+/// Example: mm of a P(max) [12, 2] by a Replicate [2, 4] keeps R and Partial candidates only.
+void drop_shards_unless_an_input_is_sharded(const OpCall& call, std::vector<DimStrategy>& candidates);
+
 }  // namespace dtensor::detail

@@ -170,6 +170,26 @@ TEST(RedistributeTest, PartialOnBothMeshDimsReducesWithTheRightMultiplier) {
   });
 }
 
+TEST(RedistributeTest, ReduceScatterResultHasTheGlobalStridesOfItsLocal) {
+  // A Partial input whose local is transposed (a gradient arriving through
+  // to_local's backward often is): the reduce_scatter returns a contiguous
+  // local, so the global strides must say contiguous too, or a later view
+  // plans a view the local tensor cannot take.
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    const at::Tensor base = at::arange(24, at::kDouble).reshape({6, 4});
+    DTensor x(DTensor::from_local(base, mesh, {Partial()}).t());
+    ASSERT_EQ(x.spec().meta.stride, (std::vector<int64_t>{1, 4}));
+    DTensor y = x.redistribute({Shard(0)});
+    EXPECT_TRUE(y.local_tensor().is_contiguous());
+    EXPECT_EQ(y.spec().meta.stride, (std::vector<int64_t>{6, 1}));
+    DTensor z(y.view({2, 12}));
+    EXPECT_TRUE(at::equal(z.full_tensor(), (base.t() * 2).reshape({2, 12})));
+    DTensor r = x.redistribute({Replicate()});
+    EXPECT_EQ(r.spec().meta.stride, (std::vector<int64_t>{6, 1}));
+  });
+}
+
 TEST(RedistributeTest, ReplicateToPartialDividesForSumOnlyInternally) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});

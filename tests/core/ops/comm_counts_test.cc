@@ -200,5 +200,38 @@ TEST(CommCountsTest, MatmulReducesATinyPartialOperandOnce) {
   EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
 }
 
+TEST(CommCountsTest, ExtremumOfAMismatchedPartialReplicatesItsResult) {
+  // amin over dim 0 of [P(sum), S(0)] on 2x2 (g18_01204): like PyTorch, the
+  // S(0) is gathered with the P(sum) reduced, so the backward's
+  // `result == self` needs no second reduction of a P(min) result.
+  OpCase amin("amin", {Input::floats({4})}, [](const Tensors& x) { return Tensors{x[0].amin({0})}; });
+  CommCounts c = comm_counts(amin, {2, 2}, {Placements{P[0], S0[0]}});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}, {"all_gather_into_tensor", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{R[0], R[0]}}));
+  EXPECT_EQ(c.backward, (Counts{{"all_reduce", 2}}));
+}
+
+TEST(CommCountsTest, MatmulOfUnshardedOperandsAllReducesAPartialMax) {
+  // matmul of a P(max) [6, 2, 2] by a Replicate [2, 4] (g18_01431): no input
+  // is sharded, so like PyTorch the folded mm all_reduces; a reduce_scatter
+  // onto rows would be gathered again by the unfold view.
+  OpCase matmul("matmul", {Input::floats({6, 2, 2}).no_grad(), Input::floats({2, 4}).no_grad()},
+                [](const Tensors& x) { return Tensors{x[0].matmul(x[1])}; });
+  CommCounts c = comm_counts(matmul, {4}, {Pmax, R});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
+}
+
+TEST(CommCountsTest, WholeMeshTieKeepsFewerOutputShards) {
+  // hypot of [R, S(1)] and [S(1), P(avg)] [1, 6, 3] on 2x2 (g18_01561):
+  // [S(1), S(1)] and [R, S(1)] both cost an all_gather and a reduce_scatter;
+  // the output sharded on one mesh dim is gathered once later, like PyTorch's.
+  OpCase hypot("hypot", {Input::floats({1, 6, 3}).no_grad(), Input::floats({1, 6, 3}).no_grad()},
+               [](const Tensors& x) { return Tensors{torch::hypot(x[0], x[1])}; });
+  CommCounts c = comm_counts(hypot, {2, 2}, {Placements{R[0], S1[0]}, Placements{S1[0], Pavg[0]}});
+  EXPECT_EQ(c.forward, (Counts{{"all_gather_into_tensor", 1}, {"reduce_scatter_tensor", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{R[0], S1[0]}}));
+}
+
 }  // namespace
 }  // namespace dtensor::testing
