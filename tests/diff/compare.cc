@@ -57,6 +57,15 @@ json normalized_comms(const json& counts) {
 
 bool values_agree(const json& a, const json& b) { return values_diff(a, b).empty(); }
 
+// Note [Bytes per collective]
+// Both runners record, per step, the input bytes rank 0 contributed to each
+// kind of collective (dtensor's CommDebugMode records them; the PyTorch
+// runner's CommBytes mode reads the functional collectives' inputs, padding
+// included on both sides). They are compared only where the collective
+// counts agree (else the "comms" field already differs): same collectives,
+// different bytes is a "bytes" difference, excused only when ours are fewer
+// (row "fewer-bytes"). The names go through normalized_comms like counts.
+
 namespace {
 
 class Comparer {
@@ -106,7 +115,13 @@ class Comparer {
     }
     if (ra) return;  // both raised: messages are not compared
     json ca = normalized_comms(a.at("comms")), cb = normalized_comms(b.at("comms"));
-    if (ca != cb) add(s, "comms", "ours " + ca.dump() + " pytorch " + cb.dump(), a, b);
+    if (ca != cb) {
+      add(s, "comms", "ours " + ca.dump() + " pytorch " + cb.dump(), a, b);
+    } else if (a.contains("bytes") && b.contains("bytes")) {
+      // See Note [Bytes per collective]
+      json ba = normalized_comms(a.at("bytes")), bb = normalized_comms(b.at("bytes"));
+      if (ba != bb) add(s, "bytes", "ours " + ba.dump() + " pytorch " + bb.dump(), a, b);
+    }
     const json& oa = a.at("outputs");
     const json& ob = b.at("outputs");
     if (oa.size() != ob.size()) {

@@ -53,6 +53,43 @@ TEST(CompareTest, ShardDimAllToAllIsOurAllToAllSingle) {
   EXPECT_TRUE(compare_records(program_with_steps(1), ours, theirs, nullptr).identical());
 }
 
+TEST(CompareTest, BytesAreComparedWhereTheCollectivesAgree) {
+  json ours = record({step({{"all_reduce", 1}}, {out({"R"}, {1.0})})});
+  json theirs = ours;
+  ours["steps"][0]["bytes"] = {{"all_reduce", 64}};
+  theirs["steps"][0]["bytes"] = {{"all_reduce", 64}};
+  EXPECT_TRUE(compare_records(program_with_steps(1), ours, theirs, nullptr).identical());
+  ours["steps"][0]["bytes"] = {{"all_reduce", 128}};
+  ProgramComparison more = compare_records(program_with_steps(1), ours, theirs, nullptr);
+  ASSERT_EQ(more.diffs.size(), 1u);
+  EXPECT_EQ(more.diffs[0].field, "bytes");
+  EXPECT_FALSE(more.agrees());
+}
+
+TEST(DeviationTest, FewerBytesRowOnlyWhenOursAreFewer) {
+  json ours = record({step({{"all_to_all_single", 1}}, {out({"S(1)"}, {1.0})})});
+  json theirs = record({step({{"shard_dim_alltoall", 1}}, {out({"S(1)"}, {1.0})})});
+  ours["steps"][0]["bytes"] = {{"all_to_all_single", 48}};
+  theirs["steps"][0]["bytes"] = {{"shard_dim_alltoall", 64}};
+  EXPECT_EQ(only_deviation(compare_records(program_with_steps(1), ours, theirs, nullptr)), "fewer-bytes");
+  ours["steps"][0]["bytes"] = {{"all_to_all_single", 64}};
+  theirs["steps"][0]["bytes"] = {{"shard_dim_alltoall", 48}};
+  EXPECT_EQ(only_deviation(compare_records(program_with_steps(1), ours, theirs, nullptr)), "");
+}
+
+TEST(DeviationTest, WholeProgramRowNeedsNoMoreCollectivesInAll) {
+  // Ours pays 2 at step 0 where PyTorch pays 1, then 0 where PyTorch pays 1.
+  json ours = record({step({{"all_gather_into_tensor", 2}}, {out({"R"}, {1.0})}), step({}, {})});
+  json theirs = record({step({{"all_gather_into_tensor", 1}}, {out({"R"}, {1.0})}),
+                        step({{"all_reduce", 1}}, {})});
+  ProgramComparison c = compare_records(program_with_steps(2), ours, theirs, nullptr);
+  ASSERT_FALSE(c.diffs.empty());
+  EXPECT_EQ(c.diffs[0].deviation, "whole-program");
+  // Two more at step 1: over the whole program ours are more.
+  ours["steps"][1] = step({{"all_reduce", 2}}, {});
+  EXPECT_EQ(compare_records(program_with_steps(2), ours, theirs, nullptr).diffs[0].deviation, "");
+}
+
 TEST(DeviationTest, StrategyRowNeedsNoMoreCollectivesSoFar) {
   json fewer = record({step({{"all_gather_into_tensor", 1}}, {out({"S(0)"}, {1.0})})});
   json more = record({step({{"all_reduce", 1}, {"all_gather_into_tensor", 1}}, {out({"R"}, {1.0})})});

@@ -115,6 +115,29 @@ bool norm_partial(const DiffContext& c) {
   return theirs_norm;
 }
 
+// whole-program: ahead of PyTorch at this step but no more collectives over
+// the whole program, both having run every step (a cheaper choice earlier
+// makes a later step pay, and the total is still no worse).
+bool whole_program(const DiffContext& c) {
+  if ((c.field != "comms" && c.field != "placements") || c.step < 0) return false;
+  const json& ours = c.ours_record.at("steps");
+  const json& theirs = c.theirs_record.at("steps");
+  const size_t n = c.program.steps.size();
+  if (ours.size() != n || theirs.size() != n) return false;
+  for (size_t s = 0; s < n; ++s) {
+    if (ours[s].value("raised", false) || theirs[s].value("raised", false)) return false;
+  }
+  const int last = static_cast<int>(n) - 1;
+  return total_through(c.ours_record, last) <= total_through(c.theirs_record, last);
+}
+
+// fewer-bytes: the same collectives as PyTorch at this step, moving fewer
+// input bytes in all (Note [Bytes per collective] in compare.cc).
+bool fewer_bytes(const DiffContext& c) {
+  if (c.field != "bytes" || c.step < 0) return false;
+  return total(c.ours.at("bytes")) < total(c.theirs.at("bytes"));
+}
+
 }  // namespace
 
 const std::vector<Deviation>& deviations() {
@@ -132,6 +155,9 @@ const std::vector<Deviation>& deviations() {
       {"strategy", "another sharding strategy / redistribute plan, with no more collectives than PyTorch's "
                    "over the program so far",
        other_strategy},
+      {"whole-program", "more collectives than PyTorch's so far at this step, no more over the whole program",
+       whole_program},
+      {"fewer-bytes", "the same collectives as PyTorch's at this step, moving fewer bytes", fewer_bytes},
   };
   return rows;
 }

@@ -383,6 +383,11 @@ json run_on_rank(const Program& program) {
       json counts = json::object();
       for (const auto& [name, n] : comm.get_comm_counts()) counts[name] = n;
       rec["comms"] = counts;
+      json bytes = json::object();  // input bytes this rank contributed, by collective
+      for (const debug::CollectiveRecord& c : comm.trace().collectives) {
+        bytes[c.kind] = bytes.value(c.kind, int64_t{0}) + c.bytes;
+      }
+      rec["bytes"] = bytes;
       json outs = json::array();
       for (const at::Tensor& t : r.outputs) outs.push_back(describe(t));
       rec["outputs"] = outs;
