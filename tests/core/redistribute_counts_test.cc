@@ -212,6 +212,34 @@ TEST(RedistributeCountsTest, ToLocalWithPartialGradPlacementsReducesInBackward) 
   });
 }
 
+// PyTorch 2.11's gradient placements for Partial inputs (checked against it
+// by tests/diff's structured programs): to_local's default reads a Partial as
+// Replicate (the local gradient is the whole gradient on every rank), and a
+// redistribute's backward keeps a gradient that arrives Partial on a mesh dim
+// where its input was Partial (Note [Partial gradients of a redistribute]).
+TEST(RedistributeCountsTest, GradientPlacementsOfPartialInputs) {
+  run_fake_world(4, [](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    CollectiveCounter counter(world);
+    DTensor p = DTensor::from_local(at::ones({2, 3}), mesh, {Partial()});
+    p.set_requires_grad(true);
+    (p.to_local() * 3).sum().backward();
+    EXPECT_EQ(counter.total(), 0);
+    EXPECT_EQ(DTensor(p.grad()).placements(), Placements{Replicate()});
+    EXPECT_TRUE(at::equal(DTensor(p.grad()).full_tensor(), at::full({2, 3}, 3.0)));
+
+    DTensor q = DTensor::from_local(at::ones({4, 3}), mesh, {Partial()});
+    q.set_requires_grad(true);
+    at::Tensor local = q.redistribute({Replicate()}).to_local(Placements{Partial()});
+    EXPECT_EQ(counter.counts(), (Counts{{kAR, 1}}));
+    counter.clear();
+    local.sum().backward();
+    EXPECT_EQ(counter.total(), 0);  // was an all_reduce to Replicate
+    EXPECT_EQ(DTensor(q.grad()).placements(), Placements{Partial()});
+    EXPECT_TRUE(at::equal(DTensor(q.grad()).full_tensor(), at::full({4, 3}, 4.0)));
+  });
+}
+
 TEST(RedistributeCountsTest, FullTensorWithPartialGradPlacementsReduceScatters) {
   run_fake_world(2, [](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});

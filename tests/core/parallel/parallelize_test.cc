@@ -241,6 +241,38 @@ TEST(PrepareModuleTest, InputAndOutputLayouts) {
   });
 }
 
+// As PyTorch 2.11 (Note [Declared layouts decide]): a DTensor input is used as
+// it is laid out, and only a declared conversion (input_layouts !=
+// desired_input_layouts) redistributes; that conversion, even a no-op
+// forward, lays the gradient out like the input.
+TEST(PrepareModuleTest, DeclaredLayoutsDecide) {
+  run_fake_world(4, [](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    DTensor s0 = distribute_tensor(torch::ones({8, 2}), mesh, {Shard(0)});
+    DTensor r = distribute_tensor(torch::ones({8, 2}), mesh, {Replicate()});
+    r.set_requires_grad(true);
+    CollectiveCounter counter(world);
+    // Declared R -> R: an S(0) DTensor passes through unchanged.
+    Probe same;
+    PrepareModuleInput().input_layouts({Replicate()}).desired_input_layouts({Replicate()}).apply(*same, mesh);
+    nn::call(same, at::Tensor(s0));
+    EXPECT_EQ(DTensor(same->seen).placements(), (Placements{Shard(0)}));
+    EXPECT_TRUE(counter.counts().empty());
+
+    // Declared S(0) -> R on a Replicate DTensor: no collective forward, but
+    // the Partial gradient is all_reduced back to the input's Replicate.
+    Probe conv;
+    PrepareModuleInput().input_layouts({Shard(0)}).desired_input_layouts({Replicate()}).apply(*conv, mesh);
+    at::Tensor y = nn::call(conv, at::Tensor(r));
+    EXPECT_EQ(DTensor(y).placements(), (Placements{Replicate()}));
+    EXPECT_TRUE(counter.counts().empty());
+    DTensor(y).to_local(Placements{Partial()}).sum().backward();
+    EXPECT_EQ(counter.counts(), (Counts{{"all_reduce", 1}}));
+    EXPECT_EQ(DTensor(r.grad()).placements(), (Placements{Replicate()}));
+    EXPECT_TRUE(torch::equal(DTensor(r.grad()).full_tensor(), torch::full({8, 2}, 4.0)));
+  });
+}
+
 TEST(SequenceParallelTest, ReplicatesParametersWithoutCommunication) {
   run_fake_world(2, [](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
