@@ -233,5 +233,23 @@ TEST(CommCountsTest, WholeMeshTieKeepsFewerOutputShards) {
   EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{R[0], S1[0]}}));
 }
 
+TEST(CommCountsTest, MulReducesABroadcastPartialBeforeItGrows) {
+  // P(avg) [2] times Replicate [6, 6, 2] (g18_00595, pow's backward): like
+  // PyTorch, which follows the operand with more dims, the 16-byte operand is
+  // reduced now rather than a 576-byte Partial product later.
+  OpCase mul("mul", {Input::floats({2}).no_grad(), Input::floats({6, 6, 2}).no_grad()},
+             [](const Tensors& x) { return Tensors{x[0] * x[1]}; });
+  CommCounts c = comm_counts(mul, {4}, {Pavg, R});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
+  // A broadcast Partial operand with more shards is the one PyTorch follows:
+  // its Partial stays (g18_02184, mv's backward).
+  OpCase outer("outer", {Input::floats({2}).no_grad(), Input::floats({4, 1}).no_grad()},
+               [](const Tensors& x) { return Tensors{x[0] * x[1]}; });
+  CommCounts kept = comm_counts(outer, {2, 2}, {Placements{S0[0], P[0]}, Placements{R[0], R[0]}});
+  EXPECT_EQ(kept.forward, kNone);
+  EXPECT_EQ(kept.outputs, (std::vector<Placements>{Placements{S1[0], P[0]}}));
+}
+
 }  // namespace
 }  // namespace dtensor::testing
