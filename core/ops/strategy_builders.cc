@@ -65,19 +65,27 @@ void drop_partial_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<Di
 // SGD, 1 more). Such a candidate is not dropped but costs one more latency:
 // still chosen where it saves a whole collective (addmm of [4, 3] S(1) by
 // [3, 3] S(1) with a P(sum) bias: one all_to_all, the alternatives three).
-// A shard kept where it is (no collective) is not affected: dropping those
-// as PyTorch does made ops on size-1 dims issue more collectives.
-void discourage_all_to_all_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates) {
+// A shard kept where it is (no collective) on such a dim only loses exact
+// ties (half a byte): Linear's forward of x [2, 8] S(0) on 4 ranks gathers x
+// (output S(1), PyTorch's choice) rather than the weight (output S(0), two
+// rows over four ranks; s18_0146's Colwise output then needed an all_to_all
+// and its backward a Partial weight gradient). Dropping kept shards as PyTorch
+// does made ops on such dims, size-1 dims most, issue more collectives, and
+// size-1 dims are left out of the tie-break (g18_01939 moved more bytes).
+void discourage_tiny_shards(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates) {
   const int64_t ranks = call.mesh.size(mesh_dim);
   for (DimStrategy& s : candidates) {
     for (size_t i = 0; i < call.inputs.size() && i < s.inputs.size(); ++i) {
       const Placement& from = placement_of(call, i, mesh_dim);
       const Placement& to = s.inputs[i];
-      if (!from.is_shard() || !to.is_shard() || from == to) continue;
-      if (call.inputs[i].meta.shape[static_cast<size_t>(to.shard_dim())] < ranks) {
-        s.extra_cost = CommCostModel{}.latency_bytes();
+      if (!to.is_shard()) continue;
+      const int64_t size = call.inputs[i].meta.shape[static_cast<size_t>(to.shard_dim())];
+      if (size >= ranks) continue;
+      if (from.is_shard() && !(from == to)) {
+        s.extra_cost = CommCostModel{}.latency_bytes();  // an all_to_all onto it
         break;
       }
+      if (from == to && size > 1) s.extra_cost = std::max(s.extra_cost, 0.5);  // kept: ties only
     }
   }
 }
