@@ -72,6 +72,8 @@ void drop_partial_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<Di
 // and its backward a Partial weight gradient). Dropping kept shards as PyTorch
 // does made ops on such dims, size-1 dims most, issue more collectives, and
 // size-1 dims are left out of the tie-break (g18_01939 moved more bytes).
+// The whole-mesh check of nested shards (Note [Whole-mesh check of nested
+// shards]) prices whole plans without this extra cost.
 void discourage_tiny_shards(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates) {
   const int64_t ranks = call.mesh.size(mesh_dim);
   for (DimStrategy& s : candidates) {
