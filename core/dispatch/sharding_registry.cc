@@ -65,7 +65,7 @@ double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placem
 namespace {
 
 double strategy_cost(const OpCall& call, int mesh_dim, const DimStrategy& s) {
-  double cost = 0;
+  double cost = s.extra_cost;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const Placement& current = call.inputs[i].placements[static_cast<size_t>(mesh_dim)];
     cost += placement_change_cost(call.inputs[i], mesh_dim, current, s.inputs[i]);

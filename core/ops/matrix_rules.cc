@@ -49,6 +49,7 @@ DimRule mm_rule(int64_t batch) {
       while (c.outputs.size() < call.outputs.size()) c.outputs.push_back(c.outputs[0]);
     }
     detail::drop_partial_to_tiny_shard(call, mesh_dim, candidates);
+    detail::discourage_tiny_shards(call, mesh_dim, candidates);
     detail::drop_shards_unless_an_input_is_sharded(call, candidates);
     return candidates;
   };
@@ -68,6 +69,7 @@ DimRule addmm_rule(int64_t batch) {
       candidates.push_back(s);
     }
     detail::drop_partial_to_tiny_shard(call, mesh_dim, candidates);
+    detail::discourage_tiny_shards(call, mesh_dim, candidates);
     detail::drop_shards_unless_an_input_is_sharded(call, candidates);
     return candidates;
   };

@@ -52,6 +52,42 @@ bool linear_partial(const Placement& p) {
   return p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg);
 }
 
+// Note [Partial through a broadcast]
+// c * sum_r(a_r) stays Partial for free, but when a is broadcast (a [2]
+// times c [6, 6, 2]) the pending reduction grows from a's bytes to the
+// output's: reducing a now is one all_reduce of 16 bytes, keeping the Partial
+// one of 576 bytes wherever the result is needed whole (g18_00595: pow's
+// backward multiplies a Partial exponent by the base's log, then where()
+// reduces the product). Keeping it still pays when the product is summed back
+// to a's shape (the gradient of a broadcast operand), so the choice follows
+// PyTorch's pointwise strategy, which keeps the Partial only when it follows
+// that operand: the one with the most shards, then the most dims, the first on
+// ties. A broadcast Partial operand that PyTorch would not follow is reduced.
+int64_t num_shards(const DTensorSpec& spec) {
+  int64_t n = 1;
+  for (size_t d = 0; d < spec.placements.size(); ++d) {
+    if (spec.placements[d].is_shard()) n *= spec.mesh.size(static_cast<int>(d));
+  }
+  return n;
+}
+
+size_t followed_input(const OpCall& call) {
+  size_t best = 0;
+  for (size_t i = 1; i < call.inputs.size(); ++i) {
+    const int64_t si = num_shards(call.inputs[i]), sb = num_shards(call.inputs[best]);
+    if (si > sb || (si == sb && call.inputs[i].meta.shape.size() > call.inputs[best].meta.shape.size())) best = i;
+  }
+  return best;
+}
+
+bool reduce_broadcast_partial(const OpCall& call, size_t i) {
+  if (call.outputs.empty() || call.self_input >= 0 || followed_input(call) == i) return false;
+  int64_t in = 1, out = 1;
+  for (int64_t s : call.inputs[i].meta.shape) in *= s;
+  for (int64_t s : call.outputs[0].shape) out *= s;
+  return in < out;
+}
+
 // Candidates that keep a Partial input Partial (See Note [Partial through
 // pointwise ops]). Multiplicative ops with several Partial inputs get one
 // candidate per Partial input (that one stays Partial, the others are reduced
@@ -77,6 +113,7 @@ std::vector<DimStrategy> partial_candidates(const OpCall& call, int mesh_dim, Li
     if (lin == Linearity::kFirstArgLinear && kept != 0) continue;
     const Placement p = placement_of(call, kept, mesh_dim);
     if (!linear_partial(p)) continue;
+    if (reduce_broadcast_partial(call, kept)) continue;  // See Note [Partial through a broadcast]
     DimStrategy s;
     for (size_t i = 0; i < call.inputs.size(); ++i) s.inputs.push_back(i == kept ? p : Replicate());
     s.outputs.assign(call.outputs.size(), p);

@@ -36,6 +36,16 @@ bool evenly_sharded(const OpCall& call, size_t i, int64_t dim);
 /// Example: mm of [8, 3] x [3, 2] P(min) on a 4-rank mesh dim loses {S(1), S(0)} -> P.
 void drop_partial_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates);
 
+/// Raises the cost of candidates that shard an input on a tensor dim with
+/// fewer elements than `mesh_dim` has ranks (See Note [All-to-all onto a dim
+/// smaller than the group]): by one collective's latency when an all_to_all
+/// moves the input there (chosen only where it saves a whole collective), by
+/// half a byte when the input already is sharded so and the dim is not size 1
+/// (loses exact ties only).
+/// Example: mm of [8, 3] S(0) by [3, 6] S(0) on 4 ranks gathers the second
+/// operand (-> S(0)) rather than moving the first to S(1) (-> P(sum)).
+void discourage_tiny_shards(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates);
+
 /// Drops every candidate that shards an input when no input of the call is
 /// sharded on any mesh dim (See Note [Matrix products shard only what is
 /// sharded]).

@@ -77,6 +77,53 @@ TEST(DeviationTest, FewerBytesRowOnlyWhenOursAreFewer) {
   EXPECT_EQ(only_deviation(compare_records(program_with_steps(1), ours, theirs, nullptr)), "");
 }
 
+TEST(DeviationTest, BytesOverallRowNeedsNoMoreCollectivesAndBytesInAll) {
+  // Step 1 moves 64 bytes where PyTorch moves 32, but step 0 issued one
+  // collective of 64 bytes where PyTorch issued two of 64 and 32 (g18_01451).
+  json ours = record({step({{"all_reduce", 1}}, {out({"S(1)", "R"}, {1.0})}),
+                      step({{"all_gather_into_tensor", 1}}, {out({"R", "R"}, {1.0})})});
+  json theirs = record({step({{"reduce_scatter_tensor", 1}, {"all_gather_into_tensor", 1}}, {out({"R", "S(0)"}, {1.0})}),
+                        step({{"all_gather_into_tensor", 1}}, {out({"R", "R"}, {1.0})})});
+  ours["steps"][0]["bytes"] = {{"all_reduce", 64}};
+  theirs["steps"][0]["bytes"] = {{"reduce_scatter_tensor", 64}, {"all_gather_into_tensor", 32}};
+  ours["steps"][1]["bytes"] = {{"all_gather_into_tensor", 64}};
+  theirs["steps"][1]["bytes"] = {{"all_gather_into_tensor", 32}};
+  auto deviation_of = [&](const std::string& field) {
+    ProgramComparison c = compare_records(program_with_steps(2), ours, theirs, nullptr);
+    for (const FieldDiff& d : c.diffs) {
+      if (d.field == field) return d.deviation;
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(deviation_of("bytes"), "bytes-overall");
+  // 96 bytes at step 1: more than PyTorch's so far (160 > 128).
+  ours["steps"][1]["bytes"] = {{"all_gather_into_tensor", 96}};
+  EXPECT_EQ(deviation_of("bytes"), "");
+  // Fewer bytes so far but more collectives so far: not explained either.
+  ours["steps"][1]["bytes"] = {{"all_gather_into_tensor", 40}};
+  ours["steps"][0]["comms"] = {{"all_reduce", 3}};
+  EXPECT_EQ(deviation_of("bytes"), "");
+  // A later step that repays it: over the whole program no more of either.
+  ours["steps"][0] = step({{"all_reduce", 1}}, {out({"S(1)", "R"}, {1.0})});
+  ours["steps"][0]["bytes"] = {{"all_reduce", 200}};
+  ours["steps"][1]["bytes"] = {{"all_gather_into_tensor", 64}};
+  json later = step({}, {});
+  later["bytes"] = json::object();
+  json theirs_later = step({{"all_reduce", 2}}, {});
+  theirs_later["bytes"] = {{"all_reduce", 300}};
+  ours["steps"].push_back(later);
+  theirs["steps"].push_back(theirs_later);
+  ProgramComparison repaid = compare_records(program_with_steps(3), ours, theirs, nullptr);
+  bool found = false;
+  for (const FieldDiff& d : repaid.diffs) {
+    if (d.field == "bytes") {
+      EXPECT_EQ(d.deviation, "bytes-overall");
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(DeviationTest, WholeProgramRowNeedsNoMoreCollectivesInAll) {
   // Ours pays 2 at step 0 where PyTorch pays 1, then 0 where PyTorch pays 1.
   json ours = record({step({{"all_gather_into_tensor", 2}}, {out({"R"}, {1.0})}), step({}, {})});

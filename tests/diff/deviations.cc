@@ -28,6 +28,28 @@ int64_t total_through(const json& record, int step) {
   return n;
 }
 
+// Input bytes of every collective of steps 0..step of a record.
+int64_t bytes_through(const json& record, int step) {
+  int64_t n = 0;
+  const json& steps = record.at("steps");
+  for (int s = 0; s <= step && s < static_cast<int>(steps.size()); ++s) {
+    if (steps[static_cast<size_t>(s)].contains("bytes")) n += total(steps[static_cast<size_t>(s)].at("bytes"));
+  }
+  return n;
+}
+
+// Both records ran every step of the program.
+bool both_completed(const DiffContext& c) {
+  const json& ours = c.ours_record.at("steps");
+  const json& theirs = c.theirs_record.at("steps");
+  const size_t n = c.program.steps.size();
+  if (ours.size() != n || theirs.size() != n) return false;
+  for (size_t s = 0; s < n; ++s) {
+    if (ours[s].value("raised", false) || theirs[s].value("raised", false)) return false;
+  }
+  return true;
+}
+
 const json* reference_output(const DiffContext& c) {
   if (c.reference_record.is_null() || c.step < 0 || c.output < 0) return nullptr;
   const json& steps = c.reference_record.at("steps");
@@ -120,14 +142,8 @@ bool norm_partial(const DiffContext& c) {
 // makes a later step pay, and the total is still no worse).
 bool whole_program(const DiffContext& c) {
   if ((c.field != "comms" && c.field != "placements") || c.step < 0) return false;
-  const json& ours = c.ours_record.at("steps");
-  const json& theirs = c.theirs_record.at("steps");
-  const size_t n = c.program.steps.size();
-  if (ours.size() != n || theirs.size() != n) return false;
-  for (size_t s = 0; s < n; ++s) {
-    if (ours[s].value("raised", false) || theirs[s].value("raised", false)) return false;
-  }
-  const int last = static_cast<int>(n) - 1;
+  if (!both_completed(c)) return false;
+  const int last = static_cast<int>(c.program.steps.size()) - 1;
   return total_through(c.ours_record, last) <= total_through(c.theirs_record, last);
 }
 
@@ -136,6 +152,23 @@ bool whole_program(const DiffContext& c) {
 bool fewer_bytes(const DiffContext& c) {
   if (c.field != "bytes" || c.step < 0) return false;
   return total(c.ours.at("bytes")) < total(c.theirs.at("bytes"));
+}
+
+// bytes-overall: the same collectives as PyTorch at this step moving more
+// input bytes, while over the program so far (or over the whole program,
+// both having run every step) ours issue no more collectives AND move no
+// more input bytes: the step pays for an earlier (or is repaid by a later)
+// choice that moved less, e.g. a tensor laid out differently by an earlier
+// `strategy` difference, or PyTorch leaving an output sharded that a later
+// step gathers (README, "Deviations").
+bool bytes_overall(const DiffContext& c) {
+  if (c.field != "bytes" || c.step < 0) return false;
+  auto no_more_through = [&](int step) {
+    return total_through(c.ours_record, step) <= total_through(c.theirs_record, step) &&
+           bytes_through(c.ours_record, step) <= bytes_through(c.theirs_record, step);
+  };
+  if (no_more_through(c.step)) return true;
+  return both_completed(c) && no_more_through(static_cast<int>(c.program.steps.size()) - 1);
 }
 
 }  // namespace
@@ -158,6 +191,9 @@ const std::vector<Deviation>& deviations() {
       {"whole-program", "more collectives than PyTorch's so far at this step, no more over the whole program",
        whole_program},
       {"fewer-bytes", "the same collectives as PyTorch's at this step, moving fewer bytes", fewer_bytes},
+      {"bytes-overall", "the same collectives as PyTorch's at this step, more bytes; no more collectives and "
+                        "no more bytes over the program so far, or over the whole program",
+       bytes_overall},
   };
   return rows;
 }

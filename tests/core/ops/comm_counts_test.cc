@@ -233,5 +233,50 @@ TEST(CommCountsTest, WholeMeshTieKeepsFewerOutputShards) {
   EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{R[0], S1[0]}}));
 }
 
+TEST(CommCountsTest, MulReducesABroadcastPartialBeforeItGrows) {
+  // P(avg) [2] times Replicate [6, 6, 2] (g18_00595, pow's backward): like
+  // PyTorch, which follows the operand with more dims, the 16-byte operand is
+  // reduced now rather than a 576-byte Partial product later.
+  OpCase mul("mul", {Input::floats({2}).no_grad(), Input::floats({6, 6, 2}).no_grad()},
+             [](const Tensors& x) { return Tensors{x[0] * x[1]}; });
+  CommCounts c = comm_counts(mul, {4}, {Pavg, R});
+  EXPECT_EQ(c.forward, (Counts{{"all_reduce", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
+  // A broadcast Partial operand with more shards is the one PyTorch follows:
+  // its Partial stays (g18_02184, mv's backward).
+  OpCase outer("outer", {Input::floats({2}).no_grad(), Input::floats({4, 1}).no_grad()},
+               [](const Tensors& x) { return Tensors{x[0] * x[1]}; });
+  CommCounts kept = comm_counts(outer, {2, 2}, {Placements{S0[0], P[0]}, Placements{R[0], R[0]}});
+  EXPECT_EQ(kept.forward, kNone);
+  EXPECT_EQ(kept.outputs, (std::vector<Placements>{Placements{S1[0], P[0]}}));
+}
+
+TEST(CommCountsTest, MatmulAvoidsShardsSmallerThanTheGroup) {
+  // A Linear's weight gradient for a batch of 3 rows over 4 ranks
+  // (s18_0072): grad^T [8, 3] S(0) by x [3, 6] S(0). Like PyTorch
+  // (is_tensor_shardable), x is gathered into an S(0) gradient; an all_to_all
+  // of grad^T onto 3 columns over 4 ranks gave a P(sum) gradient that every
+  // optimizer op reduce_scattered again.
+  OpCase grad("weight_grad", {Input::floats({8, 3}).no_grad(), Input::floats({3, 6}).no_grad()},
+              [](const Tensors& x) { return Tensors{x[0].mm(x[1])}; });
+  CommCounts g = comm_counts(grad, {4}, {S0, S0});
+  EXPECT_EQ(g.forward, kOneAllGather);
+  EXPECT_EQ(g.outputs, (std::vector<Placements>{S0}));
+  // The forward, x [2, 8] S(0) by w^T [8, 4] S(1) (s18_0146): gathering x or
+  // w^T cost the same; x is gathered, the output is not 2 rows over 4 ranks.
+  OpCase fwd("linear_fwd", {Input::floats({2, 8}).no_grad(), Input::floats({8, 4}).no_grad()},
+             [](const Tensors& x) { return Tensors{x[0].mm(x[1])}; });
+  CommCounts f = comm_counts(fwd, {4}, {S0, S1});
+  EXPECT_EQ(f.forward, kOneAllGather);
+  EXPECT_EQ(f.outputs, (std::vector<Placements>{S1}));
+  // Where the all_to_all saves whole collectives it is still chosen:
+  // addmm(P(sum) [3], [4, 3] S(1), [3, 3] S(1)) -> one all_to_all, P(sum).
+  OpCase addmm("addmm", {Input::floats({3}).no_grad(), Input::floats({4, 3}).no_grad(), Input::floats({3, 3}).no_grad()},
+               [](const Tensors& x) { return Tensors{torch::addmm(x[0], x[1], x[2])}; });
+  CommCounts a = comm_counts(addmm, {4}, {P, S1, S1});
+  EXPECT_EQ(a.forward, (Counts{{"all_to_all_single", 1}}));
+  EXPECT_EQ(a.outputs, (std::vector<Placements>{P}));
+}
+
 }  // namespace
 }  // namespace dtensor::testing
