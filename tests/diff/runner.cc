@@ -121,7 +121,7 @@ struct StepResult {
   bool keep = true;  // outputs join the environment
 };
 
-// ---- modules and optimizers (README, "Module and optimizer steps")
+// ---- modules and optimizers (README, "structured steps")
 
 // A "module" step's module with the parameter values of Note [Module
 // parameter values]; `forward` calls it (through dtensor::nn::call when
@@ -165,22 +165,20 @@ BuiltModule make_module(const json& step, bool parallel) {
 
 Placement placement_of(const json& text) { return parse({text.get<std::string>()}).at(0); }
 
+// ColwiseParallel or RowwiseParallel with the step's layouts.
+template <typename Style>
+std::unique_ptr<ParallelStyle> sharding_style(const json& style) {
+  auto s = std::make_unique<Style>();
+  s->use_local_output(false);  // outputs stay DTensors, comparable as a whole
+  if (style.contains("input_layouts")) s->input_layouts(placement_of(style.at("input_layouts")));
+  if (style.contains("output_layouts")) s->output_layouts(placement_of(style.at("output_layouts")));
+  return s;
+}
+
 std::unique_ptr<ParallelStyle> make_style(const json& style) {
   const std::string name = style.at("name").get<std::string>();
-  if (name == "colwise") {
-    auto s = std::make_unique<ColwiseParallel>();
-    s->use_local_output(false);  // outputs stay DTensors, comparable as a whole
-    if (style.contains("input_layouts")) s->input_layouts(placement_of(style.at("input_layouts")));
-    if (style.contains("output_layouts")) s->output_layouts(placement_of(style.at("output_layouts")));
-    return s;
-  }
-  if (name == "rowwise") {
-    auto s = std::make_unique<RowwiseParallel>();
-    s->use_local_output(false);
-    if (style.contains("input_layouts")) s->input_layouts(placement_of(style.at("input_layouts")));
-    if (style.contains("output_layouts")) s->output_layouts(placement_of(style.at("output_layouts")));
-    return s;
-  }
+  if (name == "colwise") return sharding_style<ColwiseParallel>(style);
+  if (name == "rowwise") return sharding_style<RowwiseParallel>(style);
   TORCH_CHECK(name == "sequence", "diff program: unknown style ", name);
   auto s = std::make_unique<SequenceParallel>();
   s->use_local_output(false);
