@@ -75,8 +75,16 @@ at::Tensor redistribute_dtensor_no_grad(const at::Tensor& t, const Placements& t
   at::Tensor out = redistribute_local(local, spec, to);
   DTensorSpec out_spec = spec.with_placements(to);
   if (!out.is_alias_of(local)) {
-    // See Note [Global strides after a collective].
-    out_spec.meta.stride = dense_strides_ordered_like(out_spec.meta.shape, out.strides().vec());
+    // See Note [Global strides after a collective]. A contiguous local gives
+    // contiguous global strides on every rank: ordering by the local's
+    // strides would be rank-dependent where a rank's piece has a size-1 or
+    // empty dim (its strides do not fix an order), and ranks whose global
+    // strides differ take different paths later (AccumulateGrad's layout
+    // contract kept a Partial gradient on some ranks and copied it to
+    // Replicate on others: RedistributeGradientTest.PartialKeptBesideANestedShard).
+    out_spec.meta.stride = out.is_contiguous()
+                               ? contiguous_strides(out_spec.meta.shape)
+                               : dense_strides_ordered_like(out_spec.meta.shape, out.strides().vec());
   }
   return make_dtensor(out, out_spec);
 }

@@ -311,6 +311,25 @@ TEST(RedistributeGradientTest, ThreeDimMesh) {
   check_gradients({2, 2, 2}, {4, 3}, placement_alphabet(2), /*max_pairs=*/250);
 }
 
+// Found by ThreeDimMesh: a Partial kept on its mesh dim while a nested
+// shard is undone on another; the gradient arriving Partial there stays Partial.
+TEST(RedistributeGradientTest, PartialKeptBesideANestedShard) {
+  const at::Tensor global = test_tensor({4, 3}, 11);
+  const at::Tensor grad = test_tensor({4, 3}, 12);
+  run_fake_world(8, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2, 2});
+    const Placements from = parse_placements("S(1), R, P(sum)");
+    const Placements to = parse_placements("S(1), S(1), P(sum)");
+    DTensor x = distribute_tensor(global, mesh, from);
+    x.set_requires_grad(true);
+    DTensor y = x.redistribute(to);
+    y.backward(distribute_tensor(grad, mesh, to));
+    DTensor gx = x.grad();
+    EXPECT_EQ(gx.placements(), from);
+    EXPECT_TRUE(at::allclose(gx.full_tensor(), grad, 1e-12, 1e-12));
+  });
+}
+
 TEST(RedistributeGradientTest, DtypeOptionsCastForwardAndBackward) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
