@@ -18,25 +18,20 @@ int64_t total(const json& counts) {
   return n;
 }
 
-// Collectives issued by steps 0..step of a record.
-int64_t total_through(const json& record, int step) {
+// The sum over steps 0..step of a record of one per-collective field:
+// "comms" (collectives issued) or "bytes" (their input bytes).
+int64_t sum_through(const json& record, int step, const char* field) {
   int64_t n = 0;
   const json& steps = record.at("steps");
   for (int s = 0; s <= step && s < static_cast<int>(steps.size()); ++s) {
-    if (steps[static_cast<size_t>(s)].contains("comms")) n += total(steps[static_cast<size_t>(s)].at("comms"));
+    const json& rec = steps[static_cast<size_t>(s)];
+    if (rec.contains(field)) n += total(rec.at(field));
   }
   return n;
 }
 
-// Input bytes of every collective of steps 0..step of a record.
-int64_t bytes_through(const json& record, int step) {
-  int64_t n = 0;
-  const json& steps = record.at("steps");
-  for (int s = 0; s <= step && s < static_cast<int>(steps.size()); ++s) {
-    if (steps[static_cast<size_t>(s)].contains("bytes")) n += total(steps[static_cast<size_t>(s)].at("bytes"));
-  }
-  return n;
-}
+int64_t total_through(const json& record, int step) { return sum_through(record, step, "comms"); }
+int64_t bytes_through(const json& record, int step) { return sum_through(record, step, "bytes"); }
 
 // Both records ran every step of the program.
 bool both_completed(const DiffContext& c) {

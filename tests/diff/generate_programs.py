@@ -428,20 +428,41 @@ def from_local(t, placements, shape):
     return {"kind": "from_local", "t": t, "placements": placements, "shape": list(shape)}
 
 
-def finish(g, steps, last, n_env, params, mesh_ndim):
+class Chain:
+    """Steps with the format's tensor numbering: inputs first, then every
+    output of an op, redistribute, to_local, from_local or module step.
+    `params` are the tensors the final backward and optimizer step reach."""
+
+    def __init__(self, n_inputs, params):
+        self.steps, self.next, self.params = [], n_inputs, list(params)
+
+    def add(self, step, outputs=1):
+        """Appends `step`; returns the number of its first output."""
+        self.steps.append(step)
+        first = self.next
+        self.next += outputs
+        return first
+
+    def add_module(self, step):
+        """Appends a module step (outputs: result, then its parameters, which
+        join `params`); returns the result's number."""
+        out = self.add(step, 1 + n_params(step))
+        self.params += list(range(out + 1, out + 1 + n_params(step)))
+        return out
+
+
+def finish(g, chain, last, mesh_ndim):
     """Optional redistribute / full_tensor, then a backward of `last` with the
-    gradients of `params` and, sometimes, an optimizer step on them."""
+    gradients of `chain.params` and, sometimes, an optimizer step on them."""
     if g.rng.random() < 0.3:
-        steps.append({"kind": "redistribute", "t": last, "placements": ["R"] * mesh_ndim})
-        last = n_env
-        n_env += 1
+        last = chain.add({"kind": "redistribute", "t": last, "placements": ["R"] * mesh_ndim})
     if g.rng.random() < 0.3:
-        steps.append({"kind": "full_tensor", "t": last})
-    steps.append({"kind": "backward", "t": last, "grads": params})
+        chain.add({"kind": "full_tensor", "t": last}, outputs=0)
+    chain.add({"kind": "backward", "t": last, "grads": chain.params}, outputs=0)
     if g.rng.random() < 0.5:
         kind = g.rng.choice(["sgd", "sgd_momentum", "adam", "adamw"])
-        steps.append({"kind": "optimizer", "optimizer": kind, "lr": 0.1, "params": params})
-    return steps
+        chain.add({"kind": "optimizer", "optimizer": kind, "lr": 0.1, "params": chain.params}, outputs=0)
+    return chain.steps
 
 
 def local_pointwise(g):
@@ -459,9 +480,12 @@ def local_pointwise(g):
     # its right grad_placements read Partial as Replicate (the default does too)
     grad_placements = ["R" if p.startswith("P") else p for p in placements] if g.rng.random() < 0.5 else None
     inputs = [g.t(s, placements=placements, requires_grad=True)]
-    args = [T(1)] + ([] if fn[1] is None else [T(1)] if fn[1] == "self" else [fn[1]])
-    steps = [to_local(0, grad_placements), op(fn[0], *args), from_local(2, placements, s)]
-    return mesh_shape, names, world, inputs, finish(g, steps, 3, 4, [0], len(mesh_shape))
+    chain = Chain(1, [0])
+    local = chain.add(to_local(0, grad_placements))
+    args = [T(local)] + ([] if fn[1] is None else [T(local)] if fn[1] == "self" else [fn[1]])
+    result = chain.add(op(fn[0], *args))
+    last = chain.add(from_local(result, placements, s))
+    return mesh_shape, names, world, inputs, finish(g, chain, last, len(mesh_shape))
 
 
 def local_matmul(g):
@@ -488,10 +512,12 @@ def local_matmul(g):
         out = dp + ["P(sum)"]
     # grad_placements left out (the forward placements) where those are right
     explicit = g.rng.random() < 0.6
-    steps = [to_local(0, x_grad if explicit or col else None),
-             to_local(1, w_grad if explicit or two_d else None),
-             op("aten::mm", T(2), T(3)), from_local(4, out, [b, n])]
-    return mesh_shape, names, world, [x, w], finish(g, steps, 5, 6, [0, 1], len(mesh_shape))
+    chain = Chain(2, [0, 1])
+    x_local = chain.add(to_local(0, x_grad if explicit or col else None))
+    w_local = chain.add(to_local(1, w_grad if explicit or two_d else None))
+    product = chain.add(op("aten::mm", T(x_local), T(w_local)))
+    last = chain.add(from_local(product, out, [b, n]))
+    return mesh_shape, names, world, [x, w], finish(g, chain, last, len(mesh_shape))
 
 
 def module(kind, dims, style, args, seed, bias=True, **layouts):
@@ -514,29 +540,20 @@ def tp_mlp(g):
     shape = [b, s, h] if seq else [b, h]
     x_layout = g.rng.choice(["R", "R", "S(0)"] + (["S(1)"] if seq else []))
     inputs = [g.t(shape, placements=[x_layout], requires_grad=True)]
-    steps, params = [], [0]
-    n_env = 1
+    chain = Chain(1, [0])
     up = module("linear", [h, f], "colwise", [T(0)], g.rng.randint(0, 9999), bias=g.rng.random() < 0.8)
     if x_layout != "R" and g.rng.random() < 0.5:
         up["prepare_input"] = {"input_layouts": [x_layout], "desired_input_layouts": ["R"]}
     elif x_layout != "R":
         up["style"]["input_layouts"] = x_layout
-    steps.append(up)
-    params += list(range(n_env + 1, n_env + 1 + n_params(up)))
-    hidden = n_env
-    n_env += 1 + n_params(up)
-    steps.append(op(g.rng.choice(["aten::relu", "aten::gelu", "aten::tanh"]), T(hidden)))
-    act = n_env
-    n_env += 1
+    hidden = chain.add_module(up)
+    act = chain.add(op(g.rng.choice(["aten::relu", "aten::gelu", "aten::tanh"]), T(hidden)))
     down = module("linear", [f, h], "rowwise", [T(act)], g.rng.randint(0, 9999), bias=g.rng.random() < 0.8)
     out_layout = g.rng.choice(["R", "R", "S(0)"] + (["S(1)"] if seq else []))
     if out_layout != "R":
         down["style"]["output_layouts"] = out_layout
-    steps.append(down)
-    params += list(range(n_env + 1, n_env + 1 + n_params(down)))
-    last = n_env
-    n_env += 1 + n_params(down)
-    return mesh_shape, names, world, inputs, finish(g, steps, last, n_env, params, 1)
+    last = chain.add_module(down)
+    return mesh_shape, names, world, inputs, finish(g, chain, last, 1)
 
 
 def tp_sequence(g):
@@ -546,25 +563,18 @@ def tp_sequence(g):
     mesh_shape, names, world = MESHES[0]
     b, s, h, f = g.rng.choice([1, 2]), g.rng.choice([4, 6, 8]), g.rng.choice([4, 6]), g.rng.choice([8, 12])
     inputs = [g.t([b, s, h], placements=["S(1)"], requires_grad=True)]
-    norm = module("layer_norm", [h], "sequence", [T(0)], g.rng.randint(0, 9999))
-    steps, params, n_env = [norm], [0, 2, 3], 4
-    up = module("linear", [h, f], "colwise", [T(1)], g.rng.randint(0, 9999))
+    chain = Chain(1, [0])
+    normed = chain.add_module(module("layer_norm", [h], "sequence", [T(0)], g.rng.randint(0, 9999)))
+    up = module("linear", [h, f], "colwise", [T(normed)], g.rng.randint(0, 9999))
     if g.rng.random() < 0.5:
         up["prepare_input"] = {"input_layouts": ["S(1)"], "desired_input_layouts": ["R"]}
     else:
         up["style"]["input_layouts"] = "S(1)"
-    steps.append(up)
-    params += [n_env + 1, n_env + 2]
-    hidden = n_env
-    n_env += 3
-    steps.append(op("aten::relu", T(hidden)))
-    down = module("linear", [f, h], "rowwise", [T(n_env)], g.rng.randint(0, 9999), output_layouts="S(1)")
-    n_env += 1
-    steps.append(down)
-    params += [n_env + 1, n_env + 2]
-    last = n_env
-    n_env += 3
-    return mesh_shape, names, world, inputs, finish(g, steps, last, n_env, params, 1)
+    hidden = chain.add_module(up)
+    act = chain.add(op("aten::relu", T(hidden)))
+    down = module("linear", [f, h], "rowwise", [T(act)], g.rng.randint(0, 9999), output_layouts="S(1)")
+    last = chain.add_module(down)
+    return mesh_shape, names, world, inputs, finish(g, chain, last, 1)
 
 
 def tp_embedding(g):
@@ -580,18 +590,16 @@ def tp_embedding(g):
         emb["style"]["output_layouts"] = g.rng.choice(["R", "S(1)"])
     else:
         emb["style"]["output_layouts"] = g.rng.choice(["S(-1)", "R"])
-    steps, params, n_env, last = [emb], [2], 3, 1
+    chain = Chain(1, [])  # the indices are not differentiable
+    last = chain.add_module(emb)
     if g.rng.random() < 0.5:
         out = emb["style"]["output_layouts"]
-        nxt = module("linear", [e, 4], "rowwise" if out == "S(-1)" else "colwise", [T(1)], g.rng.randint(0, 9999),
-                     input_layouts=out)
+        nxt = module("linear", [e, 4], "rowwise" if out == "S(-1)" else "colwise", [T(last)],
+                     g.rng.randint(0, 9999), input_layouts=out)
         if nxt["style"]["name"] == "colwise":
             nxt["style"]["output_layouts"] = "R"
-        steps.append(nxt)
-        params += [n_env + 1, n_env + 2]
-        last = n_env
-        n_env += 3
-    return mesh_shape, names, world, inputs, finish(g, steps, last, n_env, params, 1)
+        last = chain.add_module(nxt)
+    return mesh_shape, names, world, inputs, finish(g, chain, last, 1)
 
 
 def tp_single(g):
@@ -607,8 +615,9 @@ def tp_single(g):
         lin["style"]["input_layouts"] = g.rng.choice(["R", "S(-1)", "S(0)"])
     if g.rng.random() < 0.5:
         lin["style"]["output_layouts"] = g.rng.choice(["R", "S(0)", "S(-1)"])
-    params = [0] + list(range(2, 2 + n_params(lin)))
-    return mesh_shape, names, world, inputs, finish(g, [lin], 1, 2 + n_params(lin), params, 1)
+    chain = Chain(1, [0])
+    last = chain.add_module(lin)
+    return mesh_shape, names, world, inputs, finish(g, chain, last, 1)
 
 
 STRUCTURED = [(local_pointwise, 3), (local_matmul, 3), (tp_mlp, 4), (tp_sequence, 2), (tp_embedding, 2),

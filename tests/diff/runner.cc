@@ -232,6 +232,14 @@ StepResult optimizer_step(const json& step, const std::vector<at::Tensor>& env) 
   return {params, false};
 }
 
+// `x.sum().backward()`; the outputs are the gradients of the tensors in "grads".
+StepResult backward_step(const json& step, const at::Tensor& x, const std::vector<at::Tensor>& env) {
+  x.sum().backward();
+  StepResult r{{}, false};
+  for (const json& i : step.value("grads", json::array())) r.outputs.push_back(env.at(i.get<size_t>()).grad());
+  return r;
+}
+
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> out(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) out[d - 1] = out[d] * std::max<int64_t>(shape[d], 1);
@@ -266,12 +274,7 @@ StepResult run_step(const Step& step, std::vector<at::Tensor>& env, const Device
     if (j.contains("grad_placements")) grad_placements = parse(j.at("grad_placements").get<std::vector<std::string>>());
     return {{x.to_local(grad_placements)}, true};
   }
-  if (step.kind == "backward") {
-    x.sum().backward();
-    StepResult r{{}, false};
-    for (const json& i : j.value("grads", json::array())) r.outputs.push_back(env.at(i.get<size_t>()).grad());
-    return r;
-  }
+  if (step.kind == "backward") return backward_step(j, x, env);
   TORCH_CHECK(false, "diff program: unknown step kind ", step.kind);
   return {};
 }
@@ -341,12 +344,7 @@ StepResult run_reference_step(const Step& step, std::vector<at::Tensor>& env,
   const at::Tensor& x = env_at(env, j);
   if (step.kind == "redistribute" || step.kind == "to_local" || step.kind == "from_local") return {{x}, true};
   if (step.kind == "full_tensor") return {{x}, false};
-  if (step.kind == "backward") {
-    x.sum().backward();
-    StepResult r{{}, false};
-    for (const json& i : j.value("grads", json::array())) r.outputs.push_back(env.at(i.get<size_t>()).grad());
-    return r;
-  }
+  if (step.kind == "backward") return backward_step(j, x, env);
   TORCH_CHECK(false, "diff program: unknown step kind ", step.kind);
   return {};
 }
