@@ -53,6 +53,18 @@ Placements redistribute_gradient_placements(const Placements& forward, const Pla
   return out;
 }
 
+// Global strides that follow the layout of this rank's `local` piece. A
+// contiguous local gives contiguous global strides on every rank: ordering by
+// the local's strides would be rank-dependent where a rank's piece has a
+// size-1 or empty dim (its strides do not fix an order), and ranks whose
+// global strides differ take different paths later (AccumulateGrad's layout
+// contract kept a Partial gradient on some ranks and copied it to Replicate
+// on others: RedistributeGradientTest.PartialKeptBesideANestedShard).
+std::vector<int64_t> global_strides_like(const std::vector<int64_t>& global_shape, const at::Tensor& local) {
+  return local.is_contiguous() ? contiguous_strides(global_shape)
+                               : dense_strides_ordered_like(global_shape, local.strides().vec());
+}
+
 // Note [Global strides after a collective]
 // A collective returns a new, contiguous local tensor whatever the layout of
 // its input (a reduce_scatter of a transposed Partial gradient, an
@@ -75,16 +87,8 @@ at::Tensor redistribute_dtensor_no_grad(const at::Tensor& t, const Placements& t
   at::Tensor out = redistribute_local(local, spec, to);
   DTensorSpec out_spec = spec.with_placements(to);
   if (!out.is_alias_of(local)) {
-    // See Note [Global strides after a collective]. A contiguous local gives
-    // contiguous global strides on every rank: ordering by the local's
-    // strides would be rank-dependent where a rank's piece has a size-1 or
-    // empty dim (its strides do not fix an order), and ranks whose global
-    // strides differ take different paths later (AccumulateGrad's layout
-    // contract kept a Partial gradient on some ranks and copied it to
-    // Replicate on others: RedistributeGradientTest.PartialKeptBesideANestedShard).
-    out_spec.meta.stride = out.is_contiguous()
-                               ? contiguous_strides(out_spec.meta.shape)
-                               : dense_strides_ordered_like(out_spec.meta.shape, out.strides().vec());
+    // See Note [Global strides after a collective].
+    out_spec.meta.stride = global_strides_like(out_spec.meta.shape, out);
   }
   return make_dtensor(out, out_spec);
 }
@@ -138,7 +142,7 @@ struct ToLocalBackward : torch::autograd::Node {
     // arrives transposed must not claim contiguous global strides, or later
     // view ops would plan views the local tensor cannot take.
     DTensorSpec spec = grad_spec;
-    spec.meta.stride = dense_strides_ordered_like(spec.meta.shape, grads[0].strides().vec());
+    spec.meta.stride = global_strides_like(spec.meta.shape, grads[0]);
     return {make_dtensor(grads[0], spec)};
   }
 };
