@@ -83,7 +83,8 @@ std::string chrome_trace_json(const CommTrace& trace, const ChromeTraceOptions& 
                        {"world_size", trace.world_size},
                        {"timeline", options.timeline == ChromeTimeline::kRecorded ? "recorded" : "estimated"},
                        {"latency_us", options.cost_model.latency_us},
-                       {"bandwidth_gbytes_per_s", options.cost_model.bandwidth_gbytes_per_s}};
+                       {"bandwidth_gbytes_per_s", options.cost_model.bandwidth_gbytes_per_s},
+                       {"step_latency_us", options.cost_model.step_latency_us}};
   return root.dump(1) + "\n";
 }
 

@@ -12,8 +12,11 @@ int64_t ring_bytes_per_rank(const CollectiveRecord& r) {
 }
 
 double estimate_collective_us(const CollectiveRecord& r, const CommCostModel& model) {
-  if (r.group.size() == 1) return 0.0;
-  return model.collective_us(ring_bytes_per_rank(r));
+  const int64_t n = static_cast<int64_t>(r.group.size());
+  if (n == 1) return 0.0;
+  // Kinds this build does not know (a newer trace): a ring of n-1 steps.
+  const std::optional<CollectiveKind> kind = parse_collective_kind(r.kind);
+  return model.collective_us(ring_bytes_per_rank(r), ring_steps(kind.value_or(CollectiveKind::kAllGatherIntoTensor), n));
 }
 
 }  // namespace dtensor::debug

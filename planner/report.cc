@@ -80,7 +80,9 @@ nlohmann::json plan_report_json(const PlanEstimate& e) {
   j["topology"] = {{"peak_tflops", e.topology.peak_tflops}, {"hbm_gbps", e.topology.hbm_gbps},
                    {"memory_gib", e.topology.memory_gib}};
   for (const auto& [name, link] : e.topology.links) {
-    j["topology"]["links"][name] = {{"latency_us", link.latency_us}, {"gbytes_per_s", link.bandwidth_gbytes_per_s}};
+    j["topology"]["links"][name] = {{"latency_us", link.latency_us},
+                                    {"gbytes_per_s", link.bandwidth_gbytes_per_s},
+                                    {"step_latency_us", link.step_latency_us}};
   }
   j["traced_layers"] = e.traced_layers;
   j["trace_seconds"] = e.trace_seconds;

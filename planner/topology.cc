@@ -67,8 +67,10 @@ Topology parse_topology(const std::string& text) {
       expect(2, "memory_gib X");
       t.memory_gib = positive_number(w[1], line_no, raw);
     } else if (w[0] == "link") {
-      expect(4, "link DIM LATENCY_US GBPS");
-      t.links[w[1]] = CommCostModel{positive_number(w[2], line_no, raw), positive_number(w[3], line_no, raw)};
+      if (w.size() != 5) expect(4, "link DIM LATENCY_US GBPS [STEP_LATENCY_US]");
+      CommCostModel link{positive_number(w[2], line_no, raw), positive_number(w[3], line_no, raw)};
+      if (w.size() == 5) link.step_latency_us = positive_number(w[4], line_no, raw);
+      t.links[w[1]] = link;
     } else {
       throw std::invalid_argument("topology line " + std::to_string(line_no) + " '" + raw + "': unknown key '" +
                                   w[0] + "' (known: peak_tflops, hbm_gbps, memory_gib, link)");
@@ -82,7 +84,8 @@ std::string topology_text(const Topology& t) {
   out.precision(17);
   out << "peak_tflops " << t.peak_tflops << "\nhbm_gbps " << t.hbm_gbps << "\nmemory_gib " << t.memory_gib << "\n";
   for (const auto& [name, link] : t.links) {
-    out << "link " << name << " " << link.latency_us << " " << link.bandwidth_gbytes_per_s << "\n";
+    out << "link " << name << " " << link.latency_us << " " << link.bandwidth_gbytes_per_s << " "
+        << link.step_latency_us << "\n";
   }
   return out.str();
 }

@@ -3,7 +3,7 @@
 // Plain C++ (no LibTorch). See Note [Topology file format].
 //   Topology t = default_topology();                 // H100-like, tp on NVLink
 //   Topology t = parse_topology(read_text("cluster.topo"));
-//   t.link("dp").collective_us(1 << 20);
+//   t.link("dp").collective_us(1 << 20, /*ring_steps=*/7);
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,8 @@ namespace dtensor::planner {
 //   link tp 3 450            # mesh dim "tp": latency 3 us, 450 GB/s per rank
 //   link dp 10 50            # mesh dim "dp": latency 10 us, 50 GB/s per rank
 //   link * 10 50             # any other mesh dim
+//   link ep 10 50 1.5        # optional 4th number: latency per ring step, us
+//                            # (default 0.5; Note [Comm cost model])
 // Lines may come in any order; what a file leaves out keeps the default.
 // The defaults (default_topology) are an H100 SXM node of 8 GPUs: dense BF16
 // peak 989 TFLOP/s, HBM3 3.35 TB/s, 80 GiB; "tp" on NVLink (450 GB/s per

@@ -35,8 +35,9 @@ constexpr double kImpossible = std::numeric_limits<double>::infinity();
 // Note [Choosing among candidates]
 // A candidate costs, per input whose placement on the mesh dim must change,
 // what the transition table (core/layout/transitions.h) says that change
-// moves: the step's ring bytes per rank on the padded buffer, plus the cost
-// model's latency in bytes per collective (5 us at 50 GB/s = 250 kB); local
+// moves: the step's ring bytes per rank on the padded buffer, plus the
+// collective's latency in bytes (5 us at 50 GB/s = 250 kB, and 25 kB per
+// ring step: n-1, an all_reduce's 2(n-1); Note [Comm cost model]); local
 // changes (R -> S, R -> P(sum|avg), anything on a size-1 mesh dim) move
 // nothing, and a change with no direct transition (S -> P, P(a) -> P(b),
 // R -> P(max)) is impossible. Computed from global shapes only, so every rank
@@ -48,7 +49,10 @@ constexpr double kImpossible = std::numeric_limits<double>::infinity();
 // The latency term is PyTorch's choice too (its redistribute_cost is latency
 // plus bandwidth): for small tensors one all_reduce beats a reduce_scatter
 // plus an all_gather although it moves more bytes; issue #18's differential
-// test found 23 of its remaining divergences there.
+// test found 23 of its remaining divergences there. The per-step term is
+// PyTorch's hop count: gathering a 384-byte shard beats all_reducing a
+// 256-byte Partial operand on 2 ranks (g18_00645: bmm of [P(sum), S(1)] by
+// [R, P(sum)]; the kept S(1) cost one more all_gather in the backward).
 double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placement& from,
                              const Placement& to) {
   if (from == to) return 0.0;
@@ -113,23 +117,25 @@ bool nested(const Placements& placements) {
 
 // The whole-mesh cost of moving every input to `targets` with the real
 // redistribute plans, as Note [Choosing among candidates] counts it (bytes
-// per rank plus a latency per collective), then the number of collectives;
+// per rank plus each collective's latency), then the number of collectives;
 // nullopt when a plan is refused.
 std::optional<std::pair<double, int>> planned_cost(const OpCall& call, const std::vector<Placements>& targets) {
-  int64_t bytes = 0;
+  double cost = 0;
   int collectives = 0;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const DTensorSpec& in = call.inputs[i];
     if (in.placements == targets[i]) continue;
     try {
       const std::shared_ptr<const RedistributePlan> plan = redistribute_plan(in, targets[i]);
-      bytes += plan->total_bytes_per_rank();
+      for (const RedistributeStep& step : plan->steps) {
+        cost += static_cast<double>(step.bytes_per_rank) + step_latency_bytes(step.kind, step.group_size);
+      }
       collectives += plan->num_collectives();
     } catch (const c10::Error&) {
       return std::nullopt;
     }
   }
-  return std::make_pair(static_cast<double>(bytes) + collectives * CommCostModel{}.latency_bytes(), collectives);
+  return std::make_pair(cost, collectives);
 }
 
 // Note [Whole-mesh check of nested shards]
@@ -172,7 +178,7 @@ int sharded_output_dims(const ShardingPlan& plan) {
 // former's redistribute to Replicate then gathers twice (PyTorch, following
 // the first input, once). A difference of a latency or more still decides.
 bool cheaper(const std::pair<double, int>& cost, int shards, const std::pair<double, int>& best, int best_shards) {
-  if (cost.second == best.second && std::abs(cost.first - best.first) < CommCostModel{}.latency_bytes() &&
+  if (cost.second == best.second && std::abs(cost.first - best.first) < CommCostModel{}.latency_bytes(/*ring_steps=*/0) &&
       shards != best_shards) {
     return shards < best_shards;
   }

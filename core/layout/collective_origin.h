@@ -57,7 +57,8 @@ struct CollectiveOrigin {
   /// on `mesh_dim`, "[S(0)], [R] -> [S(0)]" (input placements -> output
   /// placements), and its cost; the cheapest candidate rejected and its cost
   /// ("" and 0 when there was none). Costs are in bytes: ring bytes per rank
-  /// plus 250000 per collective (5 us of latency at 50 GB/s).
+  /// plus each collective's latency: 250000 (5 us at 50 GB/s) and 25000 per
+  /// ring step (n-1 steps, an all_reduce 2(n-1); Note [Comm cost model]).
   std::string strategy;
   double strategy_cost = 0;
   std::string rejected_strategy;

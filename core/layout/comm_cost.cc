@@ -32,9 +32,15 @@ int64_t ring_fraction(int64_t bytes, int64_t numerator, int64_t n) {
 
 }  // namespace
 
-double CommCostModel::collective_us(int64_t bytes_per_rank) const {
+double CommCostModel::collective_us(int64_t bytes_per_rank, int64_t ring_steps) const {
   // GB/s = 1e9 bytes per second = 1e3 bytes per microsecond.
-  return latency_us + static_cast<double>(bytes_per_rank) / (bandwidth_gbytes_per_s * 1e3);
+  return latency_us + static_cast<double>(ring_steps) * step_latency_us +
+         static_cast<double>(bytes_per_rank) / (bandwidth_gbytes_per_s * 1e3);
+}
+
+int64_t ring_steps(CollectiveKind kind, int64_t n) {
+  if (n <= 1) return 0;
+  return kind == CollectiveKind::kAllReduce ? 2 * (n - 1) : n - 1;
 }
 
 int64_t padded_extent(int64_t size, int64_t n) { return saturating_mul((size + n - 1) / n, n); }

@@ -1,8 +1,9 @@
 // Comm cost model: per-rank bytes of each collective with ring formulas, and
 // an alpha-beta time estimate. Pure arithmetic, no devices. What each
 // placement transition costs is in transitions.h, built on these.
-//   CommCostModel model;                         // 5 us, 50 GB/s
-//   model.collective_us(/*bytes_per_rank=*/1 << 20);   // ~26 us
+//   CommCostModel model;                         // 5 us + 0.5 us per ring step, 50 GB/s
+//   model.collective_us(/*bytes_per_rank=*/1 << 20,
+//                       ring_steps(CollectiveKind::kAllGatherIntoTensor, 4));  // ~27.5 us
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,15 @@
 namespace dtensor {
 
 // Note [Comm cost model]
-// An alpha-beta model: a collective costs latency_us + bytes_per_rank / bandwidth,
-// a local op costs 0. bytes_per_rank is what one rank sends (= receives) in a
+// An alpha-beta model: a collective costs latency_us + ring steps *
+// step_latency_us + bytes_per_rank / bandwidth, a local op costs 0. A ring
+// over n ranks takes n-1 steps, an all_reduce 2(n-1) (a reduce_scatter pass,
+// then an all_gather pass), each paying a hop's latency; PyTorch's
+// allgather_cost / allreduce_cost count hops alike (6.6 us + 0.6 us per hop).
+// For small tensors the steps decide: on 2 ranks an all_reduce costs a step
+// (25 kB at the defaults) more than an all_gather, so DTensor gathers a
+// 384-byte shard rather than all_reduce a 256-byte Partial operand
+// (issue #18, g18_00645). bytes_per_rank is what one rank sends (= receives) in a
 // ring implementation, as in OneFlow's boxing cost comments and PyTorch's
 // redistribute cost (n = group size, i.e. the mesh dim size):
 //   all_gather:     (n-1)/n * output bytes
@@ -34,17 +42,26 @@ namespace dtensor {
 // Alpha-beta parameters. GB means 1e9 bytes.
 // Example: CommCostModel{/*latency_us=*/10.0, /*bandwidth_gbytes_per_s=*/25.0}.
 struct CommCostModel {
-  double latency_us = 5.0;
+  double latency_us = 5.0;       // starting one collective
   double bandwidth_gbytes_per_s = 50.0;
+  double step_latency_us = 0.5;  // each step of a ring (a hop's latency)
 
-  // Time of one collective in microseconds:
-  // latency_us + bytes_per_rank / (bandwidth_gbytes_per_s * 1e3).
-  // Example: CommCostModel{}.collective_us(50'000) == 6.0.
-  double collective_us(int64_t bytes_per_rank) const;
-  // The latency as bytes: what the bandwidth moves in latency_us (250'000
-  // for the defaults). Strategy costs add it per collective.
-  double latency_bytes() const { return latency_us * bandwidth_gbytes_per_s * 1e3; }
+  // Time of one collective in microseconds: latency_us + ring_steps *
+  // step_latency_us + bytes_per_rank / (bandwidth_gbytes_per_s * 1e3).
+  // Example: CommCostModel{}.collective_us(50'000, /*ring_steps=*/2) == 7.0.
+  double collective_us(int64_t bytes_per_rank, int64_t ring_steps) const;
+  // The latency of a collective of `ring_steps` steps as bytes: what the
+  // bandwidth moves meanwhile (250'000 + 25'000 per step for the defaults).
+  // Strategy costs add it per collective.
+  double latency_bytes(int64_t ring_steps) const {
+    return (latency_us + static_cast<double>(ring_steps) * step_latency_us) * bandwidth_gbytes_per_s * 1e3;
+  }
 };
+
+// Steps of a ring implementation of `kind` over n ranks: 2(n-1) for an
+// all_reduce, n-1 for every other kind, 0 when n <= 1.
+// Example: ring_steps(CollectiveKind::kAllReduce, 4) == 6.
+int64_t ring_steps(CollectiveKind kind, int64_t n);
 
 // S(d)->R: all_gather, (n-1)/n * output bytes. Precondition: bytes >= 0, n >= 1.
 // Example: all_gather_bytes_per_rank(/*output_bytes=*/32, /*n=*/4) == 24.

@@ -105,6 +105,7 @@ RedistributeStep make_step(const Problem& p, const Placements& before, int i, co
   step.from = before[static_cast<size_t>(i)];
   step.to = to;
   step.kind = kind;
+  step.group_size = p.mesh.size(i);
   step.before = before;
   step.after = before;
   step.after[static_cast<size_t>(i)] = to;
@@ -377,7 +378,7 @@ RedistributePlan greedy_reference_plan(const std::vector<int64_t>& global_shape,
 }
 
 double estimate_us(const RedistributeStep& step, const CommCostModel& cost) {
-  return dtensor::estimate_us(step.kind, step.bytes_per_rank, cost);
+  return dtensor::estimate_us(step.kind, step.bytes_per_rank, step.group_size, cost);
 }
 
 }  // namespace dtensor

@@ -188,8 +188,14 @@ int64_t step_bytes_per_rank(const std::vector<int64_t>& global_shape, int64_t el
   return ring_bytes_per_rank(*collective, buffers.input, buffers.output, n);
 }
 
-double estimate_us(StepKind kind, int64_t bytes_per_rank, const CommCostModel& model) {
-  return is_collective(kind) ? model.collective_us(bytes_per_rank) : 0.0;
+double estimate_us(StepKind kind, int64_t bytes_per_rank, int64_t n, const CommCostModel& model) {
+  const std::optional<CollectiveKind> collective = step_collective(kind);
+  return collective ? model.collective_us(bytes_per_rank, ring_steps(*collective, n)) : 0.0;
+}
+
+double step_latency_bytes(StepKind kind, int64_t n, const CommCostModel& model) {
+  const std::optional<CollectiveKind> collective = step_collective(kind);
+  return collective ? model.latency_bytes(ring_steps(*collective, n)) : 0.0;
 }
 
 std::optional<double> transition_cost_bytes(const std::vector<int64_t>& global_shape,
@@ -203,7 +209,7 @@ std::optional<double> transition_cost_bytes(const std::vector<int64_t>& global_s
   if (!is_collective(*kind)) return 0.0;
   const int64_t bytes =
       step_bytes_per_rank(global_shape, element_size, mesh, before, mesh_dim, to, *kind);
-  return model.latency_bytes() + static_cast<double>(bytes);
+  return step_latency_bytes(*kind, mesh.size(mesh_dim), model) + static_cast<double>(bytes);
 }
 
 }  // namespace dtensor

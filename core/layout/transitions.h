@@ -89,16 +89,21 @@ int64_t step_bytes_per_rank(const std::vector<int64_t>& global_shape, int64_t el
                             const MeshShape& mesh, const Placements& before, int mesh_dim,
                             const Placement& to, StepKind kind);
 
-// Time of a step: 0 for local kinds, else model.collective_us(bytes_per_rank).
-// Example: estimate_us(StepKind::kAllReduce, 50'000, CommCostModel{}) == 6.0.
-double estimate_us(StepKind kind, int64_t bytes_per_rank, const CommCostModel& model = {});
+// Time of a step over a group of n ranks: 0 for local kinds, else
+// model.collective_us with the collective's ring steps.
+// Example: estimate_us(StepKind::kAllReduce, 50'000, 2, CommCostModel{}) == 7.0.
+double estimate_us(StepKind kind, int64_t bytes_per_rank, int64_t n, const CommCostModel& model = {});
+
+// A step's latency in bytes (CommCostModel::latency_bytes of its ring steps
+// over n ranks); 0 for local kinds. Example: (kAllGather, 2) -> 275'000.
+double step_latency_bytes(StepKind kind, int64_t n, const CommCostModel& model = {});
 
 // What changing mesh dim `mesh_dim` of `before` to `to` costs, in bytes: the
-// step's bytes per rank plus, for a collective, the model's latency expressed
-// in bytes (latency_us * bandwidth). nullopt when the table has no direct
+// step's bytes per rank plus, for a collective, its latency expressed in
+// bytes (step_latency_bytes). nullopt when the table has no direct
 // step (nesting is not checked: strategies are compared one mesh dim at a
 // time). The same on every rank. 0 when to == before[mesh_dim].
-// Example: ({8}, 4, Mesh(4), [S(0)], 0, R) -> 250'000 + 24.
+// Example: ({8}, 4, Mesh(4), [S(0)], 0, R) -> 250'000 + 3 * 25'000 + 24.
 std::optional<double> transition_cost_bytes(const std::vector<int64_t>& global_shape,
                                             int64_t element_size, const MeshShape& mesh,
                                             const Placements& before, int mesh_dim,

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "core/layout/comm_cost.h"
+#include "core/layout/transitions.h"
 #include "core/ops/arg_parsing.h"
 
 namespace dtensor::detail {
@@ -84,7 +84,7 @@ void discourage_tiny_shards(const OpCall& call, int mesh_dim, std::vector<DimStr
       const int64_t size = call.inputs[i].meta.shape[static_cast<size_t>(to.shard_dim())];
       if (size >= ranks) continue;
       if (from.is_shard() && !(from == to)) {
-        s.extra_cost = CommCostModel{}.latency_bytes();  // an all_to_all onto it
+        s.extra_cost = step_latency_bytes(StepKind::kAllToAll, ranks);  // an all_to_all onto it
         break;
       }
       if (from == to && size > 1) s.extra_cost = std::max(s.extra_cost, 0.5);  // kept: ties only

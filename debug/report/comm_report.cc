@@ -311,7 +311,8 @@ std::string report_json(const CommReport& report) {
   estimated["total"] = total_us;
   j["estimated_us"] = estimated;
   j["cost_model"] = {{"latency_us", report.options.cost_model.latency_us},
-                     {"bandwidth_gbytes_per_s", report.options.cost_model.bandwidth_gbytes_per_s}};
+                     {"bandwidth_gbytes_per_s", report.options.cost_model.bandwidth_gbytes_per_s},
+                     {"step_latency_us", report.options.cost_model.step_latency_us}};
   j["differing_ranks"] = report.trace.differing_ranks;
   j["rank_differences"] = report.trace.rank_differences;
   return j.dump(2) + "\n";

@@ -123,9 +123,12 @@ TEST(TransitionTableTest, RowsAndRefusals) {
     ASSERT_TRUE(step_collective(k));
     EXPECT_STREQ(step_kind_name(k), collective_name(*step_collective(k)));
   }
-  // Strategy cost: latency in bytes plus the ring bytes; free and impossible changes.
+  // Strategy cost: latency in bytes (a start and 3 ring steps) plus the ring
+  // bytes; an all_reduce takes twice the steps; free and impossible changes.
   EXPECT_EQ(transition_cost_bytes({8}, 4, MeshShape::create({4}), {Shard(0)}, 0, Replicate()),
-            250'000.0 + 24.0);
+            250'000.0 + 3 * 25'000.0 + 24.0);
+  EXPECT_EQ(transition_cost_bytes({8}, 4, MeshShape::create({4}), {Partial()}, 0, Replicate()),
+            250'000.0 + 6 * 25'000.0 + 48.0);
   EXPECT_EQ(transition_cost_bytes({8}, 4, MeshShape::create({4}), {Replicate()}, 0, Shard(0)), 0.0);
   EXPECT_EQ(transition_cost_bytes({8}, 4, MeshShape::create({4}), {Shard(0)}, 0, Partial()),
             std::nullopt);

@@ -62,8 +62,8 @@ TEST(ChromeTraceTest, RecordedSlicesLastTheirEstimate) {
   CommTrace t = mlp_like_trace();
   std::vector<Json> xs = slices(Json::parse(chrome_trace_json(t)));
   ASSERT_EQ(xs.size(), 2u);
-  // all_reduce of 320 B over 4 ranks: 5 us + 2*3/4*320 B / 50 GB/s.
-  EXPECT_NEAR(xs[0]["dur"].get<double>(), 5.0 + 480.0 / 50e3, 1e-9);
+  // all_reduce of 320 B over 4 ranks: 5 us + 6 ring steps * 0.5 us + 2*3/4*320 B / 50 GB/s.
+  EXPECT_NEAR(xs[0]["dur"].get<double>(), 5.0 + 6 * 0.5 + 480.0 / 50e3, 1e-9);
   EXPECT_DOUBLE_EQ(xs[0]["ts"].get<double>(), 10.5);
   t.collectives[1].ts_us = 12.0;  // the next collective starts 1.5 us later: cut short
   xs = slices(Json::parse(chrome_trace_json(t)));
@@ -73,14 +73,14 @@ TEST(ChromeTraceTest, RecordedSlicesLastTheirEstimate) {
 TEST(ChromeTraceTest, EstimatedTimelineIsBackToBack) {
   ChromeTraceOptions options;
   options.timeline = ChromeTimeline::kEstimated;
-  options.cost_model = CommCostModel{/*latency_us=*/10.0, /*bandwidth_gbytes_per_s=*/1.0};
+  options.cost_model = CommCostModel{/*latency_us=*/10.0, /*bandwidth_gbytes_per_s=*/1.0, /*step_latency_us=*/1.0};
   std::vector<Json> xs = slices(Json::parse(chrome_trace_json(mlp_like_trace(), options)));
   ASSERT_EQ(xs.size(), 2u);
   EXPECT_DOUBLE_EQ(xs[0]["ts"].get<double>(), 0.0);
-  const double ar = 10.0 + 480.0 / 1e3;
+  const double ar = 10.0 + 6.0 + 480.0 / 1e3;  // 6 ring steps of 1 us
   EXPECT_DOUBLE_EQ(xs[0]["dur"].get<double>(), ar);
   EXPECT_DOUBLE_EQ(xs[1]["ts"].get<double>(), ar);
-  EXPECT_DOUBLE_EQ(xs[1]["dur"].get<double>(), 10.0 + 192.0 / 1e3);  // all_gather: 3/4 * 256 B out
+  EXPECT_DOUBLE_EQ(xs[1]["dur"].get<double>(), 10.0 + 3.0 + 192.0 / 1e3);  // all_gather: 3 steps, 3/4 * 256 B out
 }
 
 TEST(ChromeTraceTest, RingBytesFollowTheCostModel) {

@@ -87,7 +87,8 @@ TEST_F(CommReportTest, ReportJsonIsDeterministicAndComplete) {
   EXPECT_EQ(j["total_collectives"], 1);
   EXPECT_EQ(j["module_counts"]["MLPModule.net2"]["forward"]["all_reduce"], 1);
   EXPECT_EQ(j["mesh"]["shape"], Json::parse("[2]"));
-  EXPECT_NEAR(j["estimated_us"]["all_reduce"].get<double>(), 5.0 + 320.0 / 50e3, 1e-9);
+  // 5 us, 2 ring steps of 0.5 us (an all_reduce on 2 ranks), 320 ring bytes at 50 GB/s.
+  EXPECT_NEAR(j["estimated_us"]["all_reduce"].get<double>(), 5.0 + 2 * 0.5 + 320.0 / 50e3, 1e-9);
 }
 
 TEST_F(CommReportTest, MarkdownHasTables) {
@@ -96,7 +97,7 @@ TEST_F(CommReportTest, MarkdownHasTables) {
   EXPECT_NE(md.find("- backend: fake, world size 4, counts of rank 0 (every rank agrees)"), std::string::npos)
       << md;
   EXPECT_NE(md.find("| MLPModule.net2 | forward | all_reduce | 1 | 320 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| all_reduce | 0 | 1 | 320 | 480 | 5.010 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| all_reduce | 0 | 1 | 320 | 480 | 8.010 |"), std::string::npos) << md;
   // The fake world counts memory: every rank's peak and where (#20).
   EXPECT_NE(md.find("## Memory per rank (traced part)"), std::string::npos) << md;
   EXPECT_NE(md.find("| 3 | "), std::string::npos) << md;

@@ -124,6 +124,36 @@ TEST(DeviationTest, BytesOverallRowNeedsNoMoreCollectivesAndBytesInAll) {
   EXPECT_TRUE(found);
 }
 
+TEST(DeviationTest, OutputsWholeRowNeedsOursReplicateWherePlacementsDiffer) {
+  // g18_00283: both reduce_scatter once; PyTorch first splits the batch on the
+  // replicated mesh dim 0 (144 bytes, output [S(0), P(sum)]), ours does not
+  // (288 bytes, [R, P(sum)]).
+  json ours = record({step({{"reduce_scatter_tensor", 1}}, {out({"R", "P(sum)"}, {1.0})})});
+  json theirs = record({step({{"reduce_scatter_tensor", 1}}, {out({"S(0)", "P(sum)"}, {1.0})})});
+  ours["steps"][0]["bytes"] = {{"reduce_scatter_tensor", 288}};
+  theirs["steps"][0]["bytes"] = {{"reduce_scatter_tensor", 144}};
+  Program p = program_with_steps(1);
+  p.mesh_shape = {2, 2};
+  auto bytes_deviation = [&] {
+    for (const FieldDiff& d : compare_records(p, ours, theirs, nullptr).diffs) {
+      if (d.field == "bytes") return d.deviation;
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(bytes_deviation(), "outputs-whole");
+  // PyTorch's output whole where ours is sharded: the claim fails.
+  ours["steps"][0]["outputs"][0]["placements"] = {"S(1)", "P(sum)"};
+  theirs["steps"][0]["outputs"][0]["placements"] = {"R", "P(sum)"};
+  EXPECT_EQ(bytes_deviation(), "");
+  // Same placements: nothing pending on PyTorch's side, more bytes unexplained.
+  ours["steps"][0]["outputs"][0]["placements"] = {"R", "P(sum)"};
+  EXPECT_EQ(bytes_deviation(), "");
+  // Ours whole, but the extra bytes outweigh a collective's latency.
+  theirs["steps"][0]["outputs"][0]["placements"] = {"S(0)", "P(sum)"};
+  ours["steps"][0]["bytes"] = {{"reduce_scatter_tensor", 144 + 250'000}};
+  EXPECT_EQ(bytes_deviation(), "");
+}
+
 TEST(DeviationTest, WholeProgramRowNeedsNoMoreCollectivesInAll) {
   // Ours pays 2 at step 0 where PyTorch pays 1, then 0 where PyTorch pays 1.
   json ours = record({step({{"all_gather_into_tensor", 2}}, {out({"R"}, {1.0})}), step({}, {})});

@@ -73,12 +73,15 @@ TEST(PlanConfigTest, ParsesAndRejectsWithReasons) {
 }
 
 TEST(TopologyTest, FileFormatRoundTripsAndNamesBadLines) {
-  const Topology t = parse_topology("# cluster\npeak_tflops 400\nlink dp 20 25  # IB\nmemory_gib 40\n");
+  const Topology t =
+      parse_topology("# cluster\npeak_tflops 400\nlink dp 20 25  # IB\nlink ep 20 25 1.5\nmemory_gib 40\n");
   EXPECT_EQ(t.peak_tflops, 400);
   EXPECT_EQ(t.memory_cap_bytes(), int64_t{40} << 30);
   EXPECT_EQ(t.link("dp").bandwidth_gbytes_per_s, 25);
   EXPECT_EQ(t.link("tp").bandwidth_gbytes_per_s, 450);  // default kept
   EXPECT_EQ(t.link("cp").latency_us, 10);               // "*"
+  EXPECT_EQ(t.link("dp").step_latency_us, 0.5);         // default per ring step
+  EXPECT_EQ(t.link("ep").step_latency_us, 1.5);
   const Topology back = parse_topology(topology_text(t));
   EXPECT_EQ(topology_text(back), topology_text(t));
   try {

@@ -307,8 +307,8 @@ TEST(RedistributePlanTest, PlanTextIsStable) {
   const auto plan =
       plan_redistribute({8, 8}, 4, MeshShape::create({2, 2}), P("S(0),S(1)"), P("S(0),S(0)"));
   EXPECT_EQ(plan.to_string(),
-            "[S(0), S(1)] -> [S(0), S(0)]: 1 steps, 1 collectives, 32 bytes/rank, 5.001 us\n"
-            "  step 0: mesh dim 1: S(1) -> S(0) via all_to_all_single, 32 bytes/rank, 5.001 us; "
+            "[S(0), S(1)] -> [S(0), S(0)]: 1 steps, 1 collectives, 32 bytes/rank, 5.501 us\n"
+            "  step 0: mesh dim 1: S(1) -> S(0) via all_to_all_single, 32 bytes/rank, 5.501 us; "
             "[S(0), S(1)] -> [S(0), S(0)]\n");
 }
 
@@ -348,13 +348,19 @@ TEST(CommCostTest, BytesUseTheCurrentLogicalShape) {
 
 TEST(CommCostTest, EstimateIsAlphaBeta) {
   const CommCostModel model;
-  EXPECT_DOUBLE_EQ(estimate_us(StepKind::kAllReduce, 50'000, model), 6.0);
-  EXPECT_DOUBLE_EQ(estimate_us(StepKind::kLocalChunk, 50'000, model), 0.0);
-  const CommCostModel slow{/*latency_us=*/10.0, /*bandwidth_gbytes_per_s=*/1.0};
+  // 5 us to start, 0.5 us per ring step (an all_reduce on 2 ranks: 2), 1 us of bytes.
+  EXPECT_DOUBLE_EQ(estimate_us(StepKind::kAllReduce, 50'000, 2, model), 7.0);
+  EXPECT_DOUBLE_EQ(estimate_us(StepKind::kAllGather, 50'000, 4, model), 7.5);
+  EXPECT_DOUBLE_EQ(estimate_us(StepKind::kLocalChunk, 50'000, 2, model), 0.0);
+  EXPECT_EQ(ring_steps(CollectiveKind::kAllReduce, 4), 6);
+  EXPECT_EQ(ring_steps(CollectiveKind::kReduceScatterTensor, 4), 3);
+  EXPECT_EQ(ring_steps(CollectiveKind::kAllReduce, 1), 0);
+  const CommCostModel slow{/*latency_us=*/10.0, /*bandwidth_gbytes_per_s=*/1.0, /*step_latency_us=*/2.0};
   PlanOptions options{slow};
   const auto plan =
       plan_redistribute({1000}, 4, MeshShape::create({2}), P("S(0)"), P("R"), options);
-  EXPECT_DOUBLE_EQ(plan.estimated_us(), 10.0 + 2000.0 / 1e3);
+  EXPECT_EQ(plan.steps[0].group_size, 2);
+  EXPECT_DOUBLE_EQ(plan.estimated_us(), 10.0 + 2.0 + 2000.0 / 1e3);
   EXPECT_DOUBLE_EQ(estimate_us(plan.steps[0], slow), plan.steps[0].estimated_us);
 }
 

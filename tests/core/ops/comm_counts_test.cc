@@ -251,6 +251,27 @@ TEST(CommCountsTest, MulReducesABroadcastPartialBeforeItGrows) {
   EXPECT_EQ(kept.outputs, (std::vector<Placements>{Placements{S1[0], P[0]}}));
 }
 
+TEST(CommCountsTest, SmallOperandsGatherRatherThanAllReduce) {
+  // bmm of [P(sum), S(1)] [4, 6, 4] by [R, P(sum)] [4, 4, 2] on 2x2
+  // (g18_00645): on mesh dim 1, gathering the S(1) (384 ring bytes) or
+  // all_reducing the second operand (256) is one collective either way; the
+  // all_reduce's 2 ring steps against the all_gather's 1 decide, as in
+  // PyTorch (Note [Comm cost model]). Keeping the S(1) made the backward
+  // gather its gradient: 4 collectives over the program, PyTorch 3.
+  OpCase bmm("bmm", {Input::floats({4, 6, 4}).no_grad(), Input::floats({4, 4, 2}).no_grad()},
+             [](const Tensors& x) { return Tensors{x[0].bmm(x[1])}; });
+  CommCounts c = comm_counts(bmm, {2, 2}, {Placements{P[0], S1[0]}, Placements{R[0], P[0]}});
+  EXPECT_EQ(c.forward, kOneAllGather);
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{P[0], P[0]}}));
+  // Where the bytes outweigh the extra steps, the all_reduce still wins:
+  // [4, 600, 4] gathers 38,400 ring bytes, the all_reduce 256.
+  OpCase big("bmm", {Input::floats({4, 600, 4}).no_grad(), Input::floats({4, 4, 2}).no_grad()},
+             [](const Tensors& x) { return Tensors{x[0].bmm(x[1])}; });
+  CommCounts b = comm_counts(big, {2, 2}, {Placements{P[0], S1[0]}, Placements{R[0], P[0]}});
+  EXPECT_EQ(b.forward, (Counts{{"all_reduce", 1}}));
+  EXPECT_EQ(b.outputs, (std::vector<Placements>{Placements{P[0], S1[0]}}));
+}
+
 TEST(CommCountsTest, MatmulAvoidsShardsSmallerThanTheGroup) {
   // A Linear's weight gradient for a batch of 3 rows over 4 ranks
   // (s18_0072): grad^T [8, 3] S(0) by x [3, 6] S(0). Like PyTorch
