@@ -89,6 +89,7 @@ void PlaygroundState::recompute_plan() {
     PlanOptions options;
     options.cost.latency_us = std::max(0.0, inputs_.latency_us);
     options.cost.bandwidth_gbytes_per_s = std::max(1e-6, inputs_.bandwidth_gbytes_per_s);
+    options.cost.step_latency_us = std::max(0.0, inputs_.step_latency_us);
     plan_ = plan_redistribute(*shape_, element_size(), *mesh_, *placements_, *target_, options);
   } catch (const std::exception& e) {
     plan_error_ = e.what();

@@ -41,11 +41,12 @@ struct PlaygroundInputs {
   // Alpha-beta cost model used for the estimated times.
   double latency_us = 5.0;
   double bandwidth_gbytes_per_s = 50.0;
+  double step_latency_us = 0.5;  // per ring step (Note [Comm cost model])
 
   friend bool operator==(const PlaygroundInputs& a, const PlaygroundInputs& b) {
     return a.mesh == b.mesh && a.tensor == b.tensor && a.placements == b.placements &&
            a.target == b.target && a.dtype_index == b.dtype_index && a.latency_us == b.latency_us &&
-           a.bandwidth_gbytes_per_s == b.bandwidth_gbytes_per_s;
+           a.bandwidth_gbytes_per_s == b.bandwidth_gbytes_per_s && a.step_latency_us == b.step_latency_us;
   }
   friend bool operator!=(const PlaygroundInputs& a, const PlaygroundInputs& b) { return !(a == b); }
 };

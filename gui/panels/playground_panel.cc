@@ -101,6 +101,9 @@ void draw_inputs(PlaygroundState& playground) {
   ImGui::InputDouble("us latency", &in.latency_us, 0.0, 0.0, "%.1f");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.0f);
+  ImGui::InputDouble("us per ring step", &in.step_latency_us, 0.0, 0.0, "%.2f");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.0f);
   ImGui::InputDouble("GB/s", &in.bandwidth_gbytes_per_s, 0.0, 0.0, "%.0f");
 }
 

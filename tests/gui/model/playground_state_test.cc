@@ -169,6 +169,11 @@ TEST(PlaygroundStateTest, DtypeAndCostModelChangeBytesAndTime) {
   EXPECT_EQ(state.element_size(), 2);
   EXPECT_EQ(state.plan()->total_bytes_per_rank() * 2, float_bytes);
   EXPECT_GT(state.plan()->estimated_us(), float_us);
+  // The default plan's step is one collective over 2 ranks: one ring step.
+  const double before_steps = state.plan()->estimated_us();
+  state.inputs().step_latency_us = 10.5;
+  state.refresh();
+  EXPECT_DOUBLE_EQ(state.plan()->estimated_us(), before_steps + 10.0 * state.plan()->num_collectives());
 }
 
 TEST(PlaygroundStateTest, SelectionResetsForANewTensorAndIsKeptOtherwise) {
