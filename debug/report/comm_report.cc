@@ -350,8 +350,8 @@ std::string report_markdown(const CommReport& report) {
     for (const auto& dim : kind.second) total_us += dim.second.estimated_us;
   }
   md << "- collectives: " << total_counts(view) << ", estimated " << format_us(total_us)
-     << " us (alpha-beta: " << o.cost_model.latency_us << " us latency, "
-     << o.cost_model.bandwidth_gbytes_per_s << " GB/s)\n\n";
+     << " us (alpha-beta: " << o.cost_model.latency_us << " us latency + " << o.cost_model.step_latency_us
+     << " us per ring step, " << o.cost_model.bandwidth_gbytes_per_s << " GB/s)\n\n";
 
   md << "## Collectives per module\n\n";
   md << "| Module | Phase | Collective | Count | Bytes |\n| --- | --- | --- | ---: | ---: |\n";

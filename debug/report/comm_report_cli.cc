@@ -31,6 +31,7 @@ unless --markdown is given).
   --arg KEY=VALUE         program argument (repeatable), e.g. --arg hidden=64
   --latency-us X          cost model latency (default 5)
   --bandwidth-gbps Y      cost model bandwidth in GB/s (default 50)
+  --step-latency-us Z     cost model latency per ring step (default 0.5)
   --markdown FILE         write the markdown report to FILE
   --json FILE             write the report JSON (the golden format) to FILE
   --trace-json FILE       write the full comm trace JSON (comm_trace_schema.md)
@@ -93,6 +94,9 @@ bool parse(int argc, char** argv, Args& args, std::string& error) {
       } else if (flag == "--bandwidth-gbps") {
         if (!value(v)) return false;
         args.options.cost_model.bandwidth_gbytes_per_s = std::stod(v);
+      } else if (flag == "--step-latency-us") {
+        if (!value(v)) return false;
+        args.options.cost_model.step_latency_us = std::stod(v);
       } else if (flag == "--markdown") {
         if (!value(args.markdown)) return false;
       } else if (flag == "--json") {

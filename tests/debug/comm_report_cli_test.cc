@@ -108,7 +108,8 @@ TEST(CommReportCliTest, DiffOfTwoRunsNamesTheOrigin) {
 // Solo mode, and every output file at once.
 TEST(CommReportCliTest, SoloRunWritesEveryOutput) {
   const std::string dir = ::testing::TempDir();
-  Result r = run("--program mlp --solo --world-size 4096 --rank 9 --arg hidden=16384 --markdown " + dir +
+  Result r = run("--program mlp --solo --world-size 4096 --rank 9 --arg hidden=16384 --latency-us 7 "
+                 "--bandwidth-gbps 100 --step-latency-us 2 --markdown " + dir +
                  "/r.md --json " + dir + "/r.json --trace-json " + dir + "/t.json --chrome-trace " + dir +
                  "/c.json");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -117,6 +118,10 @@ TEST(CommReportCliTest, SoloRunWritesEveryOutput) {
   Json report = Json::parse(slurp(dir + "/r.json"));
   EXPECT_EQ(report["world_size"], 4096);
   EXPECT_EQ(report["counts"], Json::parse(R"({"all_reduce": 1})"));
+  EXPECT_EQ(report["cost_model"], Json::parse(R"({"latency_us": 7.0, "bandwidth_gbytes_per_s": 100.0,
+                                                  "step_latency_us": 2.0})"));
+  // One all_reduce over 4,096 ranks: 7 us to start and 2 * 4095 ring steps of 2 us, plus its bytes.
+  EXPECT_GT(report["estimated_us"]["total"].get<double>(), 7.0 + 2 * 4095 * 2.0);
   EXPECT_EQ(Json::parse(slurp(dir + "/t.json"))["events"].size(), 1u);
   EXPECT_TRUE(Json::parse(slurp(dir + "/c.json"))["traceEvents"].is_array());
 }
