@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/layout/comm_cost.h"
 #include "tests/diff/compare.h"
 
 namespace dtensor::diff {
@@ -166,11 +167,6 @@ bool bytes_overall(const DiffContext& c) {
   return both_completed(c) && no_more_through(static_cast<int>(c.program.steps.size()) - 1);
 }
 
-// The bytes one collective's start latency is worth (5 us at 50 GB/s, Note
-// [Comm cost model] in core/layout/comm_cost.h): any collective left pending
-// costs at least this much once it runs.
-constexpr int64_t kOneLatencyBytes = 250'000;
-
 // outputs-whole: the same collectives as PyTorch at this step moving more
 // input bytes, because PyTorch first split a mesh dim on which the operands
 // were Replicate (free) so that a collective on another mesh dim moved a
@@ -181,7 +177,10 @@ constexpr int64_t kOneLatencyBytes = 250'000;
 // collective's latency is worth.
 bool outputs_whole(const DiffContext& c) {
   if (c.field != "bytes" || c.step < 0) return false;
-  if (total(c.ours.at("bytes")) - total(c.theirs.at("bytes")) >= kOneLatencyBytes) return false;
+  // Any collective left pending costs at least its start latency once it runs
+  // (250,000 bytes' worth: 5 us at 50 GB/s, Note [Comm cost model]).
+  const double one_latency = CommCostModel{}.latency_bytes(/*ring_steps=*/0);
+  if (static_cast<double>(total(c.ours.at("bytes")) - total(c.theirs.at("bytes"))) >= one_latency) return false;
   const json& ours = c.ours.at("outputs");
   const json& theirs = c.theirs.at("outputs");
   if (ours.size() != theirs.size()) return false;
