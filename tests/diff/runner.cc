@@ -240,12 +240,6 @@ StepResult backward_step(const json& step, const at::Tensor& x, const std::vecto
   return r;
 }
 
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> out(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) out[d - 1] = out[d] * std::max<int64_t>(shape[d], 1);
-  return out;
-}
-
 StepResult run_step(const Step& step, std::vector<at::Tensor>& env, const DeviceMesh& mesh,
                     const BuiltModule* built) {
   const json& j = step.json;
@@ -258,8 +252,7 @@ StepResult run_step(const Step& step, std::vector<at::Tensor>& env, const Device
   if (step.kind == "optimizer") return optimizer_step(j, env);
   if (step.kind == "from_local") {
     FromLocalOptions options;
-    options.shape = j.at("shape").get<std::vector<int64_t>>();
-    options.stride = contiguous_strides(*options.shape);
+    options.shape = j.at("shape").get<std::vector<int64_t>>();  // contiguous strides by default
     return {{DTensor::from_local(env_at(env, j), mesh, parse(j.at("placements").get<std::vector<std::string>>()),
                                  options)},
             true};

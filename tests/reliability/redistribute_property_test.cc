@@ -41,15 +41,6 @@ bool has_partial(const Placements& placements) {
   return false;
 }
 
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) {
-    strides[static_cast<size_t>(d)] =
-        strides[static_cast<size_t>(d + 1)] * std::max<int64_t>(shape[static_cast<size_t>(d + 1)], 1);
-  }
-  return strides;
-}
-
 // This rank's local values for `partial` placements whose reduction gives
 // `exact` (the Replicate/Shard block): P(sum) keeps the value at coordinate 0
 // of that mesh dim and zeros elsewhere, P(product) ones elsewhere, P(max)
@@ -112,8 +103,7 @@ void run_case(PropertyRng& rng, int64_t world_size, std::map<std::vector<int64_t
   const DistributeOptions local_slicing{/*src_data_rank=*/std::nullopt};
   const at::Tensor block = distribute_tensor(full, mesh, without_partial(from), local_slicing).local_tensor();
   FromLocalOptions from_local_options;
-  from_local_options.shape = shape;
-  from_local_options.stride = contiguous_strides(shape);
+  from_local_options.shape = shape;  // contiguous strides by default
   const DTensor source =
       DTensor::from_local(partial_local(block, from, mesh), mesh, from, from_local_options);
   ++tally.cases;
