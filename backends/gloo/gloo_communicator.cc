@@ -204,7 +204,8 @@ std::string hint_for(const std::string& message) {
   }
   if (contains(message, "onnection closed") || contains(message, "onnection reset") ||
       contains(message, "roken pipe") || contains(message, "ocket closed")) {
-    return "a peer rank exited or crashed; its output shows the first error";
+    return "a peer rank (or rank 0, which serves the store) exited or crashed; its output shows "
+           "the first error";
   }
   return "check that every member issues the same collective with matching shapes and dtypes";
 }

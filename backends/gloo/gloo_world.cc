@@ -11,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "backends/gloo/gloo_communicator.h"
+#include "backends/launch/sigpipe.h"
 #include "backends/launch/store.h"
 
 namespace dtensor {
@@ -44,6 +45,7 @@ std::shared_ptr<::gloo::transport::Device> create_device(const LaunchEnv& env,
   const std::string interface =
       options.interface.empty() ? interface_from_env() : options.interface;
   std::string what;
+  SigpipeBlock no_sigpipe;  // Gloo's device loop thread starts here: Note [SIGPIPE]
   try {
     if (!interface.empty()) {
       what = "network interface '" + interface + "'";
@@ -100,9 +102,12 @@ class GlooWorld final : public World {
     pg_options->threads = options_.threads;
     std::ostringstream where;
     where << "creating gloo group " << c10::IntArrayRef(ranks) << " on global rank " << rank()
-          << " (group rank " << group_rank << " of " << group_size
+          << " (group rank " << group_rank << " of " << group_size << ", through "
+          << store_description(env_)
           << "; every member must call new_group with the same ranks, in the same order "
              "relative to its other new_group calls)";
+    // The store may be gone, and the group's worker threads start here.
+    SigpipeBlock no_sigpipe;
     auto process_group =
         DTENSOR_GLOO_CALL(where.str(), c10::make_intrusive<c10d::ProcessGroupGloo>(
                                            group_store, group_rank, group_size, pg_options));

@@ -69,13 +69,20 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 }
 
 // In the child between fork and exec: only async-signal-safe calls.
-[[noreturn]] void exec_child(int out_fd, pid_t parent, char** argv, char** envp) {
+[[noreturn]] void exec_child(int out_fd, pid_t parent, bool ignore_sigpipe, char** argv,
+                             char** envp) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // the launcher died before prctl
   dup2(out_fd, STDOUT_FILENO);
   dup2(out_fd, STDERR_FILENO);
-  signal(SIGPIPE, SIG_DFL);
+  // The disposition survives exec, a handler would not; the mask is
+  // inherited from the forking thread, which may block SIGPIPE (Note [SIGPIPE]).
+  sigset_t pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigprocmask(SIG_UNBLOCK, &pipe_only, nullptr);
+  signal(SIGPIPE, ignore_sigpipe ? SIG_IGN : SIG_DFL);
   execvpe(argv[0], argv, envp);
   const char message[] = "dtensor-launch: exec failed: ";
   (void)!write(STDERR_FILENO, message, sizeof(message) - 1);
@@ -130,7 +137,7 @@ void Supervisor::spawn(int port) {
     if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("dtensor-launch: pipe failed");
     const pid_t pid = fork();
     if (pid < 0) throw std::runtime_error("dtensor-launch: fork failed");
-    if (pid == 0) exec_child(fds[1], parent, argv.data(), envp.data());
+    if (pid == 0) exec_child(fds[1], parent, spec_.ignore_sigpipe, argv.data(), envp.data());
     setpgid(pid, pid);  // also in the child: whichever runs first wins the race
     close(fds[1]);
     Child child;

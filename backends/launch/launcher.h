@@ -44,6 +44,13 @@ struct LaunchSpec {
   std::function<void(int rank, const std::string& line)> on_line;
   /// Keep each rank's output (its last 256 KiB) in RankResult::output.
   bool capture_output = true;
+  /// Ranks start with SIGPIPE ignored, as Python processes do, so that a
+  /// write to a dead peer's socket fails with EPIPE and is reported instead
+  /// of killing the rank silently (see Note [SIGPIPE] in sigpipe.h). false:
+  /// ranks start with SIGPIPE's default disposition, unblocked (what
+  /// torchrun gives a C++ program); dtensor's worlds still guard their own
+  /// sockets then.
+  bool ignore_sigpipe = true;
 };
 
 /// How one rank ended.

@@ -9,6 +9,8 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "backends/launch/sigpipe.h"
+
 namespace dtensor {
 namespace {
 
@@ -33,6 +35,8 @@ c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env,
   options.waitWorkers = true;
   options.timeout = timeout;
   options.multiTenant = true;  // as torch.distributed's env:// init
+  // The server's thread (rank 0) is started inside: it never dies of SIGPIPE.
+  SigpipeBlock no_sigpipe;
   try {
     auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
     if (!env.use_agent_store) return store;
@@ -60,6 +64,7 @@ void exit_rendezvous(c10d::Store& store, const LaunchEnv& env,
       std::uncaught_exceptions() > 0) {
     return;
   }
+  SigpipeBlock no_sigpipe;  // rank 0 may be gone already: see Note [SIGPIPE]
   try {
     if (env.rank != 0) {
       const int64_t arrived = store.add(kExitCounterKey, 1);
@@ -70,6 +75,11 @@ void exit_rendezvous(c10d::Store& store, const LaunchEnv& env,
   } catch (...) {
     // A rank that crashed never checks in; its peers' errors say what happened.
   }
+}
+
+std::string store_description(const LaunchEnv& env) {
+  return c10::str("the store at ", env.master_addr, ":", env.port,
+                  env.use_agent_store ? " (torchrun's agent)" : " (served by rank 0)");
 }
 
 }  // namespace dtensor

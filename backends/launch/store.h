@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "backends/launch/env.h"
@@ -29,6 +30,9 @@ namespace dtensor {
 /// cause (port in use, rank 0 not started, firewall).
 c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env,
                                               std::chrono::milliseconds timeout);
+
+/// "the store at 127.0.0.1:29500 (served by rank 0)", for error messages.
+std::string store_description(const LaunchEnv& env);
 
 // Note [Exit rendezvous]
 // Rank 0 serves the store. If it exits while another rank still needs the

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "backends/launch/sigpipe.h"
 #include "backends/launch/store.h"
 #include "backends/nccl/nccl_check.h"
 #include "backends/nccl/nccl_communicator.h"
@@ -70,20 +71,22 @@ ncclUniqueId NcclWorld::exchange_unique_id(const std::vector<int64_t>& ranks, in
                                            const std::string& where) {
   ncclUniqueId id;
   const std::string key = group_key(ranks);
-  if (group_rank == 0) {
-    DTENSOR_NCCL_CHECK(ncclGetUniqueId(&id), where);
-    const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
-    store_->set(key, std::vector<uint8_t>(bytes, bytes + sizeof(id)));
-    return id;
-  }
+  if (group_rank == 0) DTENSOR_NCCL_CHECK(ncclGetUniqueId(&id), where);
   std::vector<uint8_t> value;
   try {
+    if (group_rank == 0) {
+      const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
+      store_->set(key, std::vector<uint8_t>(bytes, bytes + sizeof(id)));
+      return id;
+    }
     value = store_->get(key);  // waits for group rank 0, bounded by the store timeout
   } catch (const std::exception& e) {
     std::string message(e.what());
-    TORCH_CHECK(false, where, ": the NCCL id of group rank 0 (global rank ", ranks.front(),
-                ") did not arrive: ", message.substr(0, message.find('\n')),
-                "; every member must call new_group with the same ranks");
+    TORCH_CHECK(false, where, ": ", group_rank == 0 ? "publishing" : "waiting for",
+                " the NCCL id of group rank 0 (global rank ", ranks.front(), ") under key '", key,
+                "' in ", store_description(env_),
+                " failed: ", message.substr(0, message.find('\n')),
+                "; every member must call new_group with the same ranks, and the store host must be alive");
   }
   TORCH_CHECK(value.size() == sizeof(id), where, ": malformed NCCL id in the store (", value.size(),
               " bytes)");
@@ -100,6 +103,8 @@ std::shared_ptr<Communicator> NcclWorld::create_group(const std::vector<int64_t>
                << " (group rank " << group_rank << " of " << group_size
                << ", cuda:" << device_index_ << ")";
   const std::string where = where_stream.str();
+  // The store may be gone, and NCCL's bootstrap and proxy threads start here.
+  SigpipeBlock no_sigpipe;
   const ncclUniqueId id = exchange_unique_id(ranks, group_rank, where);
   DTENSOR_NCCL_CHECK(cudaSetDevice(device_index_), where);
   ncclComm_t comm = nullptr;

@@ -13,12 +13,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: dtensor-launch --nproc N [--master-port P] [--master-addr A] [--timeout SECONDS]\n"
-    "                      [--no-prefix] -- PROGRAM [ARGS...]\n"
+    "                      [--no-prefix] [--default-sigpipe] -- PROGRAM [ARGS...]\n"
     "Starts N processes of PROGRAM with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and\n"
     "MASTER_PORT set (as torchrun --no-python --nproc-per-node N does). A free port is\n"
     "chosen when --master-port is not given. If a rank fails, the others are stopped and\n"
     "dtensor-launch exits with that rank's exit code (128+signal if it was killed,\n"
-    "124 on timeout).\n";
+    "124 on timeout). Ranks start with SIGPIPE ignored, so that a write to a dead peer\n"
+    "fails with an error instead of killing the rank; --default-sigpipe starts them with\n"
+    "the default disposition instead.\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "dtensor-launch: " << message << "\n" << kUsage;
@@ -55,7 +57,7 @@ dtensor::launch::LaunchSpec parse_args(int argc, char** argv, bool& prefix) {
     if (eq != std::string::npos) {
       value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);
-    } else if (arg != "--no-prefix") {
+    } else if (arg != "--no-prefix" && arg != "--default-sigpipe") {
       if (i + 1 >= argc) usage_error(arg + " needs a value");
       value = argv[++i];
     }
@@ -69,6 +71,8 @@ dtensor::launch::LaunchSpec parse_args(int argc, char** argv, bool& prefix) {
       spec.timeout = std::chrono::seconds(parse_int(arg, value));
     } else if (arg == "--no-prefix") {
       prefix = false;
+    } else if (arg == "--default-sigpipe") {
+      spec.ignore_sigpipe = false;
     } else {
       usage_error("unknown flag " + arg);
     }

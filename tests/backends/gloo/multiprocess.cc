@@ -30,6 +30,7 @@ bool port_clash(const launch::LaunchResult& result) {
 launch::LaunchResult run_with_retries(launch::LaunchSpec spec, const WorkerOptions& options) {
   spec.timeout = options.job_timeout;
   spec.kill_on_failure = options.kill_on_failure;
+  spec.ignore_sigpipe = options.ignore_sigpipe;
   spec.env = options.env;
   spec.env.emplace_back(kTimeoutVar, std::to_string(options.collective_timeout.count()));
   // The test runner's files belong to the parent test only.

@@ -23,6 +23,10 @@ struct WorkerOptions {
   std::chrono::milliseconds collective_timeout = std::chrono::seconds(30);
   /// false: survivors of a failed rank run on (failure-propagation tests).
   bool kill_on_failure = true;
+  /// false: workers start with SIGPIPE's default disposition, as torchrun
+  /// starts a C++ program, so that tests prove dtensor's worlds guard their
+  /// own sockets (Note [SIGPIPE]); true: as dtensor-launch starts them.
+  bool ignore_sigpipe = false;
   /// Extra environment of every worker.
   std::vector<std::pair<std::string, std::string>> env;
 };

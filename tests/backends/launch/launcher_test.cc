@@ -10,6 +10,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -126,6 +127,48 @@ TEST(LauncherTest, GrandchildrenDoNotOutliveTheJob) {
   if (stat >> pid >> name >> state) {
     EXPECT_EQ(state, "Z") << "grandchild still running";
   }
+}
+
+// Whether SIGPIPE is ignored and whether it is blocked in a rank, read from
+// the rank's own /proc/self/status (grep is the rank).
+struct RankSigpipe {
+  bool ignored = false;
+  bool blocked = false;
+};
+
+RankSigpipe launched_sigpipe(const LaunchSpec& base) {
+  LaunchSpec spec = base;
+  spec.argv = {"grep", "-E", "^Sig(Ign|Blk):", "/proc/self/status"};
+  const LaunchResult result = launch_local(spec);
+  EXPECT_TRUE(result.ok()) << result.report();
+  RankSigpipe found;
+  std::istringstream lines(result.ranks.at(0).output);
+  std::string name, hex;
+  const unsigned long long bit = 1ull << (SIGPIPE - 1);
+  while (lines >> name >> hex) {
+    const bool set = (std::stoull(hex, nullptr, 16) & bit) != 0;
+    (name == "SigIgn:" ? found.ignored : found.blocked) = set;
+  }
+  return found;
+}
+
+// Note [SIGPIPE]: ranks ignore SIGPIPE unless the spec asks for the default,
+// and never inherit a blocked SIGPIPE from the thread that launched them.
+TEST(LauncherTest, RanksStartWithSigpipeIgnoredUnlessAskedForTheDefault) {
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  LaunchSpec spec;
+  spec.timeout = seconds(30);
+  const RankSigpipe by_default = launched_sigpipe(spec);
+  spec.ignore_sigpipe = false;
+  const RankSigpipe way_out = launched_sigpipe(spec);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  EXPECT_TRUE(by_default.ignored);
+  EXPECT_FALSE(by_default.blocked);
+  EXPECT_FALSE(way_out.ignored);
+  EXPECT_FALSE(way_out.blocked);
 }
 
 TEST(LauncherTest, MissingProgramFailsWithExitCode127) {
