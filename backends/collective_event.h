@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "core/layout/collective_kind.h"
-#include "core/layout/collective_origin.h"
-#include "core/layout/reduce_op.h"
+#include "layout/collective_kind.h"
+#include "layout/collective_origin.h"
+#include "layout/reduce_op.h"
 
 namespace dtensor {
 

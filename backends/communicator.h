@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backends/collective_event.h"
-#include "core/layout/reduce_op.h"
+#include "layout/reduce_op.h"
 
 namespace dtensor {
 

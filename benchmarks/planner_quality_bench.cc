@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "benchmarks/bench_util.h"
-#include "core/layout/layout_error.h"
-#include "core/layout/redistribute_plan.h"
-#include "core/layout/shard_layout.h"
+#include "layout/layout_error.h"
+#include "layout/redistribute_plan.h"
+#include "layout/shard_layout.h"
 #include "testing/placements.h"
 
 namespace dtensor {

@@ -4,7 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include "core/dtensor.h"
-#include "core/layout/placement_alias.h"
+#include "layout/placement_alias.h"
 #include "core/torch_errors.h"
 
 namespace dtensor {

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor::collectives {
 namespace {

@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include "core/device_mesh.h"
-#include "core/layout/reduce_op.h"
+#include "layout/reduce_op.h"
 
 namespace dtensor::collectives {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "backends/world.h"
-#include "core/layout/mesh_shape.h"
+#include "layout/mesh_shape.h"
 
 namespace dtensor {
 

@@ -13,7 +13,7 @@
 #include "core/init.h"
 #include "core/redistribution_origin.h"
 #include "core/torch_errors.h"
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor {
 namespace {

@@ -17,8 +17,8 @@
 #include "core/collectives.h"
 #include "core/init.h"
 #include "core/torch_errors.h"
-#include "core/layout/shard_layout.h"
-#include "core/layout/strides.h"
+#include "layout/shard_layout.h"
+#include "layout/strides.h"
 #include "core/redistribute.h"
 #include "core/redistribution_origin.h"
 

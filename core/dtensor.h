@@ -13,7 +13,7 @@
 #include "core/device_mesh.h"
 #include "core/dtensor_impl.h"  // is_dtensor
 #include "core/dtensor_spec.h"
-#include "core/layout/placement_alias.h"
+#include "layout/placement_alias.h"
 
 namespace dtensor {
 
@@ -61,7 +61,7 @@ class DTensor : public at::Tensor {
   static DTensor from_local(const at::Tensor& local, const DeviceMesh& mesh, Placements placements,
                             const FromLocalOptions& options = {});
   /// The same with the alias form on a named mesh, one entry per tensor dim
-  /// naming the mesh dims that shard it (core/layout/placement_alias.h):
+  /// naming the mesh dims that shard it (layout/placement_alias.h):
   /// from_local(t, mesh, AliasSpec{{"dp"}, {"None"}}) is {Shard(0), Replicate()}
   /// on Mesh(dp, tp). The alias form cannot express Partial.
   static DTensor from_local(const at::Tensor& local, const DeviceMesh& mesh, const AliasSpec& alias,

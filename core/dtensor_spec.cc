@@ -1,4 +1,4 @@
-// DTensorSpec helpers: local shape/offset through core/layout, hashing, text.
+// DTensorSpec helpers: local shape/offset through layout/, hashing, text.
 #include "core/dtensor_spec.h"
 
 #include <c10/util/Exception.h>
@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/torch_errors.h"
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/device_mesh.h"
-#include "core/layout/placement.h"
+#include "layout/placement.h"
 
 namespace dtensor {
 

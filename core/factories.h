@@ -16,7 +16,7 @@
 
 #include "core/device_mesh.h"
 #include "core/dtensor.h"
-#include "core/layout/placement.h"
+#include "layout/placement.h"
 #include "core/random.h"
 
 namespace dtensor {

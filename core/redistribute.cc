@@ -13,8 +13,8 @@
 #include "core/log.h"
 #include "core/redistribution_origin.h"
 #include "core/torch_errors.h"
-#include "core/layout/redistribute_plan.h"
-#include "core/layout/shard_layout.h"
+#include "layout/redistribute_plan.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor {
 namespace {
@@ -36,7 +36,7 @@ at::Tensor local_chunk(const at::Tensor& local, const DTensorSpec& spec, int mes
 }
 
 // One step of a plan: the transition's collective (core/collectives) or local op.
-// See Note [Placement transitions] in core/layout/transitions.h.
+// See Note [Placement transitions] in layout/transitions.h.
 at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const RedistributeStep& step) {
   const int i = step.mesh_dim;
   const DeviceMesh& mesh = before.mesh;
@@ -68,7 +68,7 @@ at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const Re
 }
 
 // Note [Redistribute plan cache]
-// The planner (a Dijkstra search over placements, core/layout) costs far more
+// The planner (a Dijkstra search over placements, layout/) costs far more
 // than the collectives of a small tensor, and the same transitions repeat
 // every step of a training loop (and every full_tensor call). Plans depend
 // only on (global shape, element size, mesh shape, from, to), so each thread

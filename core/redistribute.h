@@ -1,5 +1,5 @@
 // Local redistribution: turns this rank's shard under one spec into its shard
-// under other placements by running the plan from core/layout's planner
+// under other placements by running the plan from layout/'s planner
 // through core/collectives. No autograd here: DTensor::redistribute
 // (core/dtensor.h) wraps it in an autograd function.
 //   at::Tensor shard = redistribute_local(local, spec, {Replicate(), Shard(1)});
@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "core/dtensor_spec.h"
-#include "core/layout/redistribute_plan.h"
+#include "layout/redistribute_plan.h"
 
 namespace dtensor {
 

@@ -1,7 +1,7 @@
 // Why a redistribution (and so each of its collectives) happens: the origin
 // frames that explicit APIs and sharding propagation open around the
 // redistributions they start. Collectives issued inside a frame carry its
-// CollectiveOrigin (core/layout/collective_origin.h) in their CollectiveEvent.
+// CollectiveOrigin (layout/collective_origin.h) in their CollectiveEvent.
 //   { ExplicitOriginScope scope(origin_cause::kFullTensor, "DTensor::full_tensor");
 //     ... redistribute_local(...) ... }   // its all_gathers say "explicit full_tensor"
 #pragma once
@@ -14,7 +14,7 @@
 
 #include "backends/collective_event.h"
 #include "core/dtensor_spec.h"
-#include "core/layout/collective_origin.h"
+#include "layout/collective_origin.h"
 
 namespace dtensor {
 

@@ -1,4 +1,4 @@
-// The one bridge from core/layout's LayoutError (pure C++, no LibTorch) to
+// The one bridge from layout/'s LayoutError (pure C++, no LibTorch) to
 // c10::Error, what LibTorch users catch. Every core/ and debug/ caller of a
 // layout function that can throw goes through it, so messages always carry
 // the caller's context first:
@@ -9,7 +9,7 @@
 #include <c10/util/Exception.h>
 #include <c10/util/StringUtil.h>
 
-#include "core/layout/layout_error.h"
+#include "layout/layout_error.h"
 
 namespace dtensor {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/layout/comm_cost.h"
+#include "layout/comm_cost.h"
 #include "debug/trace_model.h"
 
 namespace dtensor::debug {

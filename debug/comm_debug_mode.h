@@ -24,7 +24,7 @@
 #include "backends/world.h"
 #include "core/device_mesh.h"
 #include "core/dispatch/op_observer.h"
-#include "core/layout/placement.h"
+#include "layout/placement.h"
 #include "debug/chrome_trace.h"
 #include "debug/module_tracker.h"
 #include "debug/trace_model.h"

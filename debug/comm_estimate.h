@@ -1,11 +1,11 @@
 // Time estimates for traced collectives from the comm cost model of
-// core/layout/comm_cost.h (alpha-beta, ring bytes per rank).
+// layout/comm_cost.h (alpha-beta, ring bytes per rank).
 //   double us = estimate_collective_us(record, CommCostModel{});
 #pragma once
 
 #include <cstdint>
 
-#include "core/layout/comm_cost.h"
+#include "layout/comm_cost.h"
 #include "debug/trace_model.h"
 
 namespace dtensor::debug {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/layout/comm_cost.h"
+#include "layout/comm_cost.h"
 #include "debug/chrome_trace.h"
 #include "debug/trace_model.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/device_mesh.h"
-#include "core/layout/placement.h"
+#include "layout/placement.h"
 #include "core/nn/module_call.h"
 #include "debug/trace_model.h"
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/layout/collective_origin.h"
+#include "layout/collective_origin.h"
 
 namespace dtensor::debug {
 
@@ -28,7 +28,7 @@ const char* phase_name(Phase phase);
 /// Inverse of phase_name; nullopt for anything else.
 std::optional<Phase> parse_phase(std::string_view name);
 
-/// Why a collective happened (see core/layout/collective_origin.h): explicit
+/// Why a collective happened (see layout/collective_origin.h): explicit
 /// (the API the user called) or implicit (the op, the input, the strategy
 /// sharding propagation chose and the cheapest one it rejected).
 using CollectiveOriginRecord = ::dtensor::CollectiveOrigin;

@@ -6,7 +6,7 @@
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
 #include "core/torch_errors.h"
-#include "core/layout/visualize_sharding.h"
+#include "layout/visualize_sharding.h"
 
 namespace dtensor::debug {
 

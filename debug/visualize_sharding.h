@@ -1,4 +1,4 @@
-// visualize_sharding for DTensors: the layout table of core/layout's
+// visualize_sharding for DTensors: the layout table of layout/'s
 // visualize_sharding, printed by one rank only (as PyTorch's prints on rank 0).
 //   debug::visualize_sharding(w, "net1.weight");   // rank 0 of w's mesh prints
 #pragma once

@@ -1,15 +1,15 @@
 // The first demo: how a few tensors are laid out on a few device meshes, and
-// what a redistribution between two layouts costs. Pure core/layout: no
+// what a redistribution between two layouts costs. Pure layout/: no
 // LibTorch, no ranks are started.
 //   bazel run //examples:sharding_layouts
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include "core/layout/mesh_shape.h"
-#include "core/layout/placement.h"
-#include "core/layout/redistribute_plan.h"
-#include "core/layout/visualize_sharding.h"
+#include "layout/mesh_shape.h"
+#include "layout/placement.h"
+#include "layout/redistribute_plan.h"
+#include "layout/visualize_sharding.h"
 
 namespace {
 

@@ -27,8 +27,8 @@ build() {  # name sources... [-- link flags...]
     -o "$out/$name" "${link[@]}"
 }
 
-layout_srcs=(core/layout/layout_error.cc core/layout/mesh_shape.cc core/layout/placement.cc
-             core/layout/shard_layout.cc core/layout/comm_cost.cc core/layout/redistribute_plan.cc)
+layout_srcs=(layout/layout_error.cc layout/mesh_shape.cc layout/placement.cc
+             layout/shard_layout.cc layout/comm_cost.cc layout/redistribute_plan.cc)
 targets=("${1:-placement_parser trace_json}")
 seconds=${2:-60}
 for t in ${targets[@]}; do

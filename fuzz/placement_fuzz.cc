@@ -6,10 +6,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/layout/layout_error.h"
-#include "core/layout/mesh_shape.h"
-#include "core/layout/placement.h"
-#include "core/layout/redistribute_plan.h"
+#include "layout/layout_error.h"
+#include "layout/mesh_shape.h"
+#include "layout/placement.h"
+#include "layout/redistribute_plan.h"
 #include "fuzz/fuzz_entries.h"
 
 namespace dtensor::fuzz {

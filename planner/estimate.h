@@ -24,7 +24,7 @@ struct CommRow {
   std::string phase;     // "micro-step" (forward + backward, times micro_steps) or "update"
   int64_t count = 0;
   int64_t bytes = 0;       // bytes this rank contributed, as CommDebugMode recorded them
-  int64_t ring_bytes = 0;  // bytes this rank sends in a ring (core/layout/comm_cost.h)
+  int64_t ring_bytes = 0;  // bytes this rank sends in a ring (layout/comm_cost.h)
   double time_us = 0;      // alpha-beta on the mesh dim's link
 };
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "core/layout/comm_cost.h"
+#include "layout/comm_cost.h"
 
 namespace dtensor::planner {
 

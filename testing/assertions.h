@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/layout/placement.h"
+#include "layout/placement.h"
 #include "debug/comm_debug_mode.h"
 #include "debug/fake_world_trace.h"
 #include "debug/report/comm_report.h"

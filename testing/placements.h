@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/layout/reduce_op.h"
-#include "core/layout/placement.h"
+#include "layout/reduce_op.h"
+#include "layout/placement.h"
 
 namespace dtensor::testing {
 

@@ -18,7 +18,7 @@ CI_TARGETS=(
   //tests/backends:fake_world_test
   //tests/backends:fake_world_failure_test
   //tests/backends:solo_world_test
-  //tests/core/layout/...
+  //tests/layout/...
   //tests/core:redistribute_counts_test
   //tests/core:dtensor_smoke_test
   //tests/reliability:planner_property_test

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/layout/reduce_op.h"
+#include "layout/reduce_op.h"
 
 namespace dtensor {
 namespace detail {

@@ -19,7 +19,7 @@
 
 #include "backends/collective_event.h"
 #include "backends/fake/world_status.h"
-#include "core/layout/reduce_op.h"
+#include "layout/reduce_op.h"
 
 namespace dtensor {
 namespace detail {

@@ -17,7 +17,7 @@
 #include "core/checkpoint/chunks.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/dtensor.h"
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor::checkpoint {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor::checkpoint {
 

@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/layout/mesh_shape.h"
-#include "core/layout/placement.h"
+#include "layout/mesh_shape.h"
+#include "layout/placement.h"
 
 namespace dtensor::checkpoint {
 

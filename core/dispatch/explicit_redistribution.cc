@@ -5,8 +5,8 @@
 
 #include <sstream>
 
-#include "core/layout/collective_kind.h"
-#include "core/layout/transitions.h"
+#include "layout/collective_kind.h"
+#include "layout/transitions.h"
 #include "core/nn/module_call.h"
 #include "core/redistribute.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/dtensor_spec.h"
-#include "core/layout/collective_origin.h"
+#include "layout/collective_origin.h"
 
 namespace dtensor {
 

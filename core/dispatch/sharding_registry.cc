@@ -10,8 +10,8 @@
 #include <sstream>
 #include <utility>
 
-#include "core/layout/transitions.h"
-#include "core/layout/shard_layout.h"
+#include "layout/transitions.h"
+#include "layout/shard_layout.h"
 #include "core/redistribute.h"
 
 namespace dtensor {
@@ -34,7 +34,7 @@ constexpr double kImpossible = std::numeric_limits<double>::infinity();
 
 // Note [Choosing among candidates]
 // A candidate costs, per input whose placement on the mesh dim must change,
-// what the transition table (core/layout/transitions.h) says that change
+// what the transition table (layout/transitions.h) says that change
 // moves: the step's ring bytes per rank on the padded buffer, plus the
 // collective's latency in bytes (5 us at 50 GB/s = 250 kB, and 25 kB per
 // ring step: n-1, an all_reduce's 2(n-1); Note [Comm cost model]); local

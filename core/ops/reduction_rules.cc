@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 #include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
 #include "core/ops/strategy_builders.h"

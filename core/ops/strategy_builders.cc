@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "core/layout/transitions.h"
+#include "layout/transitions.h"
 #include "core/ops/arg_parsing.h"
 
 namespace dtensor::detail {

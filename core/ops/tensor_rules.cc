@@ -3,7 +3,7 @@
 //   zeros_like(P(sum)) -> R (zeros need no reduction);  copy_(self [S(0)], src [R]) -> src chunked
 #include <c10/util/Exception.h>
 
-#include "core/layout/strides.h"
+#include "layout/strides.h"
 #include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
 #include "core/ops/strategy_builders.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/device_mesh.h"
-#include "core/layout/placement.h"
+#include "layout/placement.h"
 #include "core/parallel/distribute_module.h"
 
 namespace dtensor {

@@ -13,7 +13,7 @@
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
 #include "debug/comm_estimate.h"
-#include "core/layout/text.h"
+#include "layout/text.h"
 #include "debug/fake_world_trace.h"
 
 namespace dtensor::debug {

@@ -1,7 +1,7 @@
 // Comm reports for CI: run a registered program on the fake world or in solo
 // mode, count its collectives per module and phase, and write markdown and a
 // golden-comparable JSON (counts, bytes per collective and mesh dim, time
-// estimates from core/layout/comm_cost.h).
+// estimates from layout/comm_cost.h).
 //   register_report_program("mlp", "...", &run_mlp);          // examples/report: the example programs
 //   CommReport r = run_comm_report({/*program=*/"mlp"});      // fake world of 4
 //   std::cout << report_markdown(r);
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "backends/world.h"
-#include "core/layout/comm_cost.h"
+#include "layout/comm_cost.h"
 #include "debug/comm_debug_mode.h"
 #include "debug/trace_model.h"
 

@@ -18,7 +18,7 @@ namespace dtensor::gui {
 // A trace records what each rank contributes (bytes) and receives (output
 // bytes), not the wire pattern, which depends on the backend (ring, tree,
 // NVLS). The viewer draws the logical exchange: who must get whose data,
-// with each rank sending the same total as core/layout/comm_cost.h's ring
+// with each rank sending the same total as layout/comm_cost.h's ring
 // formulas, split evenly over its peers (n = group size):
 //   all_gather:      input bytes to each peer         ((n-1)/n * output)
 //   reduce_scatter:  input / n to each peer           ((n-1)/n * input)

@@ -3,7 +3,7 @@
 
 #include <exception>
 
-#include "core/layout/placement.h"
+#include "layout/placement.h"
 
 namespace dtensor::gui {
 

@@ -1,6 +1,6 @@
 // Human-readable numbers for the viewer's labels: byte sizes, shapes and
 // counts. Pure functions, no ImGui. Times and rank lists are shared with the
-// layout printers and reports: core/layout/text.h.
+// layout printers and reports: layout/text.h.
 //   format_bytes(1536);              // "1.5 KiB"
 //   format_count(1234567);           // "1,234,567"
 #pragma once

@@ -8,7 +8,7 @@
 #include <tuple>
 #include <utility>
 
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 #include "gui/model/shape_text.h"
 
 namespace dtensor::gui {

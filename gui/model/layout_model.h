@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/layout/mesh_shape.h"
-#include "core/layout/placement.h"
+#include "layout/mesh_shape.h"
+#include "layout/placement.h"
 
 namespace dtensor::gui {
 
@@ -111,7 +111,7 @@ struct LayoutResult {
 
 // Computes the blocks of `request`. Never throws: invalid placements, shapes
 // or meshes (and more than kMaxPlaygroundRanks ranks) give `error`, with
-// core/layout's message. Example: 13 on Mesh(4) with [S(0)] gives blocks of
+// layout/'s message. Example: 13 on Mesh(4) with [S(0)] gives blocks of
 // 4, 4, 4 and 1 columns; 6 on Mesh(4) gives 3 blocks and rank 3 empty.
 LayoutResult compute_layout(const LayoutRequest& request);
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/layout/mesh_shape.h"
+#include "layout/mesh_shape.h"
 
 namespace dtensor::gui {
 

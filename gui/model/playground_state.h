@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "core/layout/mesh_shape.h"
-#include "core/layout/placement.h"
-#include "core/layout/redistribute_plan.h"
+#include "layout/mesh_shape.h"
+#include "layout/placement.h"
+#include "layout/redistribute_plan.h"
 #include "gui/model/layout_model.h"
 #include "gui/model/rank_colors.h"
 

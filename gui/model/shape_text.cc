@@ -4,7 +4,7 @@
 #include <cctype>
 #include <exception>
 
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor::gui {
 namespace {

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/layout/mesh_shape.h"
-#include "core/layout/placement.h"
+#include "layout/mesh_shape.h"
+#include "layout/placement.h"
 
 namespace dtensor::gui {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/layout/collective_origin.h"
+#include "layout/collective_origin.h"
 
 namespace dtensor::gui {
 

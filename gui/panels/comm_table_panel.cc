@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/layout/text.h"
+#include "layout/text.h"
 #include "gui/model/call_preset.h"
 #include "gui/model/comm_table_model.h"
 #include "gui/model/format.h"

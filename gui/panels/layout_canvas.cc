@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/layout/text.h"
+#include "layout/text.h"
 #include "gui/model/format.h"
 #include "gui/model/layout_geometry.h"
 #include "gui/panels/draw_util.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/layout/text.h"
+#include "layout/text.h"
 #include "gui/model/format.h"
 
 namespace dtensor::gui {

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <string>
 
-#include "core/layout/comm_cost.h"
-#include "core/layout/text.h"
+#include "layout/comm_cost.h"
+#include "layout/text.h"
 #include "gui/model/format.h"
 #include "gui/panels/layout_canvas.h"
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/layout/text.h"
+#include "layout/text.h"
 #include "gui/model/call_preset.h"
 #include "gui/model/comm_table_model.h"
 #include "gui/model/format.h"

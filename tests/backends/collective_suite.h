@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "backends/communicator.h"
-#include "core/layout/reduce_op.h"
+#include "layout/reduce_op.h"
 #include "backends/world.h"
 
 namespace dtensor {

@@ -10,8 +10,8 @@
 #include "backends/fake/fake_world.h"
 #include "core/collectives.h"
 #include "core/dtensor.h"
-#include "core/layout/comm_cost.h"
-#include "core/layout/transitions.h"
+#include "layout/comm_cost.h"
+#include "layout/transitions.h"
 #include "core/redistribute.h"
 #include "tests/core/test_util.h"
 

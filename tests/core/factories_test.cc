@@ -13,7 +13,7 @@
 #include "backends/solo/solo_world.h"
 #include "core/dtensor_impl.h"
 #include "core/factories.h"
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor {
 namespace {

@@ -15,7 +15,7 @@
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
 #include "core/factories.h"
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor {
 namespace {

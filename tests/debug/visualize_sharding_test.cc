@@ -9,7 +9,7 @@
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
-#include "core/layout/visualize_sharding.h"
+#include "layout/visualize_sharding.h"
 
 namespace dtensor::debug {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/layout/comm_cost.h"
+#include "layout/comm_cost.h"
 #include "tests/diff/compare.h"
 
 namespace dtensor::diff {

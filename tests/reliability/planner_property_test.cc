@@ -1,4 +1,4 @@
-// Property test of the redistribute planner (core/layout, no LibTorch): over
+// Property test of the redistribute planner (layout/, no LibTorch): over
 // random meshes (up to 4-D, sizes up to 8), shapes (with 0 and extents below
 // the mesh size) and placement pairs, plan_redistribute always returns a
 // valid plan or throws a LayoutError naming the placements, exactly when the
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/layout/layout_error.h"
-#include "core/layout/redistribute_plan.h"
-#include "core/layout/shard_layout.h"
+#include "layout/layout_error.h"
+#include "layout/redistribute_plan.h"
+#include "layout/shard_layout.h"
 #include "tests/reliability/property_util.h"
 
 namespace dtensor::reliability {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/layout/reduce_op.h"
-#include "core/layout/mesh_shape.h"
-#include "core/layout/placement.h"
+#include "layout/reduce_op.h"
+#include "layout/mesh_shape.h"
+#include "layout/placement.h"
 
 namespace dtensor::reliability {
 

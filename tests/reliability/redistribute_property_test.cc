@@ -20,7 +20,7 @@
 #include "backends/fake/fake_world.h"
 #include "core/device_mesh.h"
 #include "core/dtensor.h"
-#include "core/layout/shard_layout.h"
+#include "layout/shard_layout.h"
 #include "core/redistribute.h"
 #include "tests/reliability/property_util.h"
 

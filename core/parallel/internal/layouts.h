@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/device_mesh.h"
-#include "core/layout/placement.h"
+#include "layout/placement.h"
 
 namespace dtensor::detail {
 

@@ -14,8 +14,8 @@
 #include "backends/fake/fake_world.h"
 #include "core/dtensor_impl.h"
 #include "core/init.h"
-#include "core/layout/mesh_shape.h"
-#include "core/layout/shard_layout.h"
+#include "layout/mesh_shape.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor::testing {
 namespace {

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/layout/collective_kind.h"
-#include "core/layout/comm_cost.h"
+#include "layout/collective_kind.h"
+#include "layout/comm_cost.h"
 #include "debug/trace_json.h"
 #include "gui/model/call_preset.h"
 #include "gui/model/trace_loader.h"

@@ -1,0 +1,238 @@
+// torch.chunk spans, per-rank local shape/offset and the global-shape inverse.
+// See shard_layout.h, Note [Chunk semantics] and Note [Nested sharding order].
+#include "layout/shard_layout.h"
+
+#include <algorithm>
+
+#include "layout/layout_error.h"
+
+namespace dtensor {
+namespace {
+
+void check_extents(const std::vector<int64_t>& shape, const char* caller, const char* what) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    DTENSOR_LAYOUT_CHECK(shape[d] >= 0, caller, ": ", what, " ", detail::shape_to_string(shape),
+                         " has negative size ", shape[d], " at tensor dim ", d,
+                         "; sizes must be >= 0");
+  }
+}
+
+// For each tensor dim, the product of the sizes of the mesh dims sharding it.
+std::vector<int64_t> shard_factors(size_t tensor_ndim, const MeshShape& mesh,
+                                   const Placements& normalized) {
+  std::vector<int64_t> factors(tensor_ndim, 1);
+  for (size_t i = 0; i < normalized.size(); ++i) {
+    if (normalized[i].is_shard()) {
+      // Cannot overflow: the product of all mesh sizes fits (MeshShape::create checked).
+      factors[static_cast<size_t>(normalized[i].shard_dim())] *= mesh.size(static_cast<int>(i));
+    }
+  }
+  return factors;
+}
+
+// The body shared by both local_shape_and_offset overloads; `normalized`
+// has passed validate_placements and `coordinate` is on the mesh.
+ShardLayout layout_at(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                      const Placements& normalized, const std::vector<int64_t>& coordinate) {
+  ShardLayout layout{global_shape, std::vector<int64_t>(global_shape.size(), 0)};
+  for (size_t i = 0; i < normalized.size(); ++i) {
+    if (!normalized[i].is_shard()) continue;  // Replicate / Partial keep the full extent.
+    const size_t d = static_cast<size_t>(normalized[i].shard_dim());
+    // Chunk what earlier mesh dims left; See Note [Nested sharding order].
+    const ChunkSpan span = chunk_span(layout.local_shape[d], mesh.size(static_cast<int>(i)),
+                                      coordinate[i]);
+    layout.local_shape[d] = span.size;
+    layout.global_offset[d] += span.offset;
+  }
+  return layout;
+}
+
+// Sums, for tensor dim d, the local extents along the mesh dims sharding d:
+// the ranks whose coordinate is 0 on every other mesh dim tile d exactly once.
+int64_t sum_shards_of_dim(size_t d, const std::vector<std::vector<int64_t>>& local_shapes,
+                          const MeshShape& mesh, const Placements& normalized) {
+  int64_t total = 0;
+  for (int64_t rank = 0; rank < mesh.num_ranks(); ++rank) {
+    const std::vector<int64_t> coordinate = mesh.coordinate_of(rank);
+    bool on_axis = true;
+    for (size_t i = 0; i < normalized.size() && on_axis; ++i) {
+      on_axis = normalized[i].is_shard(static_cast<int64_t>(d)) || coordinate[i] == 0;
+    }
+    if (!on_axis) continue;
+    DTENSOR_LAYOUT_CHECK(!__builtin_add_overflow(total, local_shapes[static_cast<size_t>(rank)][d], &total),
+                         "global_shape_from_local: the global size of tensor dim ", d,
+                         " overflows int64");
+  }
+  return total;
+}
+
+// Ranks that differ only along mesh dims not sharding tensor dim d hold the
+// same part of d, so their extents along d must agree. Checked before the sum
+// so that a bad replica is reported as such, naming both ranks.
+void check_replicas_agree(const std::vector<std::vector<int64_t>>& local_shapes,
+                          const MeshShape& mesh, const Placements& normalized) {
+  for (int64_t rank = 0; rank < mesh.num_ranks(); ++rank) {
+    const std::vector<int64_t> coordinate = mesh.coordinate_of(rank);
+    for (size_t d = 0; d < local_shapes[0].size(); ++d) {
+      std::vector<int64_t> lead = coordinate;
+      for (size_t i = 0; i < normalized.size(); ++i) {
+        if (!normalized[i].is_shard(static_cast<int64_t>(d))) lead[i] = 0;
+      }
+      const int64_t lead_rank = mesh.rank_of(lead);
+      const int64_t mine = local_shapes[static_cast<size_t>(rank)][d];
+      const int64_t theirs = local_shapes[static_cast<size_t>(lead_rank)][d];
+      DTENSOR_LAYOUT_CHECK(
+          mine == theirs, "global_shape_from_local: rank ", rank, " (coordinate ",
+          detail::shape_to_string(coordinate), ") has size ", mine, " along tensor dim ", d,
+          " but rank ", lead_rank, " (coordinate ", detail::shape_to_string(lead), ") has ",
+          theirs, "; under ", to_string(normalized), " on ", mesh.to_string(),
+          " they hold the same part of tensor dim ", d, ", so their sizes must match");
+    }
+  }
+}
+
+// "[[4], [4], [1]]", cut after 16 ranks, for error messages.
+std::string shapes_to_string(const std::vector<std::vector<int64_t>>& shapes) {
+  std::string out = "[";
+  for (size_t rank = 0; rank < shapes.size() && rank < 16; ++rank) {
+    if (rank > 0) out += ", ";
+    out += detail::shape_to_string(shapes[rank]);
+  }
+  return out + (shapes.size() > 16 ? ", ...]" : "]");
+}
+
+void check_local_shapes(const std::vector<std::vector<int64_t>>& local_shapes,
+                        const MeshShape& mesh) {
+  DTENSOR_LAYOUT_CHECK(static_cast<int64_t>(local_shapes.size()) == mesh.num_ranks(),
+                       "global_shape_from_local: got ", local_shapes.size(), " local shapes for ",
+                       mesh.to_string(), " which has ", mesh.num_ranks(),
+                       " ranks; pass the local shape of every rank, indexed by rank");
+  for (size_t rank = 0; rank < local_shapes.size(); ++rank) {
+    DTENSOR_LAYOUT_CHECK(local_shapes[rank].size() == local_shapes[0].size(),
+                         "global_shape_from_local: rank ", rank, " has a ",
+                         local_shapes[rank].size(), "-D local shape ",
+                         detail::shape_to_string(local_shapes[rank]), " but rank 0 has the ",
+                         local_shapes[0].size(), "-D shape ",
+                         detail::shape_to_string(local_shapes[0]),
+                         "; all ranks must hold shards of the same tensor");
+    check_extents(local_shapes[rank], "global_shape_from_local", "local shape");
+  }
+}
+
+}  // namespace
+
+ChunkSpan chunk_span(int64_t dim_size, int64_t num_chunks, int64_t index) {
+  DTENSOR_LAYOUT_CHECK(dim_size >= 0, "chunk_span: dim size ", dim_size,
+                       " is negative; sizes must be >= 0");
+  DTENSOR_LAYOUT_CHECK(num_chunks >= 1, "chunk_span: cannot split dim of size ", dim_size,
+                       " into ", num_chunks, " chunks; num_chunks must be >= 1");
+  DTENSOR_LAYOUT_CHECK(index >= 0 && index < num_chunks, "chunk_span: chunk index ", index,
+                       " is out of range for ", num_chunks, " chunks; use an index in [0, ",
+                       num_chunks - 1, "]");
+  // ceil(dim_size / num_chunks) written so that it cannot overflow.
+  const int64_t chunk = dim_size / num_chunks + (dim_size % num_chunks != 0 ? 1 : 0);
+  int64_t start = 0;
+  if (__builtin_mul_overflow(chunk, index, &start) || start > dim_size) start = dim_size;
+  // See Note [Chunk semantics]: trailing chunks shrink, possibly to nothing.
+  return ChunkSpan{start, std::min(chunk, dim_size - start)};
+}
+
+ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
+                                   const MeshShape& mesh, const Placements& placements,
+                                   int64_t rank) {
+  return local_shape_and_offset(global_shape, mesh, placements, mesh.coordinate_of(rank));
+}
+
+ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
+                                   const MeshShape& mesh, const Placements& placements,
+                                   const std::vector<int64_t>& coordinate) {
+  mesh.rank_of(coordinate);  // Throws if the coordinate is not on the mesh.
+  check_extents(global_shape, "local_shape_and_offset", "global shape");
+  const Placements normalized =
+      validate_placements(placements, mesh, static_cast<int64_t>(global_shape.size()));
+  return layout_at(global_shape, mesh, normalized, coordinate);
+}
+
+std::vector<int64_t> global_shape_from_local(
+    const std::vector<std::vector<int64_t>>& local_shapes_by_rank, const MeshShape& mesh,
+    const Placements& placements) {
+  check_local_shapes(local_shapes_by_rank, mesh);
+  const size_t ndim = local_shapes_by_rank[0].size();
+  const Placements normalized =
+      validate_placements(placements, mesh, static_cast<int64_t>(ndim));
+  check_replicas_agree(local_shapes_by_rank, mesh, normalized);
+  std::vector<int64_t> global_shape(ndim);
+  for (size_t d = 0; d < ndim; ++d) {
+    global_shape[d] = sum_shards_of_dim(d, local_shapes_by_rank, mesh, normalized);
+  }
+  // The sum is only a candidate: every rank must hold exactly its chunk of it.
+  for (int64_t rank = 0; rank < mesh.num_ranks(); ++rank) {
+    const std::vector<int64_t> coordinate = mesh.coordinate_of(rank);
+    const ShardLayout expected = layout_at(global_shape, mesh, normalized, coordinate);
+    const std::vector<int64_t>& actual = local_shapes_by_rank[static_cast<size_t>(rank)];
+    DTENSOR_LAYOUT_CHECK(
+        expected.local_shape == actual, "global_shape_from_local: rank ", rank, " (coordinate ",
+        detail::shape_to_string(coordinate), ") has local shape ", detail::shape_to_string(actual),
+        " but the shards sum to global shape ", detail::shape_to_string(global_shape),
+        ", whose torch.chunk shard on rank ", rank, " is ",
+        detail::shape_to_string(expected.local_shape), " under ", to_string(placements), " on ",
+        mesh.to_string(), " (local shapes by rank: ", shapes_to_string(local_shapes_by_rank),
+        "); local shapes must be the torch.chunk shards of one global shape");
+  }
+  return global_shape;
+}
+
+std::vector<int64_t> global_shape_from_even_local(const std::vector<int64_t>& local_shape,
+                                                  const MeshShape& mesh,
+                                                  const Placements& placements) {
+  check_extents(local_shape, "global_shape_from_even_local", "local shape");
+  const Placements normalized =
+      validate_placements(placements, mesh, static_cast<int64_t>(local_shape.size()));
+  const std::vector<int64_t> factors = shard_factors(local_shape.size(), mesh, normalized);
+  std::vector<int64_t> global_shape(local_shape.size());
+  for (size_t d = 0; d < local_shape.size(); ++d) {
+    DTENSOR_LAYOUT_CHECK(!__builtin_mul_overflow(local_shape[d], factors[d], &global_shape[d]),
+                         "global_shape_from_even_local: the global size of tensor dim ", d,
+                         " of local shape ", detail::shape_to_string(local_shape),
+                         " overflows int64");
+  }
+  return global_shape;
+}
+
+bool is_evenly_sharded(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                       const Placements& placements) {
+  check_extents(global_shape, "is_evenly_sharded", "global shape");
+  const Placements normalized =
+      validate_placements(placements, mesh, static_cast<int64_t>(global_shape.size()));
+  const std::vector<int64_t> factors = shard_factors(global_shape.size(), mesh, normalized);
+  for (size_t d = 0; d < global_shape.size(); ++d) {
+    // Nested chunks are all equal iff the size divides by the product of the
+    // mesh sizes: n % a == 0 && (n / a) % b == 0  <=>  n % (a * b) == 0.
+    if (global_shape[d] % factors[d] != 0) return false;
+  }
+  return true;
+}
+
+int64_t shape_numel(const std::vector<int64_t>& shape) {
+  return detail::checked_numel(shape, "shape_numel");
+}
+
+int64_t local_numel(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                    const Placements& placements, int64_t rank) {
+  return detail::checked_numel(local_shape_and_offset(global_shape, mesh, placements, rank).local_shape,
+                               "local_numel");
+}
+
+int64_t local_bytes(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                    const Placements& placements, int64_t rank, int64_t element_size) {
+  DTENSOR_LAYOUT_CHECK(element_size >= 1, "local_bytes: element size ", element_size,
+                       " must be >= 1 byte (e.g. 4 for float32)");
+  int64_t bytes = 0;
+  DTENSOR_LAYOUT_CHECK(
+      !__builtin_mul_overflow(local_numel(global_shape, mesh, placements, rank), element_size, &bytes),
+      "local_bytes: the byte count of the shard of ", detail::shape_to_string(global_shape),
+      " on rank ", rank, " overflows int64");
+  return bytes;
+}
+
+}  // namespace dtensor

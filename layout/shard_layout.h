@@ -1,0 +1,121 @@
+// Where each rank's shard lives: torch.chunk spans, every rank's local shape
+// and global offset under a mesh + placements, and the inverse (global shape
+// from local shapes).
+//   auto mesh = MeshShape::create({2, 2});
+//   local_shape_and_offset({5, 4}, mesh, {Shard(0), Shard(1)}, /*rank=*/2);  // {[2, 2], [3, 0]}
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "layout/mesh_shape.h"
+#include "layout/placement.h"
+
+namespace dtensor {
+
+// Note [Chunk semantics]
+// Sharding follows torch.chunk, as DTensor does: a dim of size n split into k
+// pieces uses pieces of ceil(n / k) elements, so trailing pieces are smaller or
+// empty: 13 on 4 -> 4,4,4,1; 5 on 4 -> 2,2,1,0; 6 on 4 -> 2,2,2,0; 0 on 3 ->
+// 0,0,0. An empty piece's offset is clamped to n (PyTorch's
+// _local_shard_size_and_offset returns the same), so every box stays within
+// the tensor's bounds.
+
+// Note [Nested sharding order]
+// When several mesh dims shard the same tensor dim, e.g. [S(0), S(0)] on
+// Mesh(2, 2), the mesh dims nest left to right, as PyTorch's
+// compute_local_shape_and_global_offset does: mesh dim 0 chunks the full dim,
+// then mesh dim 1 chunks the piece that mesh dim 0 left, and the offsets add.
+// With 8 rows, rank (i, j) holds rows [4i + 2j, 4i + 2j + 2). With 5 rows the
+// mesh dim 0 pieces are 3 and 2 rows, split again into 2+1 and 1+1. (Older
+// PyTorch replaced the offset instead of adding when the new offset was larger;
+// current PyTorch adds, and so do we.)
+
+// One piece of a torch.chunk split: elements [offset, offset + size).
+struct ChunkSpan {
+  int64_t offset = 0;
+  int64_t size = 0;
+
+  friend bool operator==(const ChunkSpan& a, const ChunkSpan& b) {
+    return a.offset == b.offset && a.size == b.size;
+  }
+  friend bool operator!=(const ChunkSpan& a, const ChunkSpan& b) { return !(a == b); }
+};
+
+// Piece `index` of a dim of `dim_size` elements split into `num_chunks` with
+// torch.chunk semantics (See Note [Chunk semantics]). Throws LayoutError unless
+// dim_size >= 0, num_chunks >= 1 and 0 <= index < num_chunks.
+// Example: chunk_span(5, 4, 2) == {4, 1}; chunk_span(5, 4, 3) == {5, 0}.
+ChunkSpan chunk_span(int64_t dim_size, int64_t num_chunks, int64_t index);
+
+// The block of the global tensor that one rank holds: elements
+// [global_offset[d], global_offset[d] + local_shape[d]) along every tensor dim d.
+struct ShardLayout {
+  std::vector<int64_t> local_shape;
+  std::vector<int64_t> global_offset;
+
+  friend bool operator==(const ShardLayout& a, const ShardLayout& b) {
+    return a.local_shape == b.local_shape && a.global_offset == b.global_offset;
+  }
+  friend bool operator!=(const ShardLayout& a, const ShardLayout& b) { return !(a == b); }
+};
+
+// The local shape and global offset of `rank` for a tensor of `global_shape`
+// laid out with `placements` on `mesh` (PyTorch's
+// compute_local_shape_and_global_offset). Replicate and Partial keep the shape;
+// See Note [Nested sharding order] for several Shard on one tensor dim.
+// Throws LayoutError for a negative extent, invalid placements
+// (validate_placements) or a rank outside the mesh.
+// Example: ({6}, Mesh(4), [S(0)], rank 3) -> local_shape [0], global_offset [6].
+ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
+                                   const MeshShape& mesh, const Placements& placements,
+                                   int64_t rank);
+
+// Same, for the rank at `coordinate` (one entry per mesh dim). Throws
+// LayoutError if the coordinate is not on the mesh.
+ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
+                                   const MeshShape& mesh, const Placements& placements,
+                                   const std::vector<int64_t>& coordinate);
+
+// Reconstructs the global shape from the local shapes of all ranks
+// (`local_shapes_by_rank[r]` is rank r's shape), the inverse of
+// local_shape_and_offset for uneven shards too. Throws LayoutError, naming the
+// ranks involved, when the count differs from mesh.num_ranks(), ranks disagree
+// on the tensor rank, or the shapes are not the torch.chunk shards of any one
+// global shape (e.g. rank 0 holds 2 rows and rank 1 holds 3 under [S(0)]).
+// Example: ({[4], [4], [4], [1]}, Mesh(4), [S(0)]) -> [13].
+std::vector<int64_t> global_shape_from_local(
+    const std::vector<std::vector<int64_t>>& local_shapes_by_rank, const MeshShape& mesh,
+    const Placements& placements);
+
+// Global shape from one rank's local shape, assuming even sharding: each
+// sharded extent is multiplied by the sizes of the mesh dims sharding it.
+// Cheaper than global_shape_from_local but wrong for uneven shards (it cannot
+// tell 13 rows on 4 ranks from 16); use it only when the global sizes are
+// known to divide evenly (see is_evenly_sharded).
+// Example: ([2, 3], Mesh(2, 2), [S(0), S(0)]) -> [8, 3].
+std::vector<int64_t> global_shape_from_even_local(const std::vector<int64_t>& local_shape,
+                                                  const MeshShape& mesh,
+                                                  const Placements& placements);
+
+// True when every Shard splits evenly, i.e. every tensor dim's size divides by
+// the product of the sizes of the mesh dims sharding it, so that all ranks
+// hold equally shaped blocks. Throws LayoutError for invalid placements.
+// Example: ({13}, Mesh(4), [S(0)]) -> false; ({16}, Mesh(4), [S(0)]) -> true.
+bool is_evenly_sharded(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                       const Placements& placements);
+
+// Number of elements of a shape (1 for a 0-D shape). Throws LayoutError for a
+// negative extent or int64 overflow.
+int64_t shape_numel(const std::vector<int64_t>& shape);
+
+// Number of elements `rank` holds locally.
+int64_t local_numel(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                    const Placements& placements, int64_t rank);
+
+// Bytes `rank` holds locally for elements of `element_size` bytes (e.g. 4 for
+// float32). Throws LayoutError for element_size < 1 or overflow.
+int64_t local_bytes(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                    const Placements& placements, int64_t rank, int64_t element_size);
+
+}  // namespace dtensor

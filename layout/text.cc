@@ -1,0 +1,43 @@
+// Implementation of the shared text formatting. See text.h.
+#include "layout/text.h"
+
+#include <cstdio>
+
+namespace dtensor {
+
+std::string format_us(double us) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.3f", us);
+  return buffer;
+}
+
+std::string format_duration_us(double us) {
+  char buffer[64];
+  if (us < 1000.0) {
+    std::snprintf(buffer, sizeof(buffer), "%.2f us", us);
+  } else if (us < 1e6) {
+    std::snprintf(buffer, sizeof(buffer), "%.2f ms", us / 1e3);
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%.2f s", us / 1e6);
+  }
+  return buffer;
+}
+
+std::string format_rank_list(const std::vector<int64_t>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t end = i;
+    while (end + 1 < ranks.size() && ranks[end + 1] == ranks[end] + 1) ++end;
+    if (!out.empty()) out += ", ";
+    if (end - i >= 2) {
+      out += std::to_string(ranks[i]) + "-" + std::to_string(ranks[end]);
+      i = end + 1;
+    } else {
+      out += std::to_string(ranks[i]);
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace dtensor
