@@ -4,8 +4,13 @@
 
 #include <c10/util/Exception.h>
 
+#include <atomic>
+
 namespace dtensor {
 namespace {
+
+// Relaxed: a count for leak checks, ordered by nothing else.
+std::atomic<int64_t> g_live_impls{0};
 
 c10::DispatchKeySet dtensor_key_set() {
   return c10::DispatchKeySet({c10::DispatchKey::PrivateUse1, c10::DispatchKey::AutogradPrivateUse1,
@@ -27,7 +32,12 @@ DTensorImpl::DTensorImpl(at::Tensor local, DTensorSpec spec)
       spec_(std::move(spec)) {
   set_storage_access_should_throw();
   refresh_from_spec();
+  g_live_impls.fetch_add(1, std::memory_order_relaxed);
 }
+
+DTensorImpl::~DTensorImpl() { g_live_impls.fetch_sub(1, std::memory_order_relaxed); }
+
+int64_t live_dtensor_impls() { return g_live_impls.load(std::memory_order_relaxed); }
 
 void DTensorImpl::refresh_from_spec() {
   TORCH_INTERNAL_ASSERT(spec_.meta.shape.size() == spec_.meta.stride.size());

@@ -27,6 +27,7 @@ namespace dtensor {
 class DTensorImpl final : public c10::TensorImpl {
  public:
   DTensorImpl(at::Tensor local, DTensorSpec spec);
+  ~DTensorImpl() override;
 
   /// This rank's shard. After an async redistribution the first call orders
   /// the caller's stream after its collectives (Note [Async redistribution]).
@@ -70,6 +71,12 @@ class DTensorImpl final : public c10::TensorImpl {
 
 /// Wraps `local` (this rank's shard, no autograd history) as a DTensor.
 at::Tensor make_dtensor(at::Tensor local, DTensorSpec spec);
+
+/// How many DTensorImpls are alive in this process, over all threads. A
+/// program that has released its DTensors is back where it started; a
+/// number that grows step after step is a leak (e.g. a reference cycle
+/// through an autograd node: Note [No cycles through backward nodes]).
+int64_t live_dtensor_impls();
 
 /// True when `t` is a DTensor.
 bool is_dtensor(const at::Tensor& t);

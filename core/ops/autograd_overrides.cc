@@ -15,6 +15,15 @@
 //    sharded on the sequence takes the installed context-parallel attention
 //    (core/experimental/context_parallel.cc).
 // Everything else keeps LibTorch's autograd formulas.
+//
+// Note [No cycles through backward nodes]
+// set_history(out, node) makes out's autograd metadata own `node`. A node
+// that keeps `out` itself (a norm's result, a max's value) would then own
+// its owner: the cycle is never freed, and with it the DTensorImpl, its
+// mesh and the world's groups, once per op and step (LeakSanitizer found it;
+// DTensorLifetimeTest counts live impls). Nodes keep detached aliases of
+// what they save (a new impl over the same local shard, no history), as
+// LibTorch's SavedVariable does for outputs.
 #include <ATen/Functions.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
@@ -131,7 +140,7 @@ void value_selecting_autograd(const c10::OperatorHandle& op, torch::jit::Stack* 
 // gradient sharded like self (issue #18's differential test): this is it,
 // mask * (grad / mask.sum()) with NaNs matching NaNs.
 struct EvenlyDistributeBackward : torch::autograd::Node {
-  at::Tensor input, value;  // detached: no reference cycle through the graph
+  at::Tensor input, value;  // detached: Note [No cycles through backward nodes]
   std::string op_name;
   std::string name() const override { return "dtensor::EvenlyDistributeBackward(" + op_name + ")"; }
   variable_list apply(variable_list&& grads) override {
@@ -278,7 +287,7 @@ void norm_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       torch::autograd::AutoGradMode no_grad(false);
       node->self = a.dtype ? self.detach().to(*a.dtype) : self.detach();
     }
-    node->result = result;
+    node->result = result.detach();  // Note [No cycles through backward nodes]
     node->input_dtype = self.scalar_type();
     node->set_next_edges(torch::autograd::collect_next_edges(self));
     torch::autograd::set_history(result, node);
