@@ -1,7 +1,9 @@
 // The dtensor testing kit for GoogleTest: run a test body on N ranks (fake
 // world, or Gloo processes), and assert on DTensors, placements, comm counts
-// and golden comm reports; count collectives (CollectiveCounter) and
-// enumerate placements (all_placement_lists). Link //testing:gtest (and
+// and golden comm reports; count collectives (CollectiveCounter),
+// enumerate placements (all_placement_lists), check error messages
+// (error_of) and seed randomized tests (test_seed, $DTENSOR_TEST_SEED).
+// Link //testing:gtest (and
 // @gtest//:gtest_main); the counter and the enumerator alone, without
 // GoogleTest: //testing:collective_counter, //testing:placements.
 //   DTENSOR_TEST(MyShardingTest, MmMatchesOneDevice, /*world_size=*/4) {
@@ -19,5 +21,7 @@
 #include "testing/assertions.h"          // IWYU pragma: export
 #include "testing/collective_counter.h"  // IWYU pragma: export
 #include "testing/comm_expect.h"         // IWYU pragma: export
+#include "testing/error_of.h"            // IWYU pragma: export
 #include "testing/placements.h"          // IWYU pragma: export
 #include "testing/ranks.h"               // IWYU pragma: export
+#include "testing/seed.h"                // IWYU pragma: export

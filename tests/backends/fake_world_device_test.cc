@@ -10,21 +10,15 @@
 #include "backends/fake/fake_world.h"
 #include "backends/fake/rank_device.h"
 #include "backends/rank_memory.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
 
+using testing::error_of;
+
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
 
 TEST(FakeRankDeviceTest, OneDeviceputsEveryRankOnTheOptionsDevice) {
   for (int64_t rank = 0; rank < 8; ++rank) {

@@ -8,7 +8,7 @@
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
-#include "tests/core/error_text.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {

@@ -5,8 +5,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <sstream>
 
 #include "core/redistribute.h"
@@ -34,28 +32,6 @@ at::Tensor expected_local(const at::Tensor& global, const DTensorSpec& spec) {
 at::Tensor seeded_randn(const std::vector<int64_t>& shape, uint64_t seed) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   return at::randn(shape, gen, at::kDouble);
-}
-
-uint64_t test_seed() {
-  if (const char* env = std::getenv("DTENSOR_TEST_SEED")) return std::strtoull(env, nullptr, 10);
-  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-}
-
-std::vector<int64_t> random_mesh_shape(std::mt19937_64& rng, int64_t num_ranks) {
-  std::vector<int64_t> shape;
-  const int ndim = static_cast<int>(rng() % 3) + 1;
-  int64_t left = num_ranks;
-  for (int d = 0; d + 1 < ndim; ++d) {
-    std::vector<int64_t> divisors;
-    for (int64_t k = 1; k <= left; ++k) {
-      if (left % k == 0) divisors.push_back(k);
-    }
-    int64_t k = divisors[rng() % divisors.size()];
-    shape.push_back(k);
-    left /= k;
-  }
-  shape.push_back(left);
-  return shape;
 }
 
 std::string trace(const Placements& from, const Placements& to, const std::vector<int64_t>& shape) {

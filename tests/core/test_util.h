@@ -17,6 +17,7 @@
 #include "core/dtensor.h"
 #include "testing/collective_counter.h"
 #include "testing/placements.h"
+#include "testing/seed.h"  // test_seed(), for the property loops
 
 namespace dtensor::testing {
 
@@ -40,13 +41,6 @@ at::Tensor expected_local(const at::Tensor& global, const DTensorSpec& spec);
 /// rank thread (at::randn's default generator is shared by the threads of a
 /// fake world, so rank threads calling it get different values).
 at::Tensor seeded_randn(const std::vector<int64_t>& shape, uint64_t seed);
-
-/// A seed for a property loop: $DTENSOR_TEST_SEED if set, else from the clock.
-/// Printed by the caller through SCOPED_TRACE.
-uint64_t test_seed();
-
-/// Random mesh shape with `num_ranks` ranks factored over 1..3 dims (size-1 dims allowed).
-std::vector<int64_t> random_mesh_shape(std::mt19937_64& rng, int64_t num_ranks);
 
 /// "[S(0), R]" -> text; convenience for SCOPED_TRACE.
 std::string trace(const Placements& from, const Placements& to, const std::vector<int64_t>& shape);

@@ -10,26 +10,18 @@
 #include <unordered_set>
 
 #include "layout/layout_error.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
+
+using testing::error_of;
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // Runs `fn` and returns the LayoutError message it throws ("" plus a test
 // failure when it does not throw).
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const LayoutError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a LayoutError";
-  return "";
-}
-
 TEST(MeshShapeTest, CreateKeepsShapeNamesAndRankCount) {
   const MeshShape mesh = MeshShape::create({2, 3}, {"dp", "tp"});
   EXPECT_EQ(mesh.ndim(), 2);
@@ -64,7 +56,7 @@ TEST(MeshShapeTest, CreateRejectsBadShapesAndNamesWithExplanations) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::PrintToString(c.shape) + " " + ::testing::PrintToString(c.names));
-    const std::string message = error_of([&] { MeshShape::create(c.shape, c.names); });
+    const std::string message = error_of<LayoutError>([&] { MeshShape::create(c.shape, c.names); });
     for (const std::string& part : c.expected_parts) EXPECT_THAT(message, HasSubstr(part));
   }
 }
@@ -75,19 +67,19 @@ TEST(MeshShapeTest, SizeAcceptsNegativeDimsAndRejectsOutOfRange) {
   EXPECT_EQ(mesh.size(2), 4);
   EXPECT_EQ(mesh.size(-1), 4);
   EXPECT_EQ(mesh.size(-3), 2);
-  EXPECT_THAT(error_of([&] { mesh.size(3); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { mesh.size(3); }),
               AllOf(HasSubstr("MeshShape::size"), HasSubstr("mesh dim 3"),
                     HasSubstr("Mesh(2, 3, 4)"), HasSubstr("[-3, 2]")));
-  EXPECT_THAT(error_of([&] { mesh.size(-4); }), HasSubstr("mesh dim -4"));
+  EXPECT_THAT(error_of<LayoutError>([&] { mesh.size(-4); }), HasSubstr("mesh dim -4"));
 }
 
 TEST(MeshShapeTest, DimIndexFindsNamesAndListsKnownNamesOnMiss) {
   const MeshShape mesh = MeshShape::create({2, 2, 2}, {"pp", "dp", "tp"});
   EXPECT_EQ(mesh.dim_index("pp"), 0);
   EXPECT_EQ(mesh.dim_index("tp"), 2);
-  EXPECT_THAT(error_of([&] { mesh.dim_index("cp"); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { mesh.dim_index("cp"); }),
               AllOf(HasSubstr("'cp'"), HasSubstr("known names: [pp, dp, tp]")));
-  EXPECT_THAT(error_of([&] { MeshShape::create({2}).dim_index("dp"); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { MeshShape::create({2}).dim_index("dp"); }),
               HasSubstr("the mesh is unnamed"));
 }
 
@@ -121,12 +113,12 @@ TEST(MeshShapeTest, RankOfInvertsCoordinateOfForEveryRank) {
 
 TEST(MeshShapeTest, RankAndCoordinateErrorsNameTheBadValue) {
   const MeshShape mesh = MeshShape::create({2, 2}, {"dp", "tp"});
-  EXPECT_THAT(error_of([&] { mesh.coordinate_of(4); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { mesh.coordinate_of(4); }),
               AllOf(HasSubstr("rank 4"), HasSubstr("Mesh(dp=2, tp=2)"), HasSubstr("[0, 3]")));
-  EXPECT_THAT(error_of([&] { mesh.coordinate_of(-1); }), HasSubstr("rank -1"));
-  EXPECT_THAT(error_of([&] { mesh.rank_of({1}); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { mesh.coordinate_of(-1); }), HasSubstr("rank -1"));
+  EXPECT_THAT(error_of<LayoutError>([&] { mesh.rank_of({1}); }),
               AllOf(HasSubstr("[1]"), HasSubstr("one entry per mesh dim")));
-  EXPECT_THAT(error_of([&] { mesh.rank_of({0, 2}); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { mesh.rank_of({0, 2}); }),
               AllOf(HasSubstr("[0, 2]"), HasSubstr("mesh dim 1")));
 }
 
@@ -137,7 +129,9 @@ TEST(MeshShapeTest, GroupRanksFollowOneMeshDim) {
   EXPECT_EQ(mesh.group_ranks(6, -1), (std::vector<int64_t>{4, 5, 6, 7}));
   const MeshShape cube = MeshShape::create({2, 3, 2});
   EXPECT_EQ(cube.group_ranks(7, 1), (std::vector<int64_t>{7, 9, 11}));
-  EXPECT_THAT(error_of([&] { mesh.group_ranks(0, 2); }), HasSubstr("MeshShape::group_ranks"));
+  EXPECT_THAT(
+      error_of<LayoutError>([&] { mesh.group_ranks(0, 2); }),
+      HasSubstr("MeshShape::group_ranks"));
 }
 
 TEST(MeshShapeTest, AllGroupsPartitionTheRanksInLowestRankOrder) {
@@ -169,7 +163,7 @@ TEST(MeshShapeTest, AllGroupsPartitionTheRanksInLowestRankOrder) {
 TEST(MeshShapeTest, CheckWorldSizeRejectsMismatch) {
   const MeshShape mesh = MeshShape::create({2, 4});
   EXPECT_NO_THROW(mesh.check_world_size(8));
-  EXPECT_THAT(error_of([&] { mesh.check_world_size(6); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { mesh.check_world_size(6); }),
               AllOf(HasSubstr("Mesh(2, 4) has 8 ranks"), HasSubstr("world has 6")));
 }
 
@@ -182,13 +176,13 @@ TEST(MeshShapeTest, SliceKeepsRequestedOrderAndNames) {
 
 TEST(MeshShapeTest, SliceRejectsUnnamedMeshUnknownAndRepeatedNames) {
   const MeshShape named = MeshShape::create({2, 2}, {"dp", "tp"});
-  EXPECT_THAT(error_of([&] { MeshShape::create({2, 2}).slice({"dp"}); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { MeshShape::create({2, 2}).slice({"dp"}); }),
               AllOf(HasSubstr("MeshShape::slice"), HasSubstr("no dim names")));
-  EXPECT_THAT(error_of([&] { named.slice({"pp"}); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { named.slice({"pp"}); }),
               AllOf(HasSubstr("'pp'"), HasSubstr("known names: [dp, tp]")));
-  EXPECT_THAT(error_of([&] { named.slice({"tp", "tp"}); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { named.slice({"tp", "tp"}); }),
               HasSubstr("'tp' is requested twice"));
-  EXPECT_THAT(error_of([&] { named.slice({}); }), HasSubstr("no dim names given"));
+  EXPECT_THAT(error_of<LayoutError>([&] { named.slice({}); }), HasSubstr("no dim names given"));
 }
 
 TEST(MeshShapeTest, ToStringShowsNamesWhenPresent) {

@@ -6,23 +6,15 @@
 #include <gtest/gtest.h>
 
 #include "layout/layout_error.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
 
+using testing::error_of;
+
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const LayoutError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a LayoutError";
-  return "";
-}
 
 // Every list of Shard/Replicate placements on `mesh` for a tensor of `ndim` dims.
 std::vector<Placements> all_shard_or_replicate(const MeshShape& mesh, int64_t ndim) {
@@ -135,19 +127,20 @@ TEST(PlacementAliasTest, ToStringPrintsPythonTuples) {
 
 TEST(PlacementAliasTest, ErrorsNameTheAliasTheMeshAndTheFix) {
   const MeshShape mesh = MeshShape::create({2, 2}, {"dp", "tp"});
-  EXPECT_THAT(error_of([] { placements_from_alias({{"dp"}}, MeshShape::create({2})); }),
-              AllOf(HasSubstr("placements_from_alias"), HasSubstr("Mesh(2) has no dim names"),
-                    HasSubstr("dim_names")));
-  EXPECT_THAT(error_of([&] { placements_from_alias({{"cp"}}, mesh); }),
+  EXPECT_THAT(
+      error_of<LayoutError>([] { placements_from_alias({{"dp"}}, MeshShape::create({2})); }),
+      AllOf(HasSubstr("placements_from_alias"), HasSubstr("Mesh(2) has no dim names"),
+            HasSubstr("dim_names")));
+  EXPECT_THAT(error_of<LayoutError>([&] { placements_from_alias({{"cp"}}, mesh); }),
               AllOf(HasSubstr("'cp'"), HasSubstr("known names: [dp, tp]")));
-  EXPECT_THAT(error_of([&] { placements_from_alias({{"dp"}, {"dp"}}, mesh); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { placements_from_alias({{"dp"}, {"dp"}}, mesh); }),
               AllOf(HasSubstr("'dp'"), HasSubstr("used twice"), HasSubstr("('dp', 'dp')"),
                     HasSubstr("tensor dims 0 and 1")));
-  EXPECT_THAT(error_of([&] { placements_from_alias({{"tp", "tp"}}, mesh); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { placements_from_alias({{"tp", "tp"}}, mesh); }),
               HasSubstr("used twice"));
-  EXPECT_THAT(error_of([&] { placements_from_alias({{"dp", "None"}}, mesh); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { placements_from_alias({{"dp", "None"}}, mesh); }),
               AllOf(HasSubstr("mixes None"), HasSubstr("tensor dim 0")));
-  EXPECT_THAT(error_of([&] { placements_from_alias({{}, {"tp", "dp"}}, mesh); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { placements_from_alias({{}, {"tp", "dp"}}, mesh); }),
               AllOf(HasSubstr("tensor dim 1"), HasSubstr("(None, ('tp', 'dp'))"),
                     HasSubstr("out of Mesh(dp=2, tp=2) order"),
                     HasSubstr("'dp' comes after 'tp'"), HasSubstr("Note [Alias nesting order]")));
@@ -155,15 +148,16 @@ TEST(PlacementAliasTest, ErrorsNameTheAliasTheMeshAndTheFix) {
 
 TEST(PlacementAliasTest, PartialAndUnnamedMeshHaveNoAliasForm) {
   const MeshShape mesh = MeshShape::create({2, 2}, {"dp", "tp"});
-  EXPECT_THAT(error_of([&] { alias_from_placements({Shard(0), Partial()}, mesh, 1); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { alias_from_placements({Shard(0), Partial()}, mesh, 1); }),
               AllOf(HasSubstr("alias_from_placements"), HasSubstr("P(sum) on mesh dim 'tp'"),
                     HasSubstr("[S(0), P(sum)]"), HasSubstr("redistribute")));
-  EXPECT_THAT(error_of([] {
+  EXPECT_THAT(error_of<LayoutError>([] {
                 alias_from_placements({Shard(0)}, MeshShape::create({2}), 1);
               }),
               HasSubstr("no dim names"));
-  EXPECT_THAT(error_of([&] { alias_from_placements({Shard(3), Replicate()}, mesh, 2); }),
-              HasSubstr("validate_placements"));
+  EXPECT_THAT(
+      error_of<LayoutError>([&] { alias_from_placements({Shard(3), Replicate()}, mesh, 2); }),
+      HasSubstr("validate_placements"));
 }
 
 }  // namespace

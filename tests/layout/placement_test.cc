@@ -10,23 +10,15 @@
 
 #include "layout/reduce_op.h"
 #include "layout/layout_error.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
 
+using testing::error_of;
+
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const LayoutError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a LayoutError";
-  return "";
-}
 
 const std::vector<ReduceOp> kAllOps = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax,
                                        ReduceOp::kMin, ReduceOp::kProduct};
@@ -76,9 +68,9 @@ TEST(PlacementTest, FactoriesSetKindAndPredicates) {
 }
 
 TEST(PlacementTest, AccessorsOfTheWrongKindThrowWithAdvice) {
-  EXPECT_THAT(error_of([] { Replicate().shard_dim(); }),
+  EXPECT_THAT(error_of<LayoutError>([] { Replicate().shard_dim(); }),
               AllOf(HasSubstr("shard_dim"), HasSubstr("called on R"), HasSubstr("is_shard()")));
-  EXPECT_THAT(error_of([] { Shard(0).reduce_op(); }),
+  EXPECT_THAT(error_of<LayoutError>([] { Shard(0).reduce_op(); }),
               AllOf(HasSubstr("reduce_op"), HasSubstr("called on S(0)"),
                     HasSubstr("is_partial()")));
 }
@@ -101,11 +93,11 @@ TEST(PlacementTest, NormalizedMapsNegativeShardDims) {
 }
 
 TEST(PlacementTest, NormalizedRejectsOutOfRangeDimNamingDimAndRank) {
-  EXPECT_THAT(error_of([] { Shard(2).normalized(2); }),
+  EXPECT_THAT(error_of<LayoutError>([] { Shard(2).normalized(2); }),
               AllOf(HasSubstr("S(2)"), HasSubstr("tensor dim 2"), HasSubstr("has 2 dims"),
                     HasSubstr("[-2, 1]")));
-  EXPECT_THAT(error_of([] { Shard(-3).normalized(2); }), HasSubstr("tensor dim -3"));
-  EXPECT_THAT(error_of([] { Shard(0).normalized(0); }), HasSubstr("has 0 dims"));
+  EXPECT_THAT(error_of<LayoutError>([] { Shard(-3).normalized(2); }), HasSubstr("tensor dim -3"));
+  EXPECT_THAT(error_of<LayoutError>([] { Shard(0).normalized(0); }), HasSubstr("has 0 dims"));
 }
 
 TEST(PlacementTest, ToStringUsesShortForms) {
@@ -197,7 +189,7 @@ TEST(PlacementTest, ParseErrorsShowTextPositionAndGrammar) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("\"" + c.text + "\"");
-    const std::string message = error_of([&] { parse_placements(c.text); });
+    const std::string message = error_of<LayoutError>([&] { parse_placements(c.text); });
     EXPECT_THAT(message, HasSubstr("parse_placements: "));
     EXPECT_THAT(message, HasSubstr("\"" + c.text + "\""));
     EXPECT_THAT(message, HasSubstr("accepted placements: S(<dim>)"));
@@ -206,15 +198,17 @@ TEST(PlacementTest, ParseErrorsShowTextPositionAndGrammar) {
 }
 
 TEST(PlacementTest, ParseErrorPointsACaretAtThePosition) {
-  const std::string message = error_of([] { parse_placements("S(0), Q"); });
+  const std::string message = error_of<LayoutError>([] { parse_placements("S(0), Q"); });
   EXPECT_THAT(message, HasSubstr("\n  S(0), Q\n        ^\n"));
 }
 
 TEST(PlacementTest, ParsePlacementRejectsLists) {
   EXPECT_EQ(parse_placement(" Shard( 3 ) "), Shard(3));
-  EXPECT_THAT(error_of([] { parse_placement("S(0), R"); }),
+  EXPECT_THAT(error_of<LayoutError>([] { parse_placement("S(0), R"); }),
               AllOf(HasSubstr("parse_placement: "), HasSubstr("use parse_placements")));
-  EXPECT_THAT(error_of([] { parse_placement(""); }), HasSubstr("expected a placement"));
+  EXPECT_THAT(
+      error_of<LayoutError>([] { parse_placement(""); }),
+      HasSubstr("expected a placement"));
 }
 
 TEST(PlacementTest, ValidatePlacementsNormalizesShardDims) {
@@ -227,15 +221,16 @@ TEST(PlacementTest, ValidatePlacementsNormalizesShardDims) {
 
 TEST(PlacementTest, ValidatePlacementsRejectsWrongCountAndBadDims) {
   const MeshShape mesh = MeshShape::create({2, 2}, {"dp", "tp"});
-  EXPECT_THAT(error_of([&] { validate_placements({Shard(0)}, mesh, 2); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { validate_placements({Shard(0)}, mesh, 2); }),
               AllOf(HasSubstr("validate_placements"), HasSubstr("1 placements [S(0)]"),
                     HasSubstr("Mesh(dp=2, tp=2) with 2 dims"),
                     HasSubstr("one placement per mesh dim")));
-  EXPECT_THAT(error_of([&] { validate_placements({Replicate(), Shard(2)}, mesh, 2); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { validate_placements({Replicate(), Shard(2)}, mesh, 2); }),
               AllOf(HasSubstr("S(2) on mesh dim 1"), HasSubstr("[R, S(2)]"),
                     HasSubstr("tensor has 2 dims"), HasSubstr("[-2, 1]")));
-  EXPECT_THAT(error_of([&] { validate_placements({Shard(-2), Replicate()}, mesh, 1); }),
-              HasSubstr("tensor dim -2"));
+  EXPECT_THAT(
+      error_of<LayoutError>([&] { validate_placements({Shard(-2), Replicate()}, mesh, 1); }),
+      HasSubstr("tensor dim -2"));
 }
 
 TEST(PlacementTest, EqualPlacementsHashEqualAndDistinctOnesDiffer) {

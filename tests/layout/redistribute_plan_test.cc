@@ -17,23 +17,15 @@
 #include "layout/comm_cost.h"
 #include "layout/layout_error.h"
 #include "layout/shard_layout.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
 
+using testing::error_of;
+
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const LayoutError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a LayoutError";
-  return "";
-}
 
 Placements P(const char* text) { return parse_placements(text); }
 
@@ -382,7 +374,7 @@ TEST(RedistributePlanErrorTest, PartialReduceOpChangeIsRefused) {
   const MeshShape mesh = MeshShape::create({2, 2});
   for (auto* planner : {&plan_redistribute, &greedy_reference_plan}) {
     EXPECT_THAT(
-        error_of([&] {
+        error_of<LayoutError>([&] {
           planner({4, 4}, 4, mesh, P("P(max),R"), P("P(sum),R"), {});
         }),
         AllOf(HasSubstr("cannot redistribute [P(max), R] -> [P(sum), R]"), HasSubstr("Mesh(2, 2)"),
@@ -394,24 +386,26 @@ TEST(RedistributePlanErrorTest, CreatingPartialMaxIsRefused) {
   const MeshShape mesh = MeshShape::create({4});
   for (const char* from : {"R", "S(0)"}) {
     SCOPED_TRACE(from);
-    EXPECT_THAT(error_of([&] { plan_redistribute({8}, 4, mesh, P(from), P("P(min)")); }),
-                AllOf(HasSubstr("cannot redistribute"), HasSubstr("to P(min)"),
-                      HasSubstr("only P(sum)"), HasSubstr("redistribute to R instead")));
+    EXPECT_THAT(
+        error_of<LayoutError>([&] { plan_redistribute({8}, 4, mesh, P(from), P("P(min)")); }),
+        AllOf(HasSubstr("cannot redistribute"), HasSubstr("to P(min)"),
+              HasSubstr("only P(sum)"), HasSubstr("redistribute to R instead")));
   }
 }
 
 TEST(RedistributePlanErrorTest, BadInputsAreNamed) {
   const MeshShape mesh = MeshShape::create({2, 2});
-  EXPECT_THAT(error_of([&] { plan_redistribute({4}, 0, mesh, P("S(0),R"), P("R,R")); }),
-              AllOf(HasSubstr("element_size 0"), HasSubstr("[S(0), R] -> [R, R]")));
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(
+      error_of<LayoutError>([&] { plan_redistribute({4}, 0, mesh, P("S(0),R"), P("R,R")); }),
+      AllOf(HasSubstr("element_size 0"), HasSubstr("[S(0), R] -> [R, R]")));
+  EXPECT_THAT(error_of<LayoutError>([&] {
                 plan_redistribute({4, -1}, 4, mesh, P("R,R"), P("R,R"));
               }),
               AllOf(HasSubstr("negative size -1"), HasSubstr("Mesh(2, 2)")));
   EXPECT_THAT(
-      error_of([&] { plan_redistribute({4}, 4, mesh, P("S(0)"), P("R,R")); }),
+      error_of<LayoutError>([&] { plan_redistribute({4}, 4, mesh, P("S(0)"), P("R,R")); }),
       AllOf(HasSubstr("invalid `from` placements"), HasSubstr("one placement per mesh dim")));
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(error_of<LayoutError>([&] {
                 plan_redistribute({4, 4}, 4, mesh, P("R,R"), P("S(2),R"));
               }),
               AllOf(HasSubstr("invalid `to` placements"), HasSubstr("S(2)"),
@@ -480,8 +474,9 @@ TEST(RedistributePlanPropertyTest, RandomPlansAreValidAndNeverWorseThanGreedy) {
                                  to_string(c.from), " -> ", to_string(c.to)));
     if (expect_refused(c)) {
       ++refused;
-      EXPECT_THAT(error_of([&] { plan_redistribute(c.shape, 2, c.mesh, c.from, c.to); }),
-                  AllOf(HasSubstr("cannot redistribute"), HasSubstr(c.mesh.to_string())));
+      EXPECT_THAT(
+          error_of<LayoutError>([&] { plan_redistribute(c.shape, 2, c.mesh, c.from, c.to); }),
+          AllOf(HasSubstr("cannot redistribute"), HasSubstr(c.mesh.to_string())));
       continue;
     }
     const auto plan = plan_redistribute(c.shape, 2, c.mesh, c.from, c.to);

@@ -10,23 +10,15 @@
 #include <random>
 
 #include "layout/layout_error.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
 
+using testing::error_of;
+
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const LayoutError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a LayoutError";
-  return "";
-}
 
 TEST(ShardLayoutTest, UnevenChunksLeaveTrailingShardsEmpty) {
   struct Case {
@@ -56,9 +48,9 @@ TEST(ShardLayoutTest, UnevenChunksLeaveTrailingShardsEmpty) {
 }
 
 TEST(ShardLayoutTest, ChunkSpanRejectsBadArguments) {
-  EXPECT_THAT(error_of([] { chunk_span(-1, 2, 0); }), HasSubstr("dim size -1"));
-  EXPECT_THAT(error_of([] { chunk_span(4, 0, 0); }), HasSubstr("into 0 chunks"));
-  EXPECT_THAT(error_of([] { chunk_span(4, 2, 2); }),
+  EXPECT_THAT(error_of<LayoutError>([] { chunk_span(-1, 2, 0); }), HasSubstr("dim size -1"));
+  EXPECT_THAT(error_of<LayoutError>([] { chunk_span(4, 0, 0); }), HasSubstr("into 0 chunks"));
+  EXPECT_THAT(error_of<LayoutError>([] { chunk_span(4, 2, 2); }),
               AllOf(HasSubstr("chunk index 2"), HasSubstr("[0, 1]")));
   const int64_t huge = std::numeric_limits<int64_t>::max();
   EXPECT_EQ(chunk_span(huge, 2, 1).offset + chunk_span(huge, 2, 1).size, huge);
@@ -109,16 +101,20 @@ TEST(ShardLayoutTest, KnownLayoutsMatchPyTorch) {
 
 TEST(ShardLayoutTest, LocalShapeAndOffsetRejectsBadInputs) {
   const MeshShape mesh = MeshShape::create({2, 2});
-  EXPECT_THAT(error_of([&] { local_shape_and_offset({4, -1}, mesh, {Shard(0), Replicate()}, 0); }),
-              AllOf(HasSubstr("local_shape_and_offset"), HasSubstr("[4, -1]"),
-                    HasSubstr("tensor dim 1")));
-  EXPECT_THAT(error_of([&] { local_shape_and_offset({4}, mesh, {Shard(0)}, 0); }),
+  EXPECT_THAT(
+      error_of<LayoutError>(
+          [&] { local_shape_and_offset({4, -1}, mesh, {Shard(0), Replicate()}, 0); }),
+      AllOf(HasSubstr("local_shape_and_offset"), HasSubstr("[4, -1]"),
+            HasSubstr("tensor dim 1")));
+  EXPECT_THAT(error_of<LayoutError>([&] { local_shape_and_offset({4}, mesh, {Shard(0)}, 0); }),
               HasSubstr("one placement per mesh dim"));
-  EXPECT_THAT(error_of([&] { local_shape_and_offset({4}, mesh, {Shard(1), Replicate()}, 0); }),
-              HasSubstr("tensor has 1 dims"));
-  EXPECT_THAT(error_of([&] { local_shape_and_offset({4}, mesh, {Shard(0), Replicate()}, 4); }),
-              HasSubstr("rank 4"));
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(
+      error_of<LayoutError>([&] { local_shape_and_offset({4}, mesh, {Shard(1), Replicate()}, 0); }),
+      HasSubstr("tensor has 1 dims"));
+  EXPECT_THAT(
+      error_of<LayoutError>([&] { local_shape_and_offset({4}, mesh, {Shard(0), Replicate()}, 4); }),
+      HasSubstr("rank 4"));
+  EXPECT_THAT(error_of<LayoutError>([&] {
                 local_shape_and_offset({4}, mesh, {Shard(0), Replicate()},
                                        std::vector<int64_t>{0, 2});
               }),
@@ -142,7 +138,7 @@ TEST(ShardLayoutTest, GlobalShapeFromLocalInvertsUnevenShards) {
 TEST(ShardLayoutTest, GlobalShapeFromLocalNamesInconsistentRanks) {
   const MeshShape mesh = MeshShape::create({2, 2});
   // Rank 1 holds 3 rows but rank 0 holds 2: torch.chunk of 5 rows gives 3 then 2.
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(error_of<LayoutError>([&] {
                 global_shape_from_local({{2}, {3}}, MeshShape::create({2}), {Shard(0)});
               }),
               AllOf(HasSubstr("global_shape_from_local"), HasSubstr("rank 0"),
@@ -150,19 +146,20 @@ TEST(ShardLayoutTest, GlobalShapeFromLocalNamesInconsistentRanks) {
                     HasSubstr("on rank 0 is [3]"), HasSubstr("[S(0)]"), HasSubstr("Mesh(2)"),
                     HasSubstr("local shapes by rank: [[2], [3]]")));
   // Replicas must agree: ranks 2 and 3 differ only along the Replicate mesh dim.
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(error_of<LayoutError>([&] {
                 global_shape_from_local({{4}, {4}, {2}, {4}}, mesh, {Shard(0), Replicate()});
               }),
               AllOf(HasSubstr("rank 3 (coordinate [1, 1]) has size 4 along tensor dim 0"),
                     HasSubstr("rank 2 (coordinate [1, 0]) has 2"),
                     HasSubstr("same part of tensor dim 0")));
-  EXPECT_THAT(error_of([&] { global_shape_from_local({{4}, {4}, {4}}, mesh, {Replicate(), Replicate()}); }),
-              AllOf(HasSubstr("got 3 local shapes"), HasSubstr("4 ranks")));
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(
+      error_of<LayoutError>([&] { global_shape_from_local({{4}, {4}, {4}}, mesh, {Replicate(), Replicate()}); }),
+      AllOf(HasSubstr("got 3 local shapes"), HasSubstr("4 ranks")));
+  EXPECT_THAT(error_of<LayoutError>([&] {
                 global_shape_from_local({{4}, {4}, {4, 1}, {4}}, mesh, {Replicate(), Replicate()});
               }),
               AllOf(HasSubstr("rank 2 has a 2-D local shape [4, 1]"), HasSubstr("rank 0")));
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(error_of<LayoutError>([&] {
                 global_shape_from_local({{4}, {4}, {-4}, {4}}, mesh, {Replicate(), Replicate()});
               }),
               HasSubstr("negative size -4"));
@@ -176,8 +173,10 @@ TEST(ShardLayoutTest, EvenLocalShapeMultipliesByShardingMeshSizes) {
             (std::vector<int64_t>{2, 6}));
   EXPECT_EQ(global_shape_from_even_local({2, 3}, mesh, {Replicate(), Shard(-1)}),
             (std::vector<int64_t>{2, 9}));
-  EXPECT_THAT(error_of([&] { global_shape_from_even_local({2}, mesh, {Shard(1), Replicate()}); }),
-              HasSubstr("validate_placements"));
+  EXPECT_THAT(
+      error_of<LayoutError>(
+          [&] { global_shape_from_even_local({2}, mesh, {Shard(1), Replicate()}); }),
+      HasSubstr("validate_placements"));
 }
 
 TEST(ShardLayoutTest, EvenShardingNeedsDivisibilityByNestedMeshSizes) {
@@ -211,11 +210,11 @@ TEST(ShardLayoutTest, NumelAndBytesCountLocalElements) {
   EXPECT_EQ(local_numel({13, 2}, mesh, {Shard(0)}, 0), 8);
   EXPECT_EQ(local_numel({13, 2}, mesh, {Shard(0)}, 3), 2);
   EXPECT_EQ(local_bytes({13, 2}, mesh, {Shard(0)}, 0, /*element_size=*/4), 32);
-  EXPECT_THAT(error_of([&] { local_bytes({13}, mesh, {Shard(0)}, 0, 0); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { local_bytes({13}, mesh, {Shard(0)}, 0, 0); }),
               HasSubstr("element size 0"));
-  EXPECT_THAT(error_of([] { shape_numel({int64_t{1} << 40, int64_t{1} << 40}); }),
+  EXPECT_THAT(error_of<LayoutError>([] { shape_numel({int64_t{1} << 40, int64_t{1} << 40}); }),
               HasSubstr("overflows int64"));
-  EXPECT_THAT(error_of([] { shape_numel({2, -1}); }), HasSubstr("negative size -1"));
+  EXPECT_THAT(error_of<LayoutError>([] { shape_numel({2, -1}); }), HasSubstr("negative size -1"));
 }
 
 // ---- Property tests over random layouts ----

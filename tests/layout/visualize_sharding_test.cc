@@ -13,23 +13,15 @@
 
 #include "layout/layout_error.h"
 #include "layout/shard_layout.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
 
+using testing::error_of;
+
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const LayoutError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a LayoutError";
-  return "";
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -122,12 +114,12 @@ TEST(VisualizeShardingTest, NestedShardingOrdersRowsByOffset) {
 
 TEST(VisualizeShardingTest, OnlyOneAndTwoDimensionalTensorsAreDrawn) {
   const MeshShape mesh = MeshShape::create({2});
-  EXPECT_THAT(error_of([&] { visualize_sharding({2, 2, 2}, mesh, {Shard(0)}); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { visualize_sharding({2, 2, 2}, mesh, {Shard(0)}); }),
               AllOf(HasSubstr("visualize_sharding"), HasSubstr("only 1-D and 2-D"),
                     HasSubstr("3-D shape [2, 2, 2]"), HasSubstr("Mesh(2)")));
-  EXPECT_THAT(error_of([&] { visualize_sharding({}, mesh, {Replicate()}); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { visualize_sharding({}, mesh, {Replicate()}); }),
               HasSubstr("0-D shape []"));
-  EXPECT_THAT(error_of([&] { visualize_sharding({4}, mesh, {Shard(1)}); }),
+  EXPECT_THAT(error_of<LayoutError>([&] { visualize_sharding({4}, mesh, {Shard(1)}); }),
               HasSubstr("validate_placements"));
 }
 

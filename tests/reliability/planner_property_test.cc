@@ -3,7 +3,7 @@
 // the mesh size) and placement pairs, plan_redistribute always returns a
 // valid plan or throws a LayoutError naming the placements, exactly when the
 // transition is refused; plans are deterministic and never worse than
-// PyTorch's greedy planner. Replay a failure with DTENSOR_PROPERTY_SEED=<seed>.
+// PyTorch's greedy planner. Replay a failure with DTENSOR_TEST_SEED=<seed>.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -177,7 +177,7 @@ void check_case(PropertyRng& rng, bool allow_invalid, Counts& counts, const std:
 constexpr int kCases = 4000;
 
 TEST(PlannerPropertyTest, RandomCasesPlanValidlyOrRefuseClearly) {
-  const uint64_t seed = property_seed();
+  const uint64_t seed = testing::test_seed(kPropertySeed);
   PropertyRng rng(seed);
   Counts counts;
   for (int c = 0; c < kCases && !HasFatalFailure(); ++c) {
@@ -198,7 +198,7 @@ TEST(PlannerPropertyTest, LocalShapesOfEveryRankTileTheGlobalTensor) {
   // For every rank the block is inside the tensor, and over all ranks of a
   // shard-only layout the blocks cover each element exactly
   // (replicas) times; the inverse global_shape_from_local gives the shape back.
-  const uint64_t seed = property_seed() + 1;
+  const uint64_t seed = testing::test_seed(kPropertySeed) + 1;
   PropertyRng rng(seed);
   for (int c = 0; c < 1500 && !HasFailure(); ++c) {
     const MeshShape mesh = random_mesh(rng, 4, 8);

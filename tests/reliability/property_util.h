@@ -1,13 +1,12 @@
 // Random generators shared by the reliability property tests: meshes up to
 // 4-D (sizes up to 8), tensor shapes with 0 and sizes below the mesh size,
 // and placement lists (optionally with invalid shard dims).
-//   PropertyRng rng(property_seed());
+//   PropertyRng rng(testing::test_seed(kPropertySeed));
 //   MeshShape mesh = random_mesh(rng, /*max_ndim=*/4, /*max_size=*/8);
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,17 +14,15 @@
 #include "layout/reduce_op.h"
 #include "layout/mesh_shape.h"
 #include "layout/placement.h"
+#include "testing/seed.h"
 
 namespace dtensor::reliability {
 
 using PropertyRng = std::mt19937_64;
 
-// The seed of a property test: $DTENSOR_PROPERTY_SEED when set (to replay a
-// failure), else `fallback`. Tests print it in every failure message.
-inline uint64_t property_seed(uint64_t fallback = 20240611) {
-  const char* env = std::getenv("DTENSOR_PROPERTY_SEED");
-  return env != nullptr ? std::strtoull(env, nullptr, 10) : fallback;
-}
+// The property tests' seed unless $DTENSOR_TEST_SEED replays another
+// (testing::test_seed); they print it in every failure message.
+inline constexpr uint64_t kPropertySeed = 20240611;
 
 // Uniform integer in [lo, hi].
 inline int64_t uniform(PropertyRng& rng, int64_t lo, int64_t hi) {

@@ -6,7 +6,7 @@
 // exact full tensor; refused transitions throw naming the placements.
 // Values are integers times 840^k (840 = lcm(1..8)) in float64, so every
 // division by a mesh size and every reduction is exact: results compare with
-// at::equal, no tolerance. Replay with DTENSOR_PROPERTY_SEED=<seed>.
+// at::equal, no tolerance. Replay with DTENSOR_TEST_SEED=<seed>.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -161,7 +161,7 @@ class RedistributePropertyTest : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(RedistributePropertyTest, ExecutedPlansReproduceDistributeTensorExactly) {
   const int64_t world_size = GetParam();
-  const uint64_t seed = property_seed() + static_cast<uint64_t>(world_size);
+  const uint64_t seed = testing::test_seed(kPropertySeed) + static_cast<uint64_t>(world_size);
   const int cases = world_size >= 12 ? 60 : 120;
   std::vector<Tally> tallies(static_cast<size_t>(world_size));
   try {

@@ -10,18 +10,10 @@
 #include <string>
 
 #include "backends/launch/launcher.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
-
-std::string error_of(BackendKind kind) {
-  try {
-    init_world_from_env(kind);
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
 
 TEST(InitWorldTest, GlooWorldOfOneFromEnvironment) {
   setenv("RANK", "0", 1);
@@ -45,13 +37,16 @@ TEST(InitWorldTest, GlooWorldOfOneFromEnvironment) {
 }
 
 TEST(InitWorldTest, InProcessBackendsPointToTheirEntryPoints) {
-  EXPECT_NE(error_of(BackendKind::kFake).find("run_fake_world"), std::string::npos);
-  EXPECT_NE(error_of(BackendKind::kSolo).find("solo_world"), std::string::npos);
+  EXPECT_NE(
+      testing::error_of([&] { init_world_from_env(BackendKind::kFake); }).find("run_fake_world"),
+      std::string::npos);
+  EXPECT_NE(testing::error_of([&] { init_world_from_env(BackendKind::kSolo); }).find("solo_world"),
+            std::string::npos);
 }
 
 TEST(InitWorldTest, NcclNeedsALaunchEnvironmentOrSaysItIsMissing) {
   unsetenv("RANK");
-  const std::string message = error_of(BackendKind::kNccl);
+  const std::string message = testing::error_of([&] { init_world_from_env(BackendKind::kNccl); });
   if (nccl_available()) {
     EXPECT_NE(message.find("RANK is not set"), std::string::npos) << message;
   } else {

@@ -18,7 +18,7 @@
 #include "core/checkpoint/safetensors.h"
 #include "core/dtensor.h"
 #include "core/parallel/parallelize.h"
-#include "tests/core/error_text.h"
+#include "testing/error_of.h"
 #include "testing/collective_counter.h"
 
 namespace dtensor::checkpoint {

@@ -18,7 +18,7 @@
 #include "core/parallel/distribute_module.h"
 #include "examples/models/transformer.h"
 #include "testing/collective_counter.h"
-#include "tests/core/error_text.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {

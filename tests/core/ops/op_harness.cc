@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -16,6 +14,7 @@
 #include "core/init.h"
 #include "layout/mesh_shape.h"
 #include "layout/shard_layout.h"
+#include "testing/seed.h"
 
 namespace dtensor::testing {
 namespace {
@@ -221,11 +220,6 @@ DTensorRun run_dtensor(World& world, const OpCase& c, const Tensors& inputs, con
 
 }  // namespace
 
-uint64_t harness_seed() {
-  if (const char* env = std::getenv("DTENSOR_TEST_SEED")) return std::strtoull(env, nullptr, 10);
-  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) % 1000000007ULL;
-}
-
 std::string describe(const std::vector<Placements>& placements) {
   std::ostringstream out;
   for (size_t i = 0; i < placements.size(); ++i) out << (i ? ", " : "") << to_string(placements[i]);
@@ -305,7 +299,7 @@ void check_placements(const OpCase& c, const std::vector<int64_t>& mesh_shape,
 }
 
 void check_all_placements(const OpCase& c, int max_combos, int samples_2d) {
-  const uint64_t seed = harness_seed();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (set DTENSOR_TEST_SEED to repeat)");
   for (const auto& [mesh_shape, limit] :
        std::vector<std::pair<std::vector<int64_t>, int>>{{{4}, max_combos}, {{2, 2}, samples_2d}}) {

@@ -25,9 +25,6 @@ namespace dtensor::testing {
 
 using Tensors = std::vector<at::Tensor>;
 
-/// A seed: $DTENSOR_TEST_SEED if set, else from the clock.
-uint64_t harness_seed();
-
 /// How to make one input of a case.
 struct Input {
   enum class Kind { kFloat, kIndex, kBool };

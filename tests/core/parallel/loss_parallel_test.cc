@@ -13,7 +13,7 @@
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
-#include "tests/core/error_text.h"
+#include "testing/error_of.h"
 #include "testing/collective_counter.h"
 
 namespace dtensor {

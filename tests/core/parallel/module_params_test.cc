@@ -16,18 +16,12 @@
 #include "core/nn/module_call.h"
 #include "core/parallel/distribute_module.h"
 #include "tests/core/warning_collector.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
+using testing::error_of;
 
 // A user module keeping its parameter in a member, like the built-ins.
 struct ScaleImpl : torch::nn::Module {

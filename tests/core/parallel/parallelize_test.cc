@@ -14,21 +14,15 @@
 #include "core/dtensor_impl.h"
 #include "core/nn/module_call.h"
 #include "testing/collective_counter.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
 
+using testing::error_of;
+
 using testing::CollectiveCounter;
 using testing::Counts;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
 
 void expect_contains(const std::string& text, const std::vector<std::string>& parts) {
   EXPECT_FALSE(text.empty()) << "expected an error";

@@ -16,7 +16,7 @@
 #include "core/nn/module_call.h"
 #include "core/parallel/parallelize.h"
 #include "examples/models/transformer.h"
-#include "tests/core/error_text.h"
+#include "testing/error_of.h"
 #include "tests/core/warning_collector.h"
 
 namespace dtensor {
