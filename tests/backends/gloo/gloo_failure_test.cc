@@ -168,17 +168,23 @@ std::optional<bool> thread_blocks_sigpipe(const std::string& tid) {
   return std::nullopt;
 }
 
-// Note [SIGPIPE]: every thread that creating the world and its groups starts
-// (Gloo's device loop and worker threads, the TCPStore server on rank 0)
-// blocks SIGPIPE, so its writes to a dead peer fail with EPIPE; the calling
-// thread's mask is as it was. This is what keeps the survivors of
-// PeerDies alive whichever thread meets the closed socket first.
+// Note [SIGPIPE]: every thread started by creating the world and its groups
+// and by their first collectives (Gloo's device loop and worker threads, the
+// TCPStore server on rank 0) blocks SIGPIPE, so its writes to a dead peer
+// fail with EPIPE; the calling thread's mask is as it was. This is what keeps
+// the survivors of PeerDies alive whichever thread meets the closed socket
+// first.
 TEST(GlooFailureWorker, ThreadsStartedByTheWorldBlockSigpipe) {
   SKIP_UNLESS_WORKER();
   const std::set<std::string> before = thread_ids();
   auto world = make_worker_world();
   world->world_group();
   world->new_group({0, 1});
+  // Collectives too: a thread started lazily by the first one would inherit
+  // the caller's mask, outside any block.
+  at::Tensor t = at::ones({4});
+  world->world_group()->all_reduce(t);
+  world->new_group({0, 1})->barrier();
   const std::set<std::string> after = thread_ids();
   int started = 0;
   for (const std::string& tid : after) {
