@@ -9,21 +9,12 @@
 #include "core/experimental/local_map.h"
 #include "core/experimental/register_sharding.h"
 #include "core/dtensor.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
 
-// Runs `fn`, expects a c10::Error, and returns its message.
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  ADD_FAILURE() << "expected a c10::Error";
-  return "";
-}
+using testing::error_of;
 
 void expect_contains(const std::string& message, const std::vector<std::string>& parts) {
   for (const auto& part : parts) {
@@ -35,7 +26,7 @@ TEST(DispatchErrorsTest, UnsupportedOpNamesItAndSuggestsWaysOut) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     DTensor x = distribute_tensor(at::randn({4, 3}), mesh, {Shard(0)});
-    std::string msg = error_of([&] { at::erfinv(x); });
+    std::string msg = error_of<c10::Error>([&] { at::erfinv(x); });
     expect_contains(msg, {"aten::erfinv", "S(0)", "[4, 3]", "register_sharding", "local_map"});
   });
 }
@@ -88,7 +79,7 @@ TEST(DispatchErrorsTest, MixedPlainAndDTensorArgumentsAreRefused) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     DTensor x = distribute_tensor(at::ones({4, 2}), mesh, {Shard(0)});
     at::Tensor plain = at::ones({4, 2});
-    std::string msg = error_of([&] { at::add(x, plain); });
+    std::string msg = error_of<c10::Error>([&] { at::add(x, plain); });
     expect_contains(msg, {"aten::add", "plain tensor", "[4, 2]", "distribute_tensor", "ImplicitReplicationGuard"});
     ImplicitReplicationGuard guard;
     DTensor y = x + plain;
@@ -102,7 +93,7 @@ TEST(DispatchErrorsTest, DTensorsOnDifferentMeshesAreRefused) {
     auto grid = DeviceMesh::init(c10::kCPU, {2, 2});
     DTensor a = distribute_tensor(at::ones({4, 2}), line, {Shard(0)});
     DTensor b = distribute_tensor(at::ones({4, 2}), grid, {Shard(0), Replicate()});
-    std::string msg = error_of([&] { at::mul(a, b); });
+    std::string msg = error_of<c10::Error>([&] { at::mul(a, b); });
     expect_contains(msg, {"aten::mul", "different meshes", "(4)", "(2, 2)"});
   });
 }
@@ -110,12 +101,12 @@ TEST(DispatchErrorsTest, DTensorsOnDifferentMeshesAreRefused) {
 TEST(DispatchErrorsTest, WrongNumberOfPlacementsIsRefused) {
   run_fake_world(4, [](World&) {
     auto grid = DeviceMesh::init(c10::kCPU, {2, 2});
-    std::string msg = error_of([&] { distribute_tensor(at::ones({4, 2}), grid, {Shard(0)}); });
+    std::string msg = error_of<c10::Error>([&] { distribute_tensor(at::ones({4, 2}), grid, {Shard(0)}); });
     expect_contains(msg, {"distribute_tensor", "[S(0)]"});
-    msg = error_of([&] { DTensor::from_local(at::ones({2, 2}), grid, {Shard(0), Replicate(), Replicate()}); });
+    msg = error_of<c10::Error>([&] { DTensor::from_local(at::ones({2, 2}), grid, {Shard(0), Replicate(), Replicate()}); });
     expect_contains(msg, {"from_local"});
     DTensor x = distribute_tensor(at::ones({4, 2}), grid, {Shard(0), Replicate()});
-    msg = error_of([&] { x.redistribute({Replicate()}); });
+    msg = error_of<c10::Error>([&] { x.redistribute({Replicate()}); });
     expect_contains(msg, {"redistribute", "[R]"});
   });
 }
@@ -123,19 +114,19 @@ TEST(DispatchErrorsTest, WrongNumberOfPlacementsIsRefused) {
 TEST(DispatchErrorsTest, ShardDimOutOfRangeIsRefused) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
-    std::string msg = error_of([&] { distribute_tensor(at::ones({4, 2}), mesh, {Shard(2)}); });
+    std::string msg = error_of<c10::Error>([&] { distribute_tensor(at::ones({4, 2}), mesh, {Shard(2)}); });
     expect_contains(msg, {"distribute_tensor", "S(2)"});
-    msg = error_of([&] { distribute_tensor(at::ones({4, 2}), mesh, {Shard(-3)}); });
+    msg = error_of<c10::Error>([&] { distribute_tensor(at::ones({4, 2}), mesh, {Shard(-3)}); });
     expect_contains(msg, {"S(-3)"});
     DTensor x = distribute_tensor(at::ones({4, 2}), mesh, {Shard(-1)});
     EXPECT_EQ(x.placements(), Placements{Shard(1)});
-    msg = error_of([&] { x.redistribute({Shard(5)}); });
+    msg = error_of<c10::Error>([&] { x.redistribute({Shard(5)}); });
     expect_contains(msg, {"S(5)"});
   });
 }
 
 TEST(DispatchErrorsTest, PlainTensorIsNotADTensor) {
-  std::string msg = error_of([] { DTensor d(at::ones({2})); });
+  std::string msg = error_of<c10::Error>([] { DTensor d(at::ones({2})); });
   expect_contains(msg, {"not a DTensor", "distribute_tensor"});
 }
 
@@ -144,7 +135,7 @@ TEST(DispatchErrorsTest, InPlaceOpThatWouldChangeItsOutputPlacementIsRefused) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     DTensor p = distribute_tensor(at::ones({4, 2}), mesh, {Partial()});
     // P + 1 is not a partial sum: the result would have to be Replicate.
-    std::string msg = error_of([&] { p.add_(1.0); });
+    std::string msg = error_of<c10::Error>([&] { p.add_(1.0); });
     expect_contains(msg, {"aten::add_", "P(sum)", "in place"});
   });
 }

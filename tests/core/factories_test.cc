@@ -14,9 +14,12 @@
 #include "core/dtensor_impl.h"
 #include "core/factories.h"
 #include "layout/shard_layout.h"
+#include "testing/error_of.h"
 
 namespace dtensor {
 namespace {
+
+using testing::error_of;
 
 using Shape = std::vector<int64_t>;
 
@@ -42,16 +45,6 @@ std::vector<Placements> shard_replicate_lists(int mesh_ndim, int64_t tensor_ndim
 // The block this rank must hold, from the pure layout code.
 ShardLayout expected_layout(const Shape& shape, const DeviceMesh& mesh, const Placements& placements) {
   return local_shape_and_offset(shape, mesh.mesh_shape(), placements, mesh.get_coordinate());
-}
-
-// The message of the c10::Error that fn throws ("" if none).
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
 }
 
 void expect_contains(const std::string& text, const std::vector<std::string>& parts) {
@@ -204,13 +197,13 @@ TEST(FactoriesTest, PartialIsRefusedWithAMessageNamingOpShapePlacementsMeshAndRa
   run_fake_world(2, [](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     const std::string rank = "rank " + std::to_string(world.rank());
-    expect_contains(error_of([&] { ones({4, 2}, mesh, {Partial()}); }),
+    expect_contains(error_of<c10::Error>([&] { ones({4, 2}, mesh, {Partial()}); }),
                     {"dtensor::ones", "[4, 2]", "P(sum)", "DeviceMesh(cpu", rank, "redistribute"});
-    expect_contains(error_of([&] { full({4}, 1.0, mesh, {Partial(ReduceOp::kMax)}); }),
+    expect_contains(error_of<c10::Error>([&] { full({4}, 1.0, mesh, {Partial(ReduceOp::kMax)}); }),
                     {"dtensor::full", "P(max)"});
-    expect_contains(error_of([&] { empty({4}, mesh, {Partial()}); }), {"dtensor::empty", "P(sum)"});
-    expect_contains(error_of([&] { rand({4}, mesh, {Partial()}); }), {"dtensor::rand", "P(sum)"});
-    expect_contains(error_of([&] { randn({4}, mesh, {Partial(ReduceOp::kAvg)}); }),
+    expect_contains(error_of<c10::Error>([&] { empty({4}, mesh, {Partial()}); }), {"dtensor::empty", "P(sum)"});
+    expect_contains(error_of<c10::Error>([&] { rand({4}, mesh, {Partial()}); }), {"dtensor::rand", "P(sum)"});
+    expect_contains(error_of<c10::Error>([&] { randn({4}, mesh, {Partial(ReduceOp::kAvg)}); }),
                     {"dtensor::randn", "P(avg)"});
   });
 }
@@ -220,28 +213,28 @@ TEST(FactoriesTest, InvalidArgumentsRaiseC10ErrorsNamingTheFactory) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
     const std::string rank = "rank " + std::to_string(world.rank());
     // A shard dim outside the tensor.
-    expect_contains(error_of([&] { zeros({4, 2}, mesh, {Shard(2), Replicate()}); }),
+    expect_contains(error_of<c10::Error>([&] { zeros({4, 2}, mesh, {Shard(2), Replicate()}); }),
                     {"dtensor::zeros", "[4, 2]", "S(2)", "DeviceMesh(cpu", rank});
-    expect_contains(error_of([&] { ones({4}, mesh, {Shard(-2), Replicate()}); }), {"dtensor::ones"});
-    expect_contains(error_of([&] { randn({}, mesh, {Shard(0), Replicate()}); }), {"dtensor::randn"});
+    expect_contains(error_of<c10::Error>([&] { ones({4}, mesh, {Shard(-2), Replicate()}); }), {"dtensor::ones"});
+    expect_contains(error_of<c10::Error>([&] { randn({}, mesh, {Shard(0), Replicate()}); }), {"dtensor::randn"});
     // Placement count differs from the mesh's ndim.
-    expect_contains(error_of([&] { ones({4, 2}, mesh, {Shard(0)}); }), {"dtensor::ones", "[S(0)]", rank});
-    expect_contains(error_of([&] { full({4}, 1, mesh, {Shard(0), Replicate(), Replicate()}); }),
+    expect_contains(error_of<c10::Error>([&] { ones({4, 2}, mesh, {Shard(0)}); }), {"dtensor::ones", "[S(0)]", rank});
+    expect_contains(error_of<c10::Error>([&] { full({4}, 1, mesh, {Shard(0), Replicate(), Replicate()}); }),
                     {"dtensor::full"});
     // Negative size.
-    expect_contains(error_of([&] { zeros({4, -1}, mesh, {Replicate(), Replicate()}); }),
+    expect_contains(error_of<c10::Error>([&] { zeros({4, -1}, mesh, {Replicate(), Replicate()}); }),
                     {"dtensor::zeros", "negative"});
     // requires_grad on an integer dtype.
-    expect_contains(error_of([&] {
+    expect_contains(error_of<c10::Error>([&] {
                       ones({4}, mesh, {Replicate(), Shard(0)},
                            at::TensorOptions().dtype(at::kLong).requires_grad(true));
                     }),
                     {"dtensor::ones", "requires_grad", "Long"});
     // A device other than the mesh's.
-    expect_contains(error_of([&] { zeros({4}, mesh, {Replicate(), Shard(0)}, c10::Device(c10::kCUDA, 0)); }),
+    expect_contains(error_of<c10::Error>([&] { zeros({4}, mesh, {Replicate(), Shard(0)}, c10::Device(c10::kCUDA, 0)); }),
                     {"dtensor::zeros", "cuda:0", "mesh's device"});
     // Non-strided layout.
-    expect_contains(error_of([&] { zeros({4}, mesh, {Replicate(), Replicate()}, at::kSparse); }),
+    expect_contains(error_of<c10::Error>([&] { zeros({4}, mesh, {Replicate(), Replicate()}, at::kSparse); }),
                     {"dtensor::zeros", "strided"});
   });
 }

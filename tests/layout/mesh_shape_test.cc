@@ -20,8 +20,6 @@ using testing::error_of;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-// Runs `fn` and returns the LayoutError message it throws ("" plus a test
-// failure when it does not throw).
 TEST(MeshShapeTest, CreateKeepsShapeNamesAndRankCount) {
   const MeshShape mesh = MeshShape::create({2, 3}, {"dp", "tp"});
   EXPECT_EQ(mesh.ndim(), 2);
