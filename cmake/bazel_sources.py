@@ -6,7 +6,7 @@ The BUILD files are the one list of sources: CMake asks this script for the
 list of its own (see Note [One list of sources] in CMakeLists.txt).
 
     bazel_sources.py ROOT PACKAGE...          # ';'-separated .cc paths (CMake list)
-    bazel_sources.py ROOT debug:trace_json    # one target's; debug:-trace_json: all but it
+    bazel_sources.py ROOT trace:trace_json    # one target's; trace:-trace_json: all but it
     bazel_sources.py ROOT --check PACKAGE...  # exit 1 if a .cc file in a package
                                               # is in no Bazel target
 

@@ -1,5 +1,5 @@
 # dtensor-viewer (gui/): Dear ImGui + GLFW + OpenGL, no LibTorch; it compiles
-# layout/ (pure C++17) and debug's trace JSON reader itself, as Bazel's
+# layout/ and trace/ (pure C++17: the trace model and its JSON) itself, as Bazel's
 # //gui:dtensor_viewer does.
 # Debian's libimgui.a carries the GLFW and OpenGL3 backends.
 find_path(IMGUI_INCLUDE_DIR imgui.h PATH_SUFFIXES imgui)
@@ -11,7 +11,7 @@ if(NOT (IMGUI_INCLUDE_DIR AND IMGUI_LIBRARY AND GLFW_LIBRARY AND STB_LIBRARY AND
   message(STATUS "dtensor: Dear ImGui / GLFW / stb / OpenGL not all found: dtensor-viewer is not built")
   return()
 endif()
-dtensor_bazel_sources(_viewer_srcs layout gui/model gui/panels gui/app debug:trace_json debug:trace_model)
+dtensor_bazel_sources(_viewer_srcs layout trace gui/model gui/panels gui/app)
 add_executable(dtensor-viewer ${_viewer_srcs} gui/main.cc)
 target_include_directories(dtensor-viewer PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
 target_include_directories(dtensor-viewer SYSTEM PRIVATE "${IMGUI_INCLUDE_DIR}" "${NLOHMANN_JSON_INCLUDE_DIR}")

@@ -5,8 +5,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "debug/comm_estimate.h"
-#include "debug/trace_json.h"
+#include "trace/comm_estimate.h"
+#include "trace/trace_json.h"
 
 namespace dtensor::debug {
 namespace {
@@ -25,23 +25,23 @@ Json metadata(const char* name, int64_t tid, Json args) {
 
 }  // namespace
 
-std::string chrome_trace_json(const CommTrace& trace, const ChromeTraceOptions& options) {
+std::string chrome_trace_json(const trace::CommTrace& trace, const ChromeTraceOptions& options) {
   Json events = Json::array();
   events.push_back(
       metadata("process_name", -1, {{"name", trace.rank < 0 ? "dtensor fake world" : "dtensor"}}));
   // Each rank's records in issue order.
-  std::map<int64_t, std::vector<const CollectiveRecord*>> by_rank;
-  for (const CollectiveRecord& r : trace.collectives) by_rank[r.rank].push_back(&r);
+  std::map<int64_t, std::vector<const trace::CollectiveRecord*>> by_rank;
+  for (const trace::CollectiveRecord& r : trace.collectives) by_rank[r.rank].push_back(&r);
   for (int64_t rank : ranks_in(trace)) {
     events.push_back(metadata("thread_name", rank, {{"name", "rank " + std::to_string(rank)}}));
     events.push_back(metadata("thread_sort_index", rank, {{"sort_index", rank}}));
   }
   for (auto& [rank, records] : by_rank) {
     std::stable_sort(records.begin(), records.end(),
-                     [](const CollectiveRecord* a, const CollectiveRecord* b) { return a->seq < b->seq; });
+                     [](const trace::CollectiveRecord* a, const trace::CollectiveRecord* b) { return a->seq < b->seq; });
     double clock = 0;
     for (size_t i = 0; i < records.size(); ++i) {
-      const CollectiveRecord& r = *records[i];
+      const trace::CollectiveRecord& r = *records[i];
       const double estimate = estimate_collective_us(r, options.cost_model);
       double ts = r.ts_us;
       double dur = estimate;
@@ -88,8 +88,8 @@ std::string chrome_trace_json(const CommTrace& trace, const ChromeTraceOptions& 
   return root.dump(1) + "\n";
 }
 
-void write_chrome_trace(const std::string& path, const CommTrace& trace, const ChromeTraceOptions& options) {
-  write_text_file(path, chrome_trace_json(trace, options));
+void write_chrome_trace(const std::string& path, const trace::CommTrace& trace, const ChromeTraceOptions& options) {
+  trace::write_text_file(path, chrome_trace_json(trace, options));
 }
 
 }  // namespace dtensor::debug

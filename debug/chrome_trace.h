@@ -7,7 +7,7 @@
 #include <string>
 
 #include "layout/comm_cost.h"
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::debug {
 
@@ -30,10 +30,10 @@ struct ChromeTraceOptions {
 /// dur in microseconds, name = collective kind, cat = "collective,<phase>",
 /// args = bytes, output_bytes, group, mesh_dim, module, phase, shapes, dtype,
 /// estimated_us.
-std::string chrome_trace_json(const CommTrace& trace, const ChromeTraceOptions& options = {});
+std::string chrome_trace_json(const trace::CommTrace& trace, const ChromeTraceOptions& options = {});
 
 /// Writes chrome_trace_json to `path`; throws c10::Error when it cannot.
-void write_chrome_trace(const std::string& path, const CommTrace& trace,
+void write_chrome_trace(const std::string& path, const trace::CommTrace& trace,
                         const ChromeTraceOptions& options = {});
 
 }  // namespace dtensor::debug

@@ -11,28 +11,28 @@
 #include "core/dtensor_impl.h"
 #include "debug/fake_world_trace.h"
 #include "debug/internal/record_function_listener.h"
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 #include "debug/tracing_table.h"
 
 namespace dtensor::debug {
 
 namespace {
 
-MeshRecord record_of(const DeviceMesh& mesh) {
+trace::MeshRecord record_of(const DeviceMesh& mesh) {
   std::ostringstream device;
   device << mesh.device();
-  return MeshRecord{mesh.shape(), mesh.dim_names(), device.str()};
+  return trace::MeshRecord{mesh.shape(), mesh.dim_names(), device.str()};
 }
 
-MeshRecord record_of(const MeshDimTag& tag) {
-  return MeshRecord{tag.mesh_shape, tag.mesh_dim_names, tag.device};
+trace::MeshRecord record_of(const MeshDimTag& tag) {
+  return trace::MeshRecord{tag.mesh_shape, tag.mesh_dim_names, tag.device};
 }
 
-bool same_mesh(const MeshRecord& a, const MeshRecord& b) {
+bool same_mesh(const trace::MeshRecord& a, const trace::MeshRecord& b) {
   return a.shape == b.shape && a.dim_names == b.dim_names && a.device == b.device;
 }
 
-int64_t num_ranks(const MeshRecord& m) {
+int64_t num_ranks(const trace::MeshRecord& m) {
   int64_t n = 1;
   for (int64_t s : m.shape) n *= s;
   return n;
@@ -42,8 +42,8 @@ int64_t num_ranks(const MeshRecord& m) {
 // put on it: its own dim when it ran on a mesh shaped and named as the primary
 // one, else the primary dim of the same name (a sub-mesh such as mesh["tp"]);
 // -1 when untagged (a Communicator called directly) or not a dim of `primary`.
-void resolve_mesh_dim(CollectiveRecord& r, const std::shared_ptr<const MeshDimTag>& tag,
-                      const std::optional<MeshRecord>& primary) {
+void resolve_mesh_dim(trace::CollectiveRecord& r, const std::shared_ptr<const MeshDimTag>& tag,
+                      const std::optional<trace::MeshRecord>& primary) {
   if (!tag) return;
   r.mesh_dim_name = tag->dim_name();
   if (!primary) return;
@@ -67,7 +67,7 @@ void resolve_mesh_dim(CollectiveRecord& r, const std::shared_ptr<const MeshDimTa
 // location at "<module> <phase>" of the module tracker, updated at every
 // operator call (a RecordFunction listener): the peak then says where it was
 // reached ("Transformer.layers.1.attention backward"). The stats are taken
-// when the session ends (CommTrace::memory) and the location cleared.
+// when the session ends (trace::CommTrace::memory) and the location cleared.
 class CommDebugMode::Session : public internal::RecordFunctionListener {
  public:
   Session(CommDebugMode* mode, World& world, ModuleTracker::Guard tracker_guard, bool local_ops)
@@ -90,7 +90,7 @@ class CommDebugMode::Session : public internal::RecordFunctionListener {
     if (!track_memory_) return;
     if (std::optional<RankMemoryStats> s = world_.memory_stats()) {
       std::lock_guard<std::mutex> lock(mode_->mutex_);
-      mode_->memory_ = RankMemoryRecord{s->peak_bytes, s->current_bytes, s->cap_bytes, s->peak_location};
+      mode_->memory_ = trace::RankMemoryRecord{s->peak_bytes, s->current_bytes, s->cap_bytes, s->peak_location};
     }
     world_.set_memory_location("");
   }
@@ -189,7 +189,7 @@ void CommDebugMode::on_collective(const CollectiveEvent& event) {
   // The tracker answers for the calling thread: backward on this rank's
   // thread is attributed; other threads see no module (Global).
   std::string module = tracker_.current_module();
-  const Phase phase = tracker_.current_phase();
+  const trace::Phase phase = tracker_.current_phase();
   std::lock_guard<std::mutex> lock(mutex_);
   raw_.push_back(Raw{event, std::move(module), phase, now_us()});
 }
@@ -199,7 +199,7 @@ void CommDebugMode::learn_mesh_locked(const DeviceMesh& mesh) {
 }
 
 void CommDebugMode::on_dtensor_op(const OpCall& call) {
-  OpRecord op;
+  trace::OpRecord op;
   op.name = call.name;
   op.module = tracker_.current_module();
   op.phase = tracker_.current_phase();
@@ -216,7 +216,7 @@ void CommDebugMode::on_dtensor_op(const OpCall& call) {
 }
 
 void CommDebugMode::record_local_op(const std::string& name, c10::ArrayRef<const c10::IValue> inputs) {
-  OpRecord op;
+  trace::OpRecord op;
   op.name = name;
   op.dtensor = false;
   for (const c10::IValue& v : inputs) {
@@ -234,8 +234,8 @@ void CommDebugMode::record_local_op(const std::string& name, c10::ArrayRef<const
   ops_.push_back(std::move(op));
 }
 
-CommTrace CommDebugMode::trace() const {
-  CommTrace t;
+trace::CommTrace CommDebugMode::trace() const {
+  trace::CommTrace t;
   t.modules = tracker_.modules();
   std::vector<DeviceMesh> tracker_meshes = tracker_.meshes();
   std::lock_guard<std::mutex> lock(mutex_);
@@ -246,9 +246,9 @@ CommTrace CommDebugMode::trace() const {
   if (memory_) t.memory[rank_] = *memory_;
   // Every mesh seen: of DTensor ops, of tracked modules' DTensors, of the
   // collectives themselves (a program that only redistributes).
-  std::vector<MeshRecord> meshes;
-  auto learn = [&meshes](const MeshRecord& m) {
-    for (const MeshRecord& known : meshes) {
+  std::vector<trace::MeshRecord> meshes;
+  auto learn = [&meshes](const trace::MeshRecord& m) {
+    for (const trace::MeshRecord& known : meshes) {
       if (same_mesh(known, m)) return;
     }
     meshes.push_back(m);
@@ -259,10 +259,10 @@ CommTrace CommDebugMode::trace() const {
     if (raw.event.mesh) learn(record_of(*raw.event.mesh));
   }
   // The primary mesh is the largest one seen; the first of equal size wins.
-  std::stable_sort(meshes.begin(), meshes.end(), [](const MeshRecord& a, const MeshRecord& b) {
+  std::stable_sort(meshes.begin(), meshes.end(), [](const trace::MeshRecord& a, const trace::MeshRecord& b) {
     return num_ranks(a) > num_ranks(b);
   });
-  std::optional<MeshRecord> primary;
+  std::optional<trace::MeshRecord> primary;
   if (!meshes.empty()) primary = meshes.front();
   t.mesh = primary;
   for (size_t i = 0; i < raw_.size(); ++i) {
@@ -272,9 +272,9 @@ CommTrace CommDebugMode::trace() const {
   return t;
 }
 
-CollectiveRecord CommDebugMode::to_record(const Raw& raw, int64_t seq) {
+trace::CollectiveRecord CommDebugMode::to_record(const Raw& raw, int64_t seq) {
   const CollectiveEvent& e = raw.event;
-  CollectiveRecord r;
+  trace::CollectiveRecord r;
   r.rank = e.global_rank;
   r.seq = seq;
   r.kind = collective_name(e.kind);
@@ -300,9 +300,9 @@ std::vector<CollectiveEvent> CommDebugMode::events() const {
   return out;
 }
 
-KindCounts CommDebugMode::get_comm_counts() const {
+trace::KindCounts CommDebugMode::get_comm_counts() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  KindCounts counts;
+  trace::KindCounts counts;
   for (const Raw& raw : raw_) ++counts[collective_name(raw.event.kind)];
   return counts;
 }
@@ -312,7 +312,7 @@ int64_t CommDebugMode::get_total_counts() const {
   return static_cast<int64_t>(raw_.size());
 }
 
-ModuleCounts CommDebugMode::get_comm_module_counts() const { return comm_module_counts(trace()); }
+trace::ModuleCounts CommDebugMode::get_comm_module_counts() const { return comm_module_counts(trace()); }
 
 std::map<std::string, Placements> CommDebugMode::get_sharding_info() const {
   return tracker_.sharding_info();
@@ -327,11 +327,11 @@ std::string CommDebugMode::generate_comm_debug_tracing_table(int noise_level) co
 }
 
 void CommDebugMode::log_comm_debug_tracing_table_to_file(const std::string& path, int noise_level) const {
-  write_text_file(path, comm_debug_tracing_table(trace(), noise_level, /*color=*/false));
+  trace::write_text_file(path, comm_debug_tracing_table(trace(), noise_level, /*color=*/false));
 }
 
 void CommDebugMode::generate_json_dump(const std::string& path, int noise_level) const {
-  write_text_file(path, comm_trace_to_json(trace(), noise_level));
+  trace::write_text_file(path, comm_trace_to_json(trace(), noise_level));
 }
 
 void CommDebugMode::generate_chrome_trace(const std::string& path, const ChromeTraceOptions& options) const {

@@ -27,7 +27,7 @@
 #include "layout/placement.h"
 #include "debug/chrome_trace.h"
 #include "debug/module_tracker.h"
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::debug {
 
@@ -92,12 +92,12 @@ class CommDebugMode : public CollectiveObserver, public OpObserver {
   void exit();
 
   /// Collective name ("all_reduce", ...) -> number issued.
-  KindCounts get_comm_counts() const;
+  trace::KindCounts get_comm_counts() const;
   /// Number of collectives issued (barriers included).
   int64_t get_total_counts() const;
   /// fqn -> "forward"/"backward" -> collective -> count; every ancestor
   /// (Global included) counts its descendants' collectives.
-  ModuleCounts get_comm_module_counts() const;
+  trace::ModuleCounts get_comm_module_counts() const;
   /// "fqn.param" -> placements of the DTensor parameters of entered modules.
   std::map<std::string, Placements> get_sharding_info() const;
   /// fqn -> parameter name -> parameter, for entered modules.
@@ -111,7 +111,7 @@ class CommDebugMode : public CollectiveObserver, public OpObserver {
   /// The table without ANSI codes, written to `path`.
   void log_comm_debug_tracing_table_to_file(const std::string& path = "comm_mode_log.txt",
                                             int noise_level = 3) const;
-  /// The JSON of debug/comm_trace_schema.md, written to `path`.
+  /// The JSON of trace/comm_trace_schema.md, written to `path`.
   void generate_json_dump(const std::string& path = "comm_mode_log.json", int noise_level = 3) const;
   /// A Chrome trace (one track: this rank), see chrome_trace.h.
   void generate_chrome_trace(const std::string& path, const ChromeTraceOptions& options = {}) const;
@@ -119,7 +119,7 @@ class CommDebugMode : public CollectiveObserver, public OpObserver {
   /// Everything recorded, as plain values (see trace_model.h). On worlds
   /// that count memory, trace().memory holds this rank's peak during the
   /// session and where it was reached (See Note [Memory location]).
-  CommTrace trace() const;
+  trace::CommTrace trace() const;
   /// Every collective issued, in order, as the backend reported it.
   std::vector<CollectiveEvent> events() const;
   /// The module tracker of the current (or last) session.
@@ -133,11 +133,11 @@ class CommDebugMode : public CollectiveObserver, public OpObserver {
   struct Raw {
     CollectiveEvent event;
     std::string module;
-    Phase phase;
+    trace::Phase phase;
     double ts_us;
   };
   World& begin(const char* caller);
-  static CollectiveRecord to_record(const Raw& raw, int64_t seq);
+  static trace::CollectiveRecord to_record(const Raw& raw, int64_t seq);
   double now_us() const;
   void learn_mesh_locked(const DeviceMesh& mesh);
   void record_local_op(const std::string& name, c10::ArrayRef<const c10::IValue> inputs);
@@ -152,9 +152,9 @@ class CommDebugMode : public CollectiveObserver, public OpObserver {
   int64_t world_size_ = 1;
   std::chrono::steady_clock::time_point epoch_;
   std::vector<Raw> raw_;
-  std::vector<OpRecord> ops_;
+  std::vector<trace::OpRecord> ops_;
   std::vector<DeviceMesh> meshes_;
-  std::optional<RankMemoryRecord> memory_;  // See Note [Memory location]
+  std::optional<trace::RankMemoryRecord> memory_;  // See Note [Memory location]
 };
 
 }  // namespace dtensor::debug

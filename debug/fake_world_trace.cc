@@ -6,46 +6,12 @@
 #include <algorithm>
 #include <set>
 
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 #include "debug/tracing_table.h"
 
 namespace dtensor::debug {
 
-// Phases and kinds of both tables, so that a count missing on one side shows as 0.
-std::vector<std::string> diff_module_counts(const ModuleCounts& expected, const ModuleCounts& actual,
-                                            const std::string& expected_label) {
-  std::set<std::string> fqns;
-  for (const auto& e : expected) fqns.insert(e.first);
-  for (const auto& a : actual) fqns.insert(a.first);
-  std::vector<std::string> out;
-  for (const std::string& fqn : fqns) {
-    for (const char* phase : {"forward", "backward"}) {
-      auto lookup = [&](const ModuleCounts& table) {
-        KindCounts k;
-        if (auto it = table.find(fqn); it != table.end()) {
-          if (auto p = it->second.find(phase); p != it->second.end()) k = p->second;
-        }
-        return k;
-      };
-      KindCounts e = lookup(expected);
-      KindCounts a = lookup(actual);
-      std::set<std::string> kinds;
-      for (const auto& x : e) kinds.insert(x.first);
-      for (const auto& x : a) kinds.insert(x.first);
-      for (const std::string& kind : kinds) {
-        const int64_t ev = e.count(kind) ? e.at(kind) : 0;
-        const int64_t av = a.count(kind) ? a.at(kind) : 0;
-        if (ev != av) {
-          out.push_back(fqn + " " + phase + " " + kind + ": " + std::to_string(av) + " (" + expected_label +
-                        ": " + std::to_string(ev) + ")");
-        }
-      }
-    }
-  }
-  return out;
-}
-
-void FakeWorldTrace::add(const CommTrace& rank_trace) {
+void FakeWorldTrace::add(const trace::CommTrace& rank_trace) {
   TORCH_CHECK(rank_trace.rank >= 0, "FakeWorldTrace::add: expected one rank's trace, got a merged one (rank ",
               rank_trace.rank, ")");
   std::lock_guard<std::mutex> lock(mutex_);
@@ -71,33 +37,33 @@ int64_t FakeWorldTrace::reference_rank_locked() const {
   return ranks_.begin()->first;
 }
 
-CommTrace FakeWorldTrace::rank_trace(int64_t rank) const {
+trace::CommTrace FakeWorldTrace::rank_trace(int64_t rank) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = ranks_.find(rank);
   TORCH_CHECK(it != ranks_.end(), "FakeWorldTrace: rank ", rank, " did not publish a trace");
   return it->second;
 }
 
-CommTrace FakeWorldTrace::trace() const {
+trace::CommTrace FakeWorldTrace::trace() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  CommTrace merged;
+  trace::CommTrace merged;
   merged.rank = -1;
   if (ranks_.empty()) return merged;
   double epoch = ranks_.begin()->second.epoch_us;
   for (const auto& entry : ranks_) epoch = std::min(epoch, entry.second.epoch_us);
   merged.epoch_us = epoch;
   const int64_t reference = reference_rank_locked();
-  const CommTrace& ref = ranks_.at(reference);
-  const ModuleCounts ref_counts = comm_module_counts(ref);
+  const trace::CommTrace& ref = ranks_.at(reference);
+  const trace::ModuleCounts ref_counts = comm_module_counts(ref);
   std::set<std::string> known;
   for (const auto& [rank, t] : ranks_) {
     merged.world_size = std::max(merged.world_size, t.world_size);
     if (!merged.mesh && t.mesh) merged.mesh = t.mesh;
-    for (const ModuleRecord& m : t.modules) {
+    for (const trace::ModuleRecord& m : t.modules) {
       if (known.insert(m.fqn).second) merged.modules.push_back(m);
     }
     const double shift = t.epoch_us - epoch;
-    for (CollectiveRecord r : t.collectives) {
+    for (trace::CollectiveRecord r : t.collectives) {
       r.ts_us += shift;
       merged.collectives.push_back(std::move(r));
     }
@@ -106,7 +72,7 @@ CommTrace FakeWorldTrace::trace() const {
     for (const auto& [r, m] : t.memory) merged.memory[r] = m;
     if (rank == reference) continue;
     std::vector<std::string> diffs =
-        diff_module_counts(ref_counts, comm_module_counts(t), "rank " + std::to_string(reference));
+        trace::diff_module_counts(ref_counts, comm_module_counts(t), "rank " + std::to_string(reference));
     if (diffs.empty()) continue;
     merged.differing_ranks.push_back(rank);
     for (const std::string& d : diffs)
@@ -115,28 +81,28 @@ CommTrace FakeWorldTrace::trace() const {
   return merged;
 }
 
-KindCounts FakeWorldTrace::get_comm_counts() const {
+trace::KindCounts FakeWorldTrace::get_comm_counts() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return comm_counts(ranks_.at(reference_rank_locked()));
 }
 
-KindCounts FakeWorldTrace::get_comm_counts(int64_t rank) const { return comm_counts(rank_trace(rank)); }
+trace::KindCounts FakeWorldTrace::get_comm_counts(int64_t rank) const { return comm_counts(rank_trace(rank)); }
 
 int64_t FakeWorldTrace::get_total_counts() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return total_counts(ranks_.at(reference_rank_locked()));
 }
 
-ModuleCounts FakeWorldTrace::get_comm_module_counts() const {
+trace::ModuleCounts FakeWorldTrace::get_comm_module_counts() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return comm_module_counts(ranks_.at(reference_rank_locked()));
 }
 
-ModuleCounts FakeWorldTrace::get_comm_module_counts(int64_t rank) const {
+trace::ModuleCounts FakeWorldTrace::get_comm_module_counts(int64_t rank) const {
   return comm_module_counts(rank_trace(rank));
 }
 
-std::map<int64_t, KindCounts> FakeWorldTrace::per_rank_counts() const { return trace().per_rank_counts; }
+std::map<int64_t, trace::KindCounts> FakeWorldTrace::per_rank_counts() const { return trace().per_rank_counts; }
 
 std::vector<int64_t> FakeWorldTrace::differing_ranks() const { return trace().differing_ranks; }
 
@@ -147,11 +113,11 @@ std::string FakeWorldTrace::generate_comm_debug_tracing_table(int noise_level) c
 }
 
 void FakeWorldTrace::log_comm_debug_tracing_table_to_file(const std::string& path, int noise_level) const {
-  write_text_file(path, comm_debug_tracing_table(trace(), noise_level, /*color=*/false));
+  trace::write_text_file(path, comm_debug_tracing_table(trace(), noise_level, /*color=*/false));
 }
 
 void FakeWorldTrace::generate_json_dump(const std::string& path, int noise_level) const {
-  write_text_file(path, comm_trace_to_json(trace(), noise_level));
+  trace::write_text_file(path, comm_trace_to_json(trace(), noise_level));
 }
 
 void FakeWorldTrace::generate_chrome_trace(const std::string& path, const ChromeTraceOptions& options) const {

@@ -18,7 +18,7 @@
 
 #include "layout/comm_cost.h"
 #include "debug/chrome_trace.h"
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::debug {
 
@@ -34,7 +34,7 @@ class FakeWorldTrace {
 
   /// Stores `rank_trace` (rank >= 0) as that rank's trace, replacing what the
   /// rank published before (entering a mode again resets its counts).
-  void add(const CommTrace& rank_trace);
+  void add(const trace::CommTrace& rank_trace);
   /// Forgets every rank's trace.
   void clear();
 
@@ -42,17 +42,17 @@ class FakeWorldTrace {
   std::vector<int64_t> ranks() const;
   /// The merged trace (rank -1): every rank's records, times on a common
   /// clock, the module tree of all ranks, per-rank counts and differences.
-  CommTrace trace() const;
+  trace::CommTrace trace() const;
   /// One rank's trace as published. Throws when `rank` did not publish.
-  CommTrace rank_trace(int64_t rank) const;
+  trace::CommTrace rank_trace(int64_t rank) const;
 
-  KindCounts get_comm_counts() const;
-  KindCounts get_comm_counts(int64_t rank) const;
+  trace::KindCounts get_comm_counts() const;
+  trace::KindCounts get_comm_counts(int64_t rank) const;
   int64_t get_total_counts() const;
-  ModuleCounts get_comm_module_counts() const;
-  ModuleCounts get_comm_module_counts(int64_t rank) const;
+  trace::ModuleCounts get_comm_module_counts() const;
+  trace::ModuleCounts get_comm_module_counts(int64_t rank) const;
   /// rank -> collective -> count.
-  std::map<int64_t, KindCounts> per_rank_counts() const;
+  std::map<int64_t, trace::KindCounts> per_rank_counts() const;
   /// Ranks whose per-module counts differ from the reference rank's.
   std::vector<int64_t> differing_ranks() const;
   /// One line per difference: "rank 2: MLPModule.net2 forward all_reduce: 2 (rank 0: 1)".
@@ -63,7 +63,7 @@ class FakeWorldTrace {
   std::string generate_comm_debug_tracing_table(int noise_level = 3) const;
   void log_comm_debug_tracing_table_to_file(const std::string& path = "comm_mode_log.txt",
                                             int noise_level = 3) const;
-  /// The merged JSON (schema: debug/comm_trace_schema.md).
+  /// The merged JSON (schema: trace/comm_trace_schema.md).
   void generate_json_dump(const std::string& path = "comm_mode_log.json", int noise_level = 3) const;
   /// One track per rank (see chrome_trace.h).
   void generate_chrome_trace(const std::string& path, const ChromeTraceOptions& options = {}) const;
@@ -71,12 +71,7 @@ class FakeWorldTrace {
  private:
   int64_t reference_rank_locked() const;
   mutable std::mutex mutex_;
-  std::map<int64_t, CommTrace> ranks_;
+  std::map<int64_t, trace::CommTrace> ranks_;
 };
-
-/// Differences between two module-count tables, one line each:
-/// "<fqn> <phase> <kind>: <actual> (<expected_label>: <expected>)"; empty when equal.
-std::vector<std::string> diff_module_counts(const ModuleCounts& expected, const ModuleCounts& actual,
-                                            const std::string& expected_label);
 
 }  // namespace dtensor::debug

@@ -58,7 +58,7 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
   mutable std::mutex mutex;
   bool active = false;
   std::unordered_map<const torch::nn::Module*, Name> names;
-  std::vector<ModuleRecord> modules;
+  std::vector<trace::ModuleRecord> modules;
   std::unordered_map<std::string, size_t> module_index;
   std::map<std::string, std::map<std::string, at::Tensor>> parameters;
   std::map<std::string, Placements> sharding;
@@ -93,7 +93,7 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
   }
 
   const std::string& parent_of(const std::string& fqn) const {
-    static const std::string kGlobal = kGlobalFqn;
+    static const std::string kGlobal = trace::kGlobalFqn;
     auto it = module_index.find(fqn);
     return it == module_index.end() ? kGlobal : modules[it->second].parent;
   }
@@ -101,7 +101,7 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
   // [fqn's outermost ancestor, ..., fqn] (Global excluded).
   std::vector<std::string> path_to(const std::string& fqn) const {
     std::vector<std::string> path;
-    for (std::string at = fqn; at != kGlobalFqn && path.size() <= modules.size(); at = parent_of(at)) {
+    for (std::string at = fqn; at != trace::kGlobalFqn && path.size() <= modules.size(); at = parent_of(at)) {
       path.push_back(at);
     }
     std::reverse(path.begin(), path.end());
@@ -144,7 +144,7 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
 
   void record_module(torch::nn::Module& module, const std::string& fqn, const std::string& parent) {
     if (module_index.count(fqn) > 0) return;
-    ModuleRecord record;
+    trace::ModuleRecord record;
     record.fqn = fqn;
     record.module_type = ModuleTracker::module_type(module);
     record.parent = parent;
@@ -174,7 +174,7 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
       const Range& r = ranges[static_cast<size_t>(i)];
       if (s >= r.begin && s < r.end) return r.fqn;
     }
-    return kGlobalFqn;
+    return trace::kGlobalFqn;
   }
 
   void sync_task() {
@@ -193,9 +193,9 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
         std::string m = module_of_node(running_nodes.back());
         if (!m.empty()) return m;
       }
-      return backward_stack.empty() ? std::string(kGlobalFqn) : backward_stack.back();
+      return backward_stack.empty() ? std::string(trace::kGlobalFqn) : backward_stack.back();
     }
-    return forward_stack.empty() ? std::string(kGlobalFqn) : forward_stack.back().fqn;
+    return forward_stack.empty() ? std::string(trace::kGlobalFqn) : forward_stack.back().fqn;
   }
 
   void backward_enter(const std::string& fqn) {
@@ -253,7 +253,7 @@ class ModuleTracker::Observer : public nn::ModuleObserver, public internal::Reco
       s.task = nullptr;
     }
     const std::string fqn = s.name_of(module);
-    const std::string parent = s.forward_stack.empty() ? std::string(kGlobalFqn) : s.forward_stack.back().fqn;
+    const std::string parent = s.forward_stack.empty() ? std::string(trace::kGlobalFqn) : s.forward_stack.back().fqn;
     s.record_module(module, fqn, parent);
     for (const at::Tensor& t : inputs) s.learn_mesh(t);
     State::Frame frame{&module, fqn, bw, -1};
@@ -382,11 +382,11 @@ bool ModuleTracker::is_bw() const { return in_backward(); }
 std::vector<std::string> ModuleTracker::parents() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   std::vector<std::string> path = state_->path_to(state_->current());
-  path.insert(path.begin(), kGlobalFqn);
+  path.insert(path.begin(), trace::kGlobalFqn);
   return path;
 }
 
-std::vector<ModuleRecord> ModuleTracker::modules() const {
+std::vector<trace::ModuleRecord> ModuleTracker::modules() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->modules;
 }

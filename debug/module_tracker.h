@@ -17,7 +17,7 @@
 #include "core/device_mesh.h"
 #include "layout/placement.h"
 #include "core/nn/module_call.h"
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::debug {
 
@@ -48,7 +48,7 @@ namespace dtensor::debug {
 //    parent whose output was not seen is still on the stack). Every node of
 //    known origin that starts re-anchors the stack at its module.
 // PyTorch instead attributes all backward work to the module whose backward
-// pre-hook fired last. Phase: get_current_graph_task_exec_info() != nullptr
+// pre-hook fired last. trace::Phase: get_current_graph_task_exec_info() != nullptr
 // means this thread runs backward. A forward scope entered during backward
 // (activation checkpointing recomputation) is its own module, phase backward.
 // Hooks hold the tracker's state weakly and the tensors are held weakly
@@ -99,13 +99,13 @@ class ModuleTracker {
   std::string current_module() const;
   /// True while this thread runs an autograd backward (PyTorch's is_bw).
   bool is_bw() const;
-  Phase current_phase() const { return is_bw() ? Phase::kBackward : Phase::kForward; }
+  trace::Phase current_phase() const { return is_bw() ? trace::Phase::kBackward : trace::Phase::kForward; }
   /// [Global, ..., current_module()] (PyTorch's parents, as a path).
   std::vector<std::string> parents() const;
 
   /// Modules entered in forward, first-entry order, with type and DTensor
   /// parameter placements.
-  std::vector<ModuleRecord> modules() const;
+  std::vector<trace::ModuleRecord> modules() const;
   /// fqn -> parameter name -> parameter (all parameters, not recursive).
   std::map<std::string, std::map<std::string, at::Tensor>> parameter_info() const;
   /// "fqn.param" -> placements, for DTensor parameters.

@@ -30,14 +30,14 @@ std::string list_text(const std::vector<T>& items, F item_text) {
 }
 
 struct TableWriter {
-  TableWriter(const CommTrace& v, int noise_level, bool c)
+  TableWriter(const trace::CommTrace& v, int noise_level, bool c)
       : view(v), filter(noise_level), color(c), counts(comm_module_counts(v)), bytes(comm_module_bytes(v)) {}
 
-  const CommTrace& view;
-  NoiseFilter filter;
+  const trace::CommTrace& view;
+  trace::NoiseFilter filter;
   bool color;
-  ModuleCounts counts;
-  ModuleCounts bytes;
+  trace::ModuleCounts counts;
+  trace::ModuleCounts bytes;
   std::ostringstream out;
 
   void line(const std::string& indent, const std::string& text, const char* colour = nullptr) {
@@ -48,24 +48,24 @@ struct TableWriter {
     }
   }
 
-  void phase_block(const std::string& fqn, Phase phase, const std::string& indent,
+  void phase_block(const std::string& fqn, trace::Phase phase, const std::string& indent,
                    const std::string& item_indent, const std::string& detail_indent) {
-    KindCounts collectives;
-    KindCounts byte_counts;
+    trace::KindCounts collectives;
+    trace::KindCounts byte_counts;
     if (auto it = counts.find(fqn); it != counts.end()) collectives = it->second.at(phase_name(phase));
     if (auto it = bytes.find(fqn); it != bytes.end()) byte_counts = it->second.at(phase_name(phase));
-    std::vector<const OpRecord*> ops;
-    for (const OpRecord& op : view.operations) {
+    std::vector<const trace::OpRecord*> ops;
+    for (const trace::OpRecord& op : view.operations) {
       if (op.module == fqn && op.phase == phase && filter.shows(op)) ops.push_back(&op);
     }
     if (collectives.empty() && ops.empty()) return;
-    line(indent, phase == Phase::kForward ? "FORWARD PASS" : "BACKWARD PASS");
+    line(indent, phase == trace::Phase::kForward ? "FORWARD PASS" : "BACKWARD PASS");
     for (const auto& [kind, n] : collectives) {
       line(item_indent,
            "*" + kind + ": " + std::to_string(n) + " (" + std::to_string(byte_counts[kind]) + " B)", kYellow);
     }
     if (filter.module_data) origin_lines(fqn, phase, item_indent, detail_indent);
-    for (const OpRecord* op : ops) {
+    for (const trace::OpRecord* op : ops) {
       line(item_indent, "**" + op->name, kYellow);
       if (op->input_shapes.empty() && op->input_sharding.empty()) continue;
       line(detail_indent, "shape: " + list_text(op->input_shapes, shape_text), kRed);
@@ -79,11 +79,11 @@ struct TableWriter {
   // Noise level 1+: why this module's own collectives happened, one line per
   // (collective, origin) with its count; level 2+ adds the strategy chosen
   // and the cheapest one rejected for implicit ones.
-  void origin_lines(const std::string& fqn, Phase phase, const std::string& item_indent,
+  void origin_lines(const std::string& fqn, trace::Phase phase, const std::string& item_indent,
                     const std::string& detail_indent) {
-    std::map<std::pair<std::string, std::string>, std::pair<int64_t, const CollectiveRecord*>> groups;
+    std::map<std::pair<std::string, std::string>, std::pair<int64_t, const trace::CollectiveRecord*>> groups;
     std::vector<std::pair<std::string, std::string>> order;
-    for (const CollectiveRecord& r : view.collectives) {
+    for (const trace::CollectiveRecord& r : view.collectives) {
       if (r.module != fqn || r.phase != phase) continue;
       const std::string why = r.origin ? origin_summary(*r.origin) : std::string("origin unknown");
       auto key = std::make_pair(r.kind, why);
@@ -96,7 +96,7 @@ struct TableWriter {
       line(item_indent, "*" + key.first + " x" + std::to_string(n) + " from " + key.second,
            first->origin && !first->origin->is_explicit ? kRed : kYellow);
       if (!filter.local_ops || !first->origin || first->origin->strategy.empty()) continue;
-      const CollectiveOriginRecord& o = *first->origin;
+      const trace::CollectiveOriginRecord& o = *first->origin;
       std::string detail = "strategy: " + o.strategy + " (cost " + cost_text(o.strategy_cost) + ")";
       if (!o.rejected_strategy.empty())
         detail += "; rejected: " + o.rejected_strategy + " (cost " + cost_text(o.rejected_cost) + ")";
@@ -113,7 +113,7 @@ struct TableWriter {
   void module(const std::string& fqn, int depth) {
     const std::string indent(static_cast<size_t>(4 * depth), ' ');
     line(indent, fqn);
-    const ModuleRecord* m = find_module(view, fqn);
+    const trace::ModuleRecord* m = find_module(view, fqn);
     if (filter.module_data && m != nullptr) {
       line(indent, "*module type: " + m->module_type);
       if (!m->parameters.empty()) {
@@ -123,23 +123,23 @@ struct TableWriter {
     }
     const std::string item_indent(static_cast<size_t>(4 * depth + 4), ' ');
     const std::string detail_indent(static_cast<size_t>(4 * depth + 6), ' ');
-    phase_block(fqn, Phase::kForward, indent + "  ", item_indent, detail_indent);
-    phase_block(fqn, Phase::kBackward, indent + "  ", item_indent, detail_indent);
+    phase_block(fqn, trace::Phase::kForward, indent + "  ", item_indent, detail_indent);
+    phase_block(fqn, trace::Phase::kBackward, indent + "  ", item_indent, detail_indent);
     for (const std::string& child : module_children(view, fqn)) module(child, depth + 1);
   }
 };
 
 }  // namespace
 
-std::string comm_debug_tracing_table(const CommTrace& trace, int noise_level, bool color) {
+std::string comm_debug_tracing_table(const trace::CommTrace& trace, int noise_level, bool color) {
   const bool merged = trace.rank < 0;
   const std::vector<int64_t> ranks = ranks_in(trace);
   const int64_t reference = ranks.empty() ? 0 : ranks.front();
-  const CommTrace view = merged ? rank_view(trace, reference) : trace;
+  const trace::CommTrace view = merged ? rank_view(trace, reference) : trace;
   TableWriter writer(view, noise_level, color);
   if (merged)
     writer.out << "(fake world: " << ranks.size() << " ranks traced, showing rank " << reference << ")\n";
-  writer.module(kGlobalFqn, 0);
+  writer.module(trace::kGlobalFqn, 0);
   if (merged && !trace.differing_ranks.empty()) {
     writer.out << "ranks differing from rank " << reference << ":";
     for (int64_t r : trace.differing_ranks) writer.out << ' ' << r;

@@ -6,11 +6,11 @@
 
 #include <string>
 
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::debug {
 
-/// The table of `trace` at `noise_level` (see NoiseFilter), modules in tree
+/// The table of `trace` at `noise_level` (see trace::NoiseFilter), modules in tree
 /// order (Global first, children in first-entry order), indented four spaces
 /// per tree level as in PyTorch. Collective lines add the bytes this rank sent:
 /// "*all_reduce: 1 (320 B)". With `color`, collective and operation lines
@@ -22,7 +22,7 @@ namespace dtensor::debug {
 ///       MLPModule
 ///         FORWARD PASS
 ///           *all_reduce: 1 (320 B)
-std::string comm_debug_tracing_table(const CommTrace& trace, int noise_level, bool color);
+std::string comm_debug_tracing_table(const trace::CommTrace& trace, int noise_level, bool color);
 
 /// `text` without ANSI escape sequences (ESC '[' ... final byte).
 std::string strip_ansi(const std::string& text);

@@ -34,8 +34,8 @@ seconds=${2:-60}
 for t in ${targets[@]}; do
   case $t in
     placement_parser) build placement_parser fuzz/placement_fuzz.cc "${layout_srcs[@]}"; corpus=placement ;;
-    trace_json) build trace_json fuzz/trace_json_fuzz.cc debug/trace_json.cc debug/trace_json_reader.cc debug/trace_model.cc \
-                  gui/model/trace_loader.cc gui/model/trace_model.cc -- -lc10; corpus=trace_json ;;
+    trace_json) build trace_json fuzz/trace_json_fuzz.cc trace/trace_json.cc trace/trace_json_reader.cc trace/trace_model.cc \
+                  trace/module_tree.cc gui/model/trace_loader.cc -- -lc10; corpus=trace_json ;;
     *) echo "fuzz/build.sh: unknown target $t (placement_parser, trace_json)" >&2; exit 2 ;;
   esac
   scratch="$out/corpus_$t"

@@ -17,8 +17,8 @@ namespace dtensor::fuzz {
 /// plan_redistribute must return a valid chain of steps or throw LayoutError.
 int placement_parser(const uint8_t* data, size_t size);
 
-/// Comm trace JSON: debug::comm_trace_from_json must return or throw
-/// debug::TraceJsonError (nothing else); a trace it returns must write and read back to
+/// Comm trace JSON: trace::comm_trace_from_json must return or throw
+/// trace::TraceJsonError (nothing else); a trace it returns must write and read back to
 /// the same JSON; validate_comm_trace_json must not throw; the viewer's
 /// gui::parse_trace_json must not throw and must set exactly one of trace/error.
 int trace_json(const uint8_t* data, size_t size);

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 #include "fuzz/fuzz_entries.h"
 #include "gui/model/trace_loader.h"
 
@@ -22,20 +22,20 @@ namespace {
 int trace_json(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    const debug::CommTrace trace = debug::comm_trace_from_json(text);
-    const std::string written = debug::comm_trace_to_json(trace);
-    const std::string rewritten = debug::comm_trace_to_json(debug::comm_trace_from_json(written));
+    const trace::CommTrace trace = trace::comm_trace_from_json(text);
+    const std::string written = trace::comm_trace_to_json(trace);
+    const std::string rewritten = trace::comm_trace_to_json(trace::comm_trace_from_json(written));
     if (written != rewritten) finding("write/read/write is not stable", text);
-    if (!debug::validate_comm_trace_json(written).empty()) {
-      finding("our own output fails validation: " + debug::validate_comm_trace_json(written)[0], text);
+    if (!trace::validate_comm_trace_json(written).empty()) {
+      finding("our own output fails validation: " + trace::validate_comm_trace_json(written)[0], text);
     }
-  } catch (const debug::TraceJsonError& e) {
+  } catch (const trace::TraceJsonError& e) {
     if (std::string(e.what()).empty()) finding("empty error message", text);
   } catch (const std::exception& e) {
     finding(std::string("comm_trace_from_json threw a non-TraceJsonError: ") + e.what(), text);
   }
   try {
-    (void)debug::validate_comm_trace_json(text);
+    (void)trace::validate_comm_trace_json(text);
   } catch (const std::exception& e) {
     finding(std::string("validate_comm_trace_json threw: ") + e.what(), text);
   }

@@ -1,8 +1,8 @@
 // Why a collective happened: the origin of the redistribution that issued it,
 // as plain data (no LibTorch). core/ fills one for every collective it issues
 // (Note [Collective origins] in core/redistribution_origin.h); CollectiveEvent
-// carries it, CommDebugMode records it (debug::CollectiveRecord::origin), the
-// comm trace JSON writes it ("origin" of an event, debug/comm_trace_schema.md)
+// carries it, CommDebugMode records it (trace::CollectiveRecord::origin), the
+// comm trace JSON writes it ("origin" of an event, trace/comm_trace_schema.md)
 // and reports group and diff by it.
 //   CollectiveOrigin o;  // aten::mm needed input 1 as R on mesh dim 0
 //   o.cause = "implicit"; o.op = "aten::mm"; o.input_index = 1;

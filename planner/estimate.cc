@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "debug/comm_estimate.h"
+#include "trace/comm_estimate.h"
 
 namespace dtensor::planner {
 
@@ -24,7 +24,7 @@ namespace dtensor::planner {
 // Topology::hbm_gbps. Composite ops (matmul, linear, layer_norm, ...) are not
 // counted: their kernels are.
 // Comm: each recorded collective costs the alpha-beta time of its mesh dim's
-// link (Topology::link) on its ring bytes (debug/comm_estimate.h), 0 for
+// link (Topology::link) on its ring bytes (trace/comm_estimate.h), 0 for
 // groups of one rank.
 // Step: micro_steps * (forward + backward) + update. Serial: compute plus all
 // collectives. Overlap: the micro-step collectives (tensor / sequence
@@ -98,11 +98,11 @@ bool is_scalar_wrapper(const std::string& name) {
   return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-void add_ops(const debug::CommTrace& trace, int64_t element_size, double* fwd_flops, double* bwd_flops,
+void add_ops(const trace::CommTrace& trace, int64_t element_size, double* fwd_flops, double* bwd_flops,
              double* fwd_bytes, double* bwd_bytes) {
-  for (const debug::OpRecord& op : trace.operations) {
+  for (const trace::OpRecord& op : trace.operations) {
     if (op.dtensor) continue;  // its local kernels are recorded as local ops
-    const bool fwd = op.phase == debug::Phase::kForward;
+    const bool fwd = op.phase == trace::Phase::kForward;
     const double f = matmul_flops(op.name, op.input_shapes);
     if (f >= 0) {
       *(fwd ? fwd_flops : bwd_flops) += f;
@@ -114,16 +114,16 @@ void add_ops(const debug::CommTrace& trace, int64_t element_size, double* fwd_fl
   }
 }
 
-void add_comm(const debug::CommTrace& trace, const char* phase, int64_t times, const Topology& topology,
+void add_comm(const trace::CommTrace& trace, const char* phase, int64_t times, const Topology& topology,
               std::map<std::tuple<std::string, std::string, std::string>, CommRow>* rows) {
-  for (const debug::CollectiveRecord& r : trace.collectives) {
+  for (const trace::CollectiveRecord& r : trace.collectives) {
     const std::string dim = r.mesh_dim_name.empty() ? "?" : r.mesh_dim_name;
     CommRow& row = (*rows)[{phase, r.kind, dim}];
     row.kind = r.kind, row.mesh_dim = dim, row.phase = phase;
     row.count += times;
     row.bytes += times * r.bytes;
-    row.ring_bytes += times * debug::ring_bytes_per_rank(r);
-    row.time_us += static_cast<double>(times) * debug::estimate_collective_us(r, topology.link(dim));
+    row.ring_bytes += times * trace::ring_bytes_per_rank(r);
+    row.time_us += static_cast<double>(times) * trace::estimate_collective_us(r, topology.link(dim));
   }
 }
 

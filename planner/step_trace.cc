@@ -99,7 +99,7 @@ StepMeasure StepRecorder::finish() {
   measure_.update = update_.trace();
   // Each session's peak (CommDebugMode resets it at enter, See Note [Memory
   // location]); the step's is the larger.
-  for (const debug::CommTrace* t : {&measure_.forward_backward, &measure_.update}) {
+  for (const trace::CommTrace* t : {&measure_.forward_backward, &measure_.update}) {
     auto it = t->memory.find(measure_.rank);
     if (it == t->memory.end()) continue;
     if (!measure_.peak_bytes || it->second.peak_bytes > *measure_.peak_bytes) {

@@ -21,7 +21,7 @@
 
 #include "backends/world.h"
 #include "debug/comm_debug_mode.h"
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 #include "planner/plan_config.h"
 
 namespace dtensor::planner {
@@ -30,9 +30,9 @@ namespace dtensor::planner {
 struct StepMeasure {
   int64_t rank = 0;
   /// One micro-step's forward + backward: collectives, DTensor and local ops.
-  debug::CommTrace forward_backward;
+  trace::CommTrace forward_backward;
   /// Gradient averaging over dp and the optimizer step.
-  debug::CommTrace update;
+  trace::CommTrace update;
   /// This rank's bytes (local shards, tied parameters once) after the warm-up.
   int64_t parameter_bytes = 0;
   int64_t gradient_bytes = 0;

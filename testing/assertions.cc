@@ -13,7 +13,7 @@
 
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 
 namespace dtensor::testing {
 namespace {
@@ -155,7 +155,7 @@ debug::CommReport comm_report_of(const debug::FakeWorldTrace& trace) {
     }
     const char* dir = std::getenv("DTENSOR_GOLDEN_DIR");
     const std::string path = dir != nullptr && *dir != '\0' ? std::string(dir) + "/" + golden_path : golden_path;
-    debug::write_text_file(path, actual);
+    trace::write_text_file(path, actual);
     return ::testing::AssertionSuccess() << "updated " << path;
   }
   if (!std::ifstream(golden_path).good()) {
@@ -164,7 +164,7 @@ debug::CommReport comm_report_of(const debug::FakeWorldTrace& trace) {
            << "DTENSOR_UPDATE_GOLDEN=1 (see testing/assertions.h) or comm_report --json. This run:\n"
            << actual;
   }
-  const debug::GoldenComparison cmp = debug::compare_report_json(debug::read_text_file(golden_path), actual);
+  const debug::GoldenComparison cmp = debug::compare_report_json(trace::read_text_file(golden_path), actual);
   if (cmp.matches) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "comm report " << report_expr << " differs from golden " << golden_path
                                        << ":\n"

@@ -16,7 +16,7 @@
 namespace dtensor::testing {
 
 /// Collective name ("all_reduce", collective_name's spelling) -> count; the
-/// same type as debug::KindCounts, so EXPECT_COMM_COUNTS takes it.
+/// same type as trace::KindCounts, so EXPECT_COMM_COUNTS takes it.
 using Counts = std::map<std::string, int64_t>;
 
 /// Registered on world.observers() from construction to destruction, so it

@@ -15,12 +15,12 @@
 #include <utility>
 
 #include "debug/comm_debug_mode.h"
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::testing {
 
-using debug::KindCounts;
-using debug::ModuleCounts;
+using trace::KindCounts;
+using trace::ModuleCounts;
 
 /// Passes when the counts are equal; the failure lists each differing kind.
 ::testing::AssertionResult CommCountsEqual(const char* actual_expr, const char* expected_expr,
@@ -64,10 +64,10 @@ KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fq
 /// A comma at the top level of a block must be inside parentheses.
 #define EXPECT_COMM_COUNTS(source, ...)                                                                 \
   EXPECT_PRED_FORMAT2(::dtensor::testing::CommCountsEqual,                                              \
-                      ::dtensor::testing::comm_counts_of(source), ::dtensor::debug::KindCounts(__VA_ARGS__))
+                      ::dtensor::testing::comm_counts_of(source), ::dtensor::trace::KindCounts(__VA_ARGS__))
 #define ASSERT_COMM_COUNTS(source, ...)                                                                 \
   ASSERT_PRED_FORMAT2(::dtensor::testing::CommCountsEqual,                                              \
-                      ::dtensor::testing::comm_counts_of(source), ::dtensor::debug::KindCounts(__VA_ARGS__))
+                      ::dtensor::testing::comm_counts_of(source), ::dtensor::trace::KindCounts(__VA_ARGS__))
 
 /// EXPECT_COMM_MODULE_COUNTS(x, fqn, phase, {{"all_reduce", 1}}): that module's
 /// counts in x.get_comm_module_counts() for "forward" or "backward".
@@ -75,7 +75,7 @@ KindCounts module_phase_counts(const ModuleCounts& counts, const std::string& fq
   EXPECT_PRED_FORMAT2(                                                                                  \
       ::dtensor::testing::CommCountsEqual,                                                              \
       ::dtensor::testing::module_phase_counts((source).get_comm_module_counts(), (fqn), (phase)),       \
-      ::dtensor::debug::KindCounts(__VA_ARGS__))
+      ::dtensor::trace::KindCounts(__VA_ARGS__))
 
 /// EXPECT_NO_IMPLICIT_REDISTRIBUTION(statements): the statements (run once,
 /// on this rank) make no implicit redistribution that communicates; see

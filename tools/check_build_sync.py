@@ -20,7 +20,7 @@ import bazel_sources  # noqa: E402
 
 # Folders whose packages hold library code (tests/, examples/, benchmarks/,
 # fuzz/ are Bazel-only by design: the CMake build is for users' builds).
-LIBRARY_FOLDERS = ["layout", "core", "backends", "debug", "testing", "gui"]
+LIBRARY_FOLDERS = ["layout", "trace", "core", "backends", "debug", "testing", "gui"]
 
 
 def library_packages():

@@ -12,7 +12,7 @@
 
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
-#include "debug/comm_estimate.h"
+#include "trace/comm_estimate.h"
 #include "layout/text.h"
 #include "debug/fake_world_trace.h"
 
@@ -31,13 +31,13 @@ std::map<std::string, ReportProgramInfo>& registry() {
   return *programs;
 }
 
-CommTrace reference_view(const CommTrace& trace) {
+trace::CommTrace reference_view(const trace::CommTrace& trace) {
   if (trace.rank >= 0) return trace;
   const std::vector<int64_t> ranks = ranks_in(trace);
   return rank_view(trace, ranks.empty() ? 0 : ranks.front());
 }
 
-std::string dim_label(const CollectiveRecord& r) {
+std::string dim_label(const trace::CollectiveRecord& r) {
   return r.mesh_dim_name.empty() ? std::to_string(r.mesh_dim) : r.mesh_dim_name;
 }
 
@@ -49,10 +49,10 @@ struct DimStats {
   double estimated_us = 0;
 };
 
-std::map<std::string, std::map<std::string, DimStats>> stats_by_kind_and_dim(const CommTrace& view,
+std::map<std::string, std::map<std::string, DimStats>> stats_by_kind_and_dim(const trace::CommTrace& view,
                                                                              const CommCostModel& model) {
   std::map<std::string, std::map<std::string, DimStats>> out;
-  for (const CollectiveRecord& r : view.collectives) {
+  for (const trace::CollectiveRecord& r : view.collectives) {
     DimStats& s = out[r.kind][dim_label(r)];
     ++s.count;
     s.bytes += r.bytes;
@@ -86,7 +86,7 @@ void diff_json(const Json& expected, const Json& actual, const std::string& path
 // ---- origins: what changed and why -----------------------------------------
 
 // One group of the report's "origins": collectives of one kind in one module
-// and phase with the same origin (debug/comm_trace_schema.md).
+// and phase with the same origin (trace/comm_trace_schema.md).
 struct OriginGroup {
   std::string module, phase, kind, origin;
   bool is_explicit = false;
@@ -95,9 +95,9 @@ struct OriginGroup {
   }
 };
 
-std::map<OriginGroup, int64_t> origin_groups(const CommTrace& view) {
+std::map<OriginGroup, int64_t> origin_groups(const trace::CommTrace& view) {
   std::map<OriginGroup, int64_t> out;
-  for (const CollectiveRecord& r : view.collectives) {
+  for (const trace::CollectiveRecord& r : view.collectives) {
     OriginGroup g{r.module, phase_name(r.phase), r.kind, "", false};
     if (r.origin) {
       g.origin = origin_reason(*r.origin);
@@ -110,7 +110,7 @@ std::map<OriginGroup, int64_t> origin_groups(const CommTrace& view) {
   return out;
 }
 
-Json origins_json(const CommTrace& view) {
+Json origins_json(const trace::CommTrace& view) {
   Json out = Json::array();
   for (const auto& [g, n] : origin_groups(view)) {
     out.push_back({{"module", g.module}, {"phase", g.phase}, {"kind", g.kind}, {"explicit", g.is_explicit},
@@ -220,9 +220,9 @@ std::vector<ReportProgramInfo> report_programs() {
 
 // ---- running ---------------------------------------------------------------
 
-KindCounts CommReport::get_comm_counts() const { return comm_counts(reference_view(trace)); }
+trace::KindCounts CommReport::get_comm_counts() const { return comm_counts(reference_view(trace)); }
 
-ModuleCounts CommReport::get_comm_module_counts() const { return comm_module_counts(reference_view(trace)); }
+trace::ModuleCounts CommReport::get_comm_module_counts() const { return comm_module_counts(reference_view(trace)); }
 
 CommReport run_comm_report(const ReportOptions& options) {
   ReportProgram program;
@@ -277,7 +277,7 @@ CommReport run_comm_report(const ReportOptions& options) {
 // ---- writers ---------------------------------------------------------------
 
 std::string report_json(const CommReport& report) {
-  const CommTrace view = reference_view(report.trace);
+  const trace::CommTrace view = reference_view(report.trace);
   Json j;
   j["dtensor_report_version"] = 1;
   j["program"] = report.options.program;
@@ -319,7 +319,7 @@ std::string report_json(const CommReport& report) {
 }
 
 std::string report_markdown(const CommReport& report) {
-  const CommTrace view = reference_view(report.trace);
+  const trace::CommTrace view = reference_view(report.trace);
   const ReportOptions& o = report.options;
   std::ostringstream md;
   md << "# Comm report: " << o.program << "\n\n";
@@ -354,9 +354,9 @@ std::string report_markdown(const CommReport& report) {
      << " us per ring step, " << o.cost_model.bandwidth_gbytes_per_s << " GB/s)\n\n";
 
   md << "## Collectives per module\n\n";
-  md << "| Module | Phase | Collective | Count | Bytes |\n| --- | --- | --- | ---: | ---: |\n";
-  const ModuleCounts counts = comm_module_counts(view);
-  const ModuleCounts bytes = comm_module_bytes(view);
+  md << "| Module | trace::Phase | Collective | Count | Bytes |\n| --- | --- | --- | ---: | ---: |\n";
+  const trace::ModuleCounts counts = comm_module_counts(view);
+  const trace::ModuleCounts bytes = comm_module_bytes(view);
   for (const auto& [fqn, phases] : counts) {
     for (const auto& [phase, kinds] : phases) {
       for (const auto& [kind, n] : kinds) {
@@ -375,7 +375,7 @@ std::string report_markdown(const CommReport& report) {
     }
   }
   md << "\n## Why: collectives by origin\n\n";
-  md << "| Module | Phase | Collective | Explicit | Origin | Count |\n| --- | --- | --- | --- | --- | ---: |\n";
+  md << "| Module | trace::Phase | Collective | Explicit | Origin | Count |\n| --- | --- | --- | --- | --- | ---: |\n";
   for (const auto& [g, n] : origin_groups(view)) {
     md << "| " << g.module << " | " << g.phase << " | " << g.kind << " | " << (g.is_explicit ? "yes" : "no")
        << " | " << g.origin << " | " << n << " |\n";

@@ -5,7 +5,7 @@
 //   register_report_program("mlp", "...", &run_mlp);          // examples/report: the example programs
 //   CommReport r = run_comm_report({/*program=*/"mlp"});      // fake world of 4
 //   std::cout << report_markdown(r);
-//   compare_report_json(read_text_file("golden.json"), report_json(r)).matches;
+//   compare_report_json(trace::read_text_file("golden.json"), report_json(r)).matches;
 #pragma once
 
 #include <c10/core/DeviceType.h>
@@ -20,7 +20,7 @@
 #include "backends/world.h"
 #include "layout/comm_cost.h"
 #include "debug/comm_debug_mode.h"
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::debug {
 
@@ -90,11 +90,11 @@ std::vector<ReportProgramInfo> report_programs();
 /// solo: the simulated rank's).
 struct CommReport {
   ReportOptions options;
-  CommTrace trace;
+  trace::CommTrace trace;
 
   /// Counts of the reference rank (fake world: lowest rank; solo: the rank).
-  KindCounts get_comm_counts() const;
-  ModuleCounts get_comm_module_counts() const;
+  trace::KindCounts get_comm_counts() const;
+  trace::ModuleCounts get_comm_module_counts() const;
 };
 
 /// Runs options.program. Throws c10::Error for an unknown program (listing
@@ -103,7 +103,7 @@ struct CommReport {
 CommReport run_comm_report(const ReportOptions& options);
 
 /// The golden-comparable JSON (schema "dtensor_report_version" 1, see
-/// debug/comm_trace_schema.md): deterministic, counts and bytes of the
+/// trace/comm_trace_schema.md): deterministic, counts and bytes of the
 /// reference rank, time estimates.
 std::string report_json(const CommReport& report);
 /// A human-readable markdown report (tables per module and per collective

@@ -10,7 +10,7 @@
 
 #include "debug/chrome_trace.h"
 #include "debug/report/comm_report.h"
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 
 namespace dtensor::debug {
 namespace {
@@ -138,7 +138,7 @@ bool parse(int argc, char** argv, Args& args, std::string& error) {
 // --diff: two runs' report JSONs, what changed and why.
 int diff_files(const Args& args) {
   const GoldenComparison cmp =
-      compare_report_json(read_text_file(args.diff_before), read_text_file(args.diff_after));
+      compare_report_json(trace::read_text_file(args.diff_before), trace::read_text_file(args.diff_after));
   if (cmp.matches) {
     std::cout << "comm_report: " << args.diff_before << " and " << args.diff_after << " agree\n";
     return 0;
@@ -153,13 +153,13 @@ int run(const Args& args) {
   const std::string json = report_json(report);
   const std::string markdown = report_markdown(report);
   if (!args.markdown.empty()) {
-    write_text_file(args.markdown, markdown);
+    trace::write_text_file(args.markdown, markdown);
   } else {
     std::cout << markdown;
   }
-  if (!args.json.empty()) write_text_file(args.json, json);
+  if (!args.json.empty()) trace::write_text_file(args.json, json);
   if (!args.trace_json.empty()) {
-    write_text_file(args.trace_json, comm_trace_to_json(report.trace, args.noise_level));
+    trace::write_text_file(args.trace_json, comm_trace_to_json(report.trace, args.noise_level));
   }
   if (!args.chrome_trace.empty()) {
     ChromeTraceOptions chrome;
@@ -168,11 +168,11 @@ int run(const Args& args) {
   }
   if (args.expect.empty()) return 0;
   if (args.update) {
-    write_text_file(args.expect, json);
+    trace::write_text_file(args.expect, json);
     std::cerr << "comm_report: updated " << args.expect << "\n";
     return 0;
   }
-  const GoldenComparison cmp = compare_report_json(read_text_file(args.expect), json);
+  const GoldenComparison cmp = compare_report_json(trace::read_text_file(args.expect), json);
   if (cmp.matches) {
     std::cerr << "comm_report: matches " << args.expect << "\n";
     return 0;

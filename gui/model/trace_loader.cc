@@ -1,5 +1,5 @@
 // Comm trace JSON loading for the viewer: an adapter over debug's reader
-// (debug/trace_json.h, read_comm_trace_json), which checks every key; this
+// (trace/trace_json.h, read_comm_trace_json), which checks every key; this
 // file turns its document into the viewer's Trace, derives what the file
 // lacks, and turns every failure into one message. See trace_loader.h.
 #include "gui/model/trace_loader.h"
@@ -13,22 +13,22 @@
 #include <set>
 #include <tuple>
 
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 
 namespace dtensor::gui {
 namespace {
 
-using debug::TraceJsonError;
+using trace::TraceJsonError;
 
 constexpr std::streamoff kMaxFileBytes = std::streamoff{256} << 20;
 
-std::vector<TraceOperation> operations_of(const std::vector<debug::TraceJsonOp>& ops) {
+std::vector<TraceOperation> operations_of(const std::vector<trace::TraceJsonOp>& ops) {
   std::vector<TraceOperation> out;
-  for (const debug::TraceJsonOp& op : ops) out.push_back({op.name, op.input_sharding, op.device_mesh});
+  for (const trace::TraceJsonOp& op : ops) out.push_back({op.name, op.input_sharding, op.device_mesh});
   return out;
 }
 
-ModuleNode node_of(const debug::TraceJsonNode& n) {
+ModuleNode node_of(const trace::TraceJsonNode& n) {
   ModuleNode node;
   node.fqn = n.fqn;
   node.module_type = n.module_type;
@@ -39,11 +39,11 @@ ModuleNode node_of(const debug::TraceJsonNode& n) {
   node.backward_bytes = n.bytes_backward;
   node.forward_operations = operations_of(n.operations_forward);
   node.backward_operations = operations_of(n.operations_backward);
-  for (const debug::TraceJsonNode& child : n.children) node.children.push_back(node_of(child));
+  for (const trace::TraceJsonNode& child : n.children) node.children.push_back(node_of(child));
   return node;
 }
 
-TraceEvent event_of(const debug::TraceJsonEvent& e) {
+TraceEvent event_of(const trace::TraceJsonEvent& e) {
   TraceEvent out;
   out.rank = e.rank;
   out.seq = e.seq;
@@ -60,7 +60,7 @@ TraceEvent event_of(const debug::TraceJsonEvent& e) {
   return out;
 }
 
-Trace trace_of(const debug::TraceJsonDocument& doc, const std::string& source) {
+Trace trace_of(const trace::TraceJsonDocument& doc, const std::string& source) {
   Trace trace;
   trace.source = source;
   trace.schema_version = static_cast<int>(doc.schema_version);
@@ -70,7 +70,7 @@ Trace trace_of(const debug::TraceJsonDocument& doc, const std::string& source) {
   trace.root = node_of(doc.root);
   std::set<std::string> odd_phases;
   if (doc.events) {
-    for (const debug::TraceJsonEvent& e : *doc.events) {
+    for (const trace::TraceJsonEvent& e : *doc.events) {
       if (e.phase != "forward" && e.phase != "backward") odd_phases.insert(e.phase);
       trace.events.push_back(event_of(e));
     }
@@ -115,13 +115,13 @@ std::string derive_missing(Trace* trace) {
 
 TraceLoadResult parse_trace_json(std::string_view text, const std::string& source) {
   TraceLoadResult result;
-  const std::string not_a_trace = "'" + source + "' is not a comm trace (debug/comm_trace_schema.md): ";
+  const std::string not_a_trace = "'" + source + "' is not a comm trace (trace/comm_trace_schema.md): ";
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     result.error = "'" + source + "' is empty: expected a comm trace JSON object";
     return result;
   }
   try {
-    Trace trace = trace_of(debug::read_comm_trace_json(text), source);
+    Trace trace = trace_of(trace::read_comm_trace_json(text), source);
     if (std::string problem = derive_missing(&trace); !problem.empty()) {
       result.error = not_a_trace + problem;
       return result;

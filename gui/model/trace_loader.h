@@ -1,5 +1,5 @@
-// Loads comm trace JSON (debug/comm_trace_schema.md) into the trace model,
-// through debug's reader (debug/trace_json.h: one reader of the schema for
+// Loads comm trace JSON (trace/comm_trace_schema.md) into the trace model,
+// through debug's reader (trace/trace_json.h: one reader of the schema for
 // the tools and the viewer). Never throws: a missing, empty, malformed or too-new file gives an error
 // string that says what is wrong and where ("$.events[3].rank: expected an
 // integer, got string").
@@ -11,13 +11,13 @@
 #include <string>
 #include <string_view>
 
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 #include "gui/model/trace_model.h"
 
 namespace dtensor::gui {
 
 // The newest dtensor_schema_version this viewer reads (debug's).
-inline constexpr int kTraceSchemaVersion = debug::kCommTraceSchemaVersion;
+inline constexpr int kTraceSchemaVersion = trace::kCommTraceSchemaVersion;
 
 // A trace, or the reason there is none. Exactly one of the two is set.
 struct TraceLoadResult {

@@ -1,4 +1,4 @@
-// Trace model of the viewer: the comm trace JSON of debug/comm_trace_schema.md
+// Trace model of the viewer: the comm trace JSON of trace/comm_trace_schema.md
 // (schema versions 1 and 2) as plain structs: the module tree with forward/backward
 // collective counts and bytes, parameters' sharding, the events of every rank
 // and per-rank totals. Loading lives in trace_loader.h.

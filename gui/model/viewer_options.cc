@@ -136,7 +136,7 @@ std::string viewer_usage() {
          "\n"
          "Draws device meshes, sharding layouts, redistribute plans and the comm\n"
          "tables/timeline of a trace written by dtensor's debug tools\n"
-         "(debug/comm_trace_schema.md). Traces also load from the Open box or by\n"
+         "(trace/comm_trace_schema.md). Traces also load from the Open box or by\n"
          "dropping a file on the window.\n"
          "\n"
          "options:\n"

@@ -422,7 +422,7 @@ void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
     hint_text(
         "Open one with the box at the top, drop a .json file on the window, or run "
         "dtensor-viewer trace.json. Traces come from CommDebugMode::generate_json_dump "
-        "(format: debug/comm_trace_schema.md).");
+        "(format: trace/comm_trace_schema.md).");
     show_error_text(state.trace_error);
     ImGui::End();
     return;

@@ -6,20 +6,20 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "debug/comm_estimate.h"
-#include "tests/debug/trace_fixture.h"
+#include "trace/comm_estimate.h"
+#include "tests/trace/trace_fixture.h"
 
 namespace dtensor::debug {
 namespace {
 
 using Json = nlohmann::json;
-using testing::mlp_like_trace;
+using trace::testing::mlp_like_trace;
 
-CommTrace two_ranks() {
-  CommTrace merged = mlp_like_trace(0);
+trace::CommTrace two_ranks() {
+  trace::CommTrace merged = mlp_like_trace(0);
   merged.rank = -1;
-  CommTrace r1 = mlp_like_trace(1);
-  for (CollectiveRecord& r : r1.collectives) r.ts_us += 2.0;
+  trace::CommTrace r1 = mlp_like_trace(1);
+  for (trace::CollectiveRecord& r : r1.collectives) r.ts_us += 2.0;
   merged.collectives.insert(merged.collectives.end(), r1.collectives.begin(), r1.collectives.end());
   return merged;
 }
@@ -59,7 +59,7 @@ TEST(ChromeTraceTest, OneTrackPerRankOneSlicePerCollective) {
 }
 
 TEST(ChromeTraceTest, RecordedSlicesLastTheirEstimate) {
-  CommTrace t = mlp_like_trace();
+  trace::CommTrace t = mlp_like_trace();
   std::vector<Json> xs = slices(Json::parse(chrome_trace_json(t)));
   ASSERT_EQ(xs.size(), 2u);
   // all_reduce of 320 B over 4 ranks: 5 us + 6 ring steps * 0.5 us + 2*3/4*320 B / 50 GB/s.
@@ -84,7 +84,7 @@ TEST(ChromeTraceTest, EstimatedTimelineIsBackToBack) {
 }
 
 TEST(ChromeTraceTest, RingBytesFollowTheCostModel) {
-  CollectiveRecord r;
+  trace::CollectiveRecord r;
   r.group = {0, 1, 2, 3};
   r.bytes = 32;
   r.output_bytes = 128;

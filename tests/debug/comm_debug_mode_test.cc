@@ -11,7 +11,7 @@
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
 #include "testing/dtensor_test.h"
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 #include "debug/tracing_table.h"
 #include "tests/debug/mlp_test_util.h"
 
@@ -95,7 +95,7 @@ TEST(CommDebugModeTest, MlpModuleCountsMatchPyTorch) {
     EXPECT_COMM_MODULE_COUNTS(comm, "Global", "forward", {{"all_reduce", 1}});
     EXPECT_COMM_MODULE_COUNTS(comm, "MLPModule", "forward", {{"all_reduce", 1}});
     EXPECT_COMM_MODULE_COUNTS(comm, "MLPModule.net2", "forward", {{"all_reduce", 1}});
-    ModuleCounts counts = comm.get_comm_module_counts();
+    trace::ModuleCounts counts = comm.get_comm_module_counts();
     EXPECT_TRUE(counts["Global"]["backward"].empty());
     EXPECT_EQ(counts.count("MLPModule.net1"), 0u);
     // Global + the four modules PyTorch's module_helper_dict holds.
@@ -152,27 +152,27 @@ TEST(CommDebugModeTest, OperationRecordsPerModuleAndPhase) {
       auto guard = comm.enter(*model);
       nn::call(model, x).sum().backward();
     }
-    CommTrace t = comm.trace();
-    auto find = [&](const std::string& module, Phase phase, const std::string& name) -> const OpRecord* {
-      for (const OpRecord& op : t.operations) {
+    trace::CommTrace t = comm.trace();
+    auto find = [&](const std::string& module, trace::Phase phase, const std::string& name) -> const trace::OpRecord* {
+      for (const trace::OpRecord& op : t.operations) {
         if (op.module == module && op.phase == phase && op.name == name) return &op;
       }
       return nullptr;
     };
-    const OpRecord* addmm = find("MLPModule.net1", Phase::kForward, "aten::addmm");
+    const trace::OpRecord* addmm = find("MLPModule.net1", trace::Phase::kForward, "aten::addmm");
     ASSERT_NE(addmm, nullptr);
     EXPECT_EQ(addmm->rank, world.rank());
     EXPECT_EQ(addmm->input_sharding,
               (std::vector<std::string>{"[S(0)]", "[R]", "[S(1)]"}));  // bias, x, w.t()
     EXPECT_EQ(addmm->input_shapes, (std::vector<std::vector<int64_t>>{{16}, {8, 10}, {10, 16}}));
     EXPECT_EQ(addmm->device_mesh, mesh.to_string());
-    EXPECT_NE(find("MLPModule.net1", Phase::kForward, "aten::t"), nullptr);
-    EXPECT_NE(find("MLPModule.relu", Phase::kForward, "aten::relu"), nullptr);
+    EXPECT_NE(find("MLPModule.net1", trace::Phase::kForward, "aten::t"), nullptr);
+    EXPECT_NE(find("MLPModule.relu", trace::Phase::kForward, "aten::relu"), nullptr);
     // Backward ops land in the module whose forward created their autograd node.
     bool net1_bw = false, net2_bw = false;
-    for (const OpRecord& op : t.operations) {
-      net1_bw |= op.module == "MLPModule.net1" && op.phase == Phase::kBackward;
-      net2_bw |= op.module == "MLPModule.net2" && op.phase == Phase::kBackward;
+    for (const trace::OpRecord& op : t.operations) {
+      net1_bw |= op.module == "MLPModule.net1" && op.phase == trace::Phase::kBackward;
+      net2_bw |= op.module == "MLPModule.net2" && op.phase == trace::Phase::kBackward;
     }
     EXPECT_TRUE(net1_bw);
     EXPECT_TRUE(net2_bw);
@@ -213,7 +213,7 @@ TEST(CommDebugModeTest, MlpTableSnapshot) {
     if (world.rank() != 0) return;
     const std::string path = ::testing::TempDir() + "/comm_debug_mode_table.txt";
     comm.log_comm_debug_tracing_table_to_file(path, /*noise_level=*/1);
-    std::string logged = read_text_file(path);
+    std::string logged = trace::read_text_file(path);
     EXPECT_EQ(logged.find('\033'), std::string::npos);
     EXPECT_EQ(logged, comm_debug_tracing_table(comm.trace(), 1, /*color=*/false));
   });
@@ -232,8 +232,8 @@ TEST(CommDebugModeTest, JsonDumpRoundTripsAgainstSchema) {
     const std::string path =
         ::testing::TempDir() + "/comm_mode_log_" + std::to_string(world.rank()) + ".json";
     comm.generate_json_dump(path, /*noise_level=*/3);
-    const std::string text = read_text_file(path);
-    EXPECT_EQ(validate_comm_trace_json(text), std::vector<std::string>{});
+    const std::string text = trace::read_text_file(path);
+    EXPECT_EQ(trace::validate_comm_trace_json(text), std::vector<std::string>{});
     Json root = Json::parse(text);
     EXPECT_EQ(root["rank"], world.rank());
     EXPECT_EQ(root["world_size"], 2);
@@ -243,7 +243,7 @@ TEST(CommDebugModeTest, JsonDumpRoundTripsAgainstSchema) {
     EXPECT_EQ(root["events"][0]["mesh_dim_name"], "tp");
     EXPECT_EQ(root["events"][0]["module"], "MLPModule.net2");
     EXPECT_EQ(root["children"][0]["fqn"], "MLPModule");
-    EXPECT_EQ(comm_trace_to_json(comm_trace_from_json(text), 3), text);
+    EXPECT_EQ(comm_trace_to_json(trace::comm_trace_from_json(text), 3), text);
   });
 }
 
@@ -285,9 +285,9 @@ TEST(CommDebugModeTest, MeshDimsOfATwoDimensionalMesh) {
       at::Tensor out = torch::empty({4});
       mesh.communicator(0).all_gather_into_tensor(out, in);
     }
-    CommTrace t = comm.trace();
+    trace::CommTrace t = comm.trace();
     std::vector<std::string> dims;
-    for (const CollectiveRecord& r : t.collectives) {
+    for (const trace::CollectiveRecord& r : t.collectives) {
       if (r.kind == "all_gather_into_tensor")
         dims.push_back(r.mesh_dim_name + "=" + std::to_string(r.mesh_dim));
     }
@@ -310,7 +310,7 @@ TEST(CommDebugModeTest, LocalOpsOnlyWhenAsked) {
       }
       int64_t n = 0;
       bool local_addmm_in_net1 = false;
-      for (const OpRecord& op : comm.trace().operations) {
+      for (const trace::OpRecord& op : comm.trace().operations) {
         if (op.dtensor) continue;
         ++n;
         local_addmm_in_net1 |= op.name == "aten::addmm" && op.module == "MLPModule.net1";
@@ -334,7 +334,7 @@ TEST(CommDebugModeTest, ChromeTraceOfOneRank) {
     }
     const std::string path = ::testing::TempDir() + "/comm_chrome_" + std::to_string(world.rank()) + ".json";
     comm.generate_chrome_trace(path);
-    Json root = Json::parse(read_text_file(path));
+    Json root = Json::parse(trace::read_text_file(path));
     int slices = 0;
     for (const Json& e : root["traceEvents"]) {
       if (e["ph"] != "X") continue;

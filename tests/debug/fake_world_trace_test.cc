@@ -11,7 +11,7 @@
 #include "core/dtensor.h"
 #include "debug/comm_debug_mode.h"
 #include "testing/dtensor_test.h"
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 #include "tests/debug/mlp_test_util.h"
 
 namespace dtensor::debug {
@@ -39,15 +39,15 @@ TEST(FakeWorldTraceTest, SpmdRanksAgree) {
   EXPECT_COMM_COUNTS(world_trace, {{"all_reduce", 1}});
   EXPECT_COMM_MODULE_COUNTS(world_trace, "MLPModule.net2", "forward", {{"all_reduce", 1}});
   EXPECT_EQ(world_trace.get_total_counts(), 1);
-  EXPECT_EQ(world_trace.get_comm_counts(3), (KindCounts{{"all_reduce", 1}}));
+  EXPECT_EQ(world_trace.get_comm_counts(3), (trace::KindCounts{{"all_reduce", 1}}));
   EXPECT_EQ(world_trace.per_rank_counts().size(), 4u);
   EXPECT_TRUE(world_trace.differing_ranks().empty());
-  CommTrace merged = world_trace.trace();
+  trace::CommTrace merged = world_trace.trace();
   EXPECT_EQ(merged.rank, -1);
   EXPECT_EQ(merged.world_size, 4);
   EXPECT_EQ(merged.collectives.size(), 4u);
   EXPECT_EQ(merged.modules.size(), 4u);
-  for (const CollectiveRecord& r : merged.collectives) EXPECT_GE(r.ts_us, 0.0);
+  for (const trace::CollectiveRecord& r : merged.collectives) EXPECT_GE(r.ts_us, 0.0);
 }
 
 TEST(FakeWorldTraceTest, MergedJsonAndTable) {
@@ -55,8 +55,8 @@ TEST(FakeWorldTraceTest, MergedJsonAndTable) {
   run_mlp(world_trace, 2);
   const std::string path = ::testing::TempDir() + "/fake_world_trace.json";
   world_trace.generate_json_dump(path, /*noise_level=*/1);
-  const std::string text = read_text_file(path);
-  EXPECT_TRUE(validate_comm_trace_json(text).empty());
+  const std::string text = trace::read_text_file(path);
+  EXPECT_TRUE(trace::validate_comm_trace_json(text).empty());
   Json root = Json::parse(text);
   EXPECT_EQ(root["rank"], -1);
   EXPECT_EQ(root["events"].size(), 2u);
@@ -65,7 +65,7 @@ TEST(FakeWorldTraceTest, MergedJsonAndTable) {
   EXPECT_EQ(root["collectives_forward"], Json::parse(R"([["all_reduce", 1]])"));
   const std::string table_path = ::testing::TempDir() + "/fake_world_trace.txt";
   world_trace.log_comm_debug_tracing_table_to_file(table_path, 0);
-  EXPECT_EQ(read_text_file(table_path).rfind("(fake world: 2 ranks traced, showing rank 0)\nGlobal\n", 0),
+  EXPECT_EQ(trace::read_text_file(table_path).rfind("(fake world: 2 ranks traced, showing rank 0)\nGlobal\n", 0),
             0u);
 }
 
@@ -89,7 +89,7 @@ TEST(FakeWorldTraceTest, RanksThatDifferAreNamed) {
   EXPECT_EQ(world_trace.rank_differences(),
             (std::vector<std::string>{"rank 2: Global forward all_reduce: 1 (rank 0: 0)",
                                       "rank 3: Global forward all_reduce: 1 (rank 0: 0)"}));
-  EXPECT_EQ(world_trace.get_comm_counts(2), (KindCounts{{"all_gather_into_tensor", 1}, {"all_reduce", 1}}));
+  EXPECT_EQ(world_trace.get_comm_counts(2), (trace::KindCounts{{"all_gather_into_tensor", 1}, {"all_reduce", 1}}));
   EXPECT_NE(world_trace.generate_comm_debug_tracing_table(0).find("ranks differing from rank 0: 2 3"),
             std::string::npos);
 }
@@ -99,7 +99,7 @@ TEST(FakeWorldTraceTest, ChromeTraceHasOneTrackPerRank) {
   run_mlp(world_trace, 4);
   const std::string path = ::testing::TempDir() + "/fake_world_chrome.json";
   world_trace.generate_chrome_trace(path);
-  Json root = Json::parse(read_text_file(path));
+  Json root = Json::parse(trace::read_text_file(path));
   std::set<int64_t> tids;
   int slices = 0;
   for (const Json& e : root["traceEvents"]) {
@@ -116,7 +116,7 @@ TEST(FakeWorldTraceTest, ChromeTraceHasOneTrackPerRank) {
 TEST(FakeWorldTraceTest, MisuseIsExplained) {
   FakeWorldTrace world_trace;
   EXPECT_THROW(world_trace.get_comm_counts(), c10::Error);
-  CommTrace merged;
+  trace::CommTrace merged;
   merged.rank = -1;
   EXPECT_THROW(world_trace.add(merged), c10::Error);
   EXPECT_THROW(world_trace.rank_trace(5), c10::Error);

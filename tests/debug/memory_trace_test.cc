@@ -11,7 +11,7 @@
 #include "core/dtensor.h"
 #include "debug/comm_debug_mode.h"
 #include "debug/fake_world_trace.h"
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 #include "tests/debug/mlp_test_util.h"
 
 namespace dtensor::debug {
@@ -29,9 +29,9 @@ TEST(MemoryTraceTest, PeakAndLocationPerRankInTraceAndJson) {
       at::Tensor y = nn::call(model, x);
       DTensor(y).full_tensor().sum().backward();
     }
-    const CommTrace t = comm.trace();
+    const trace::CommTrace t = comm.trace();
     ASSERT_EQ(t.memory.count(world.rank()), 1u);
-    const RankMemoryRecord& m = t.memory.at(world.rank());
+    const trace::RankMemoryRecord& m = t.memory.at(world.rank());
     EXPECT_GT(m.peak_bytes, 0);
     EXPECT_GE(m.peak_bytes, m.current_bytes);
     // The peak is reached inside the model, in forward or backward.
@@ -40,15 +40,15 @@ TEST(MemoryTraceTest, PeakAndLocationPerRankInTraceAndJson) {
                 m.peak_location.find(" backward") != std::string::npos)
         << m.peak_location;
   });
-  const CommTrace merged = world_trace.trace();
+  const trace::CommTrace merged = world_trace.trace();
   ASSERT_EQ(merged.memory.size(), 2u);
   const std::string json = comm_trace_to_json(merged);
-  EXPECT_TRUE(validate_comm_trace_json(json).empty());
-  const CommTrace back = comm_trace_from_json(json);
+  EXPECT_TRUE(trace::validate_comm_trace_json(json).empty());
+  const trace::CommTrace back = trace::comm_trace_from_json(json);
   ASSERT_EQ(back.memory.size(), 2u);
   EXPECT_EQ(back.memory.at(1).peak_bytes, merged.memory.at(1).peak_bytes);
   EXPECT_EQ(back.memory.at(1).peak_location, merged.memory.at(1).peak_location);
-  EXPECT_FALSE(validate_comm_trace_json(R"({"memory": {"0": {"peak_bytes": -1}}})").empty());
+  EXPECT_FALSE(trace::validate_comm_trace_json(R"({"memory": {"0": {"peak_bytes": -1}}})").empty());
 }
 
 }  // namespace

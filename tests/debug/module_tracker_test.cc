@@ -20,7 +20,7 @@ using testing::MLPModule;
 
 std::vector<std::string> fqns(const ModuleTracker& tracker) {
   std::vector<std::string> out;
-  for (const ModuleRecord& m : tracker.modules()) out.push_back(m.fqn + "<" + m.parent);
+  for (const trace::ModuleRecord& m : tracker.modules()) out.push_back(m.fqn + "<" + m.parent);
   return out;
 }
 

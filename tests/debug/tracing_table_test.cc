@@ -3,12 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/debug/trace_fixture.h"
+#include "tests/trace/trace_fixture.h"
 
 namespace dtensor::debug {
 namespace {
 
-using testing::mlp_like_trace;
+using trace::testing::mlp_like_trace;
 
 TEST(TracingTableTest, NoiseLevelZeroSnapshot) {
   const std::string expected =
@@ -111,9 +111,9 @@ TEST(TracingTableTest, StripAnsiRemovesEscapesOnly) {
 }
 
 TEST(TracingTableTest, MergedTraceNamesReferenceRankAndDifferences) {
-  CommTrace merged = mlp_like_trace(0);
+  trace::CommTrace merged = mlp_like_trace(0);
   merged.rank = -1;
-  CommTrace r3 = mlp_like_trace(3);
+  trace::CommTrace r3 = mlp_like_trace(3);
   merged.collectives.insert(merged.collectives.end(), r3.collectives.begin(), r3.collectives.end());
   merged.differing_ranks = {3};
   merged.rank_differences = {"rank 3: Global forward all_reduce: 2 (rank 0: 1)"};

@@ -373,7 +373,7 @@ json run_on_rank(const Program& program) {
       for (const auto& [name, n] : comm.get_comm_counts()) counts[name] = n;
       rec["comms"] = counts;
       json bytes = json::object();  // input bytes this rank contributed, by collective
-      for (const debug::CollectiveRecord& c : comm.trace().collectives) {
+      for (const trace::CollectiveRecord& c : comm.trace().collectives) {
         bytes[c.kind] = bytes.value(c.kind, int64_t{0}) + c.bytes;
       }
       rec["bytes"] = bytes;

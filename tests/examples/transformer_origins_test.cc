@@ -25,14 +25,14 @@ namespace {
 // "phase module kind <- origin" -> count, for one rank's trace.
 using OriginCounts = std::map<std::string, int64_t>;
 
-OriginCounts origin_counts(const debug::CommTrace& trace, int64_t* missing) {
+OriginCounts origin_counts(const trace::CommTrace& trace, int64_t* missing) {
   OriginCounts out;
-  for (const debug::CollectiveRecord& r : trace.collectives) {
+  for (const trace::CollectiveRecord& r : trace.collectives) {
     if (!r.origin) {
       ++*missing;
       continue;
     }
-    ++out[std::string(debug::phase_name(r.phase)) + " " + r.module + " " + r.kind + " <- " +
+    ++out[std::string(trace::phase_name(r.phase)) + " " + r.module + " " + r.kind + " <- " +
           origin_summary(*r.origin)];
   }
   return out;

@@ -23,7 +23,7 @@
 #include "core/factories.h"
 #include "layout/layout_error.h"
 #include "layout/placement.h"
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 #include "gui/model/trace_loader.h"
 #include "nlohmann/json.hpp"
 
@@ -411,14 +411,14 @@ const std::vector<std::pair<std::string, std::string>>& bad_traces() {
 TEST(BadInputSweepTest, TraceReaderRejectsMalformedJsonNamingThePath) {
   for (const auto& [text, fragment] : bad_traces()) {
     SCOPED_TRACE(text);
-    const std::string message = message_of([&] { debug::comm_trace_from_json(text); });
+    const std::string message = message_of([&] { trace::comm_trace_from_json(text); });
     ASSERT_NE(message, "") << "accepted";
     EXPECT_THAT(message, HasSubstr(fragment));
   }
   std::printf("trace reader: %zu malformed documents\n", bad_traces().size());
   // Known issue: a negative collective count is accepted.
   const std::string negative = with_key("collectives_forward", "[[\"all_reduce\", -1]]");
-  const std::string message = message_of([&] { debug::comm_trace_from_json(negative); });
+  const std::string message = message_of([&] { trace::comm_trace_from_json(negative); });
   if (message.empty()) {
     std::printf("KNOWN ISSUE: comm_trace_from_json accepts a negative count [\"all_reduce\", -1]\n");
   } else {

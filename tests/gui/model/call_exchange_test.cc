@@ -10,7 +10,7 @@
 
 #include "layout/collective_kind.h"
 #include "layout/comm_cost.h"
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 #include "gui/model/call_preset.h"
 #include "gui/model/trace_loader.h"
 #include "gui/model/viewer_state.h"
@@ -195,7 +195,7 @@ TEST(OriginsTraceTest, ThreeDimTraceLoadsWithOrigins) {
   std::ifstream in(testdata("origins_3d_trace.json"));
   std::stringstream text;
   text << in.rdbuf();
-  std::vector<std::string> problems = debug::validate_comm_trace_json(text.str());
+  std::vector<std::string> problems = trace::validate_comm_trace_json(text.str());
   EXPECT_TRUE(problems.empty()) << problems.front();
   ViewerState state;
   ASSERT_TRUE(state.load_trace(testdata("origins_3d_trace.json"))) << state.trace_error;
@@ -228,11 +228,11 @@ TEST(OriginsTraceTest, ThreeDimTraceLoadsWithOrigins) {
 
 // debug's writer -> the viewer's loader: every origin field survives.
 TEST(OriginsTraceTest, OriginsFromTheRealWriterLoad) {
-  debug::CommTrace written;
+  trace::CommTrace written;
   written.rank = 0;
   written.world_size = 2;
-  written.mesh = debug::MeshRecord{{2}, {"tp"}, "cpu"};
-  debug::CollectiveRecord record;
+  written.mesh = trace::MeshRecord{{2}, {"tp"}, "cpu"};
+  trace::CollectiveRecord record;
   record.kind = "all_gather_into_tensor";
   record.bytes = 64;
   record.output_bytes = 128;
@@ -257,7 +257,7 @@ TEST(OriginsTraceTest, OriginsFromTheRealWriterLoad) {
   origin.rejected_cost = 250128;
   record.origin = origin;
   written.collectives.push_back(record);
-  TraceLoadResult loaded = parse_trace_json(debug::comm_trace_to_json(written), "written.json");
+  TraceLoadResult loaded = parse_trace_json(trace::comm_trace_to_json(written), "written.json");
   ASSERT_TRUE(loaded.trace) << loaded.error;
   ASSERT_EQ(loaded.trace->events.size(), 1u);
   const TraceEvent& e = loaded.trace->events[0];

@@ -1,7 +1,7 @@
 // Ring bytes and alpha-beta times of traced collectives.
-#include "debug/comm_estimate.h"
+#include "trace/comm_estimate.h"
 
-namespace dtensor::debug {
+namespace dtensor::trace {
 
 int64_t ring_bytes_per_rank(const CollectiveRecord& r) {
   const int64_t n = r.group.empty() ? 1 : static_cast<int64_t>(r.group.size());
@@ -19,4 +19,4 @@ double estimate_collective_us(const CollectiveRecord& r, const CommCostModel& mo
   return model.collective_us(ring_bytes_per_rank(r), ring_steps(kind.value_or(CollectiveKind::kAllGatherIntoTensor), n));
 }
 
-}  // namespace dtensor::debug
+}  // namespace dtensor::trace

@@ -6,9 +6,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 
-namespace dtensor::debug {
+namespace dtensor::trace {
 namespace {
 
 using Json = nlohmann::json;
@@ -403,10 +403,10 @@ CommTrace comm_trace_from_json(const std::string& text) {
   const std::vector<std::string> errors = validate_comm_trace_json(text);
   if (!errors.empty()) {
     throw TraceJsonError(TraceJsonError::Kind::kSchema,
-                         "comm trace JSON does not match debug/comm_trace_schema.md: " + errors.front() +
+                         "comm trace JSON does not match trace/comm_trace_schema.md: " + errors.front() +
                              (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
   }
   return comm_trace_from_document(read_comm_trace_json(text));
 }
 
-}  // namespace dtensor::debug
+}  // namespace dtensor::trace

@@ -1,11 +1,11 @@
 // Aggregations over comm traces: counts by kind, module and phase.
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
 #include <algorithm>
 #include <set>
 #include <unordered_map>
 
-namespace dtensor::debug {
+namespace dtensor::trace {
 
 const char* phase_name(Phase phase) { return phase == Phase::kForward ? "forward" : "backward"; }
 
@@ -132,4 +132,38 @@ std::vector<int64_t> ranks_in(const CommTrace& trace) {
   return {ranks.begin(), ranks.end()};
 }
 
-}  // namespace dtensor::debug
+// Phases and kinds of both tables, so that a count missing on one side shows as 0.
+std::vector<std::string> diff_module_counts(const ModuleCounts& expected, const ModuleCounts& actual,
+                                            const std::string& expected_label) {
+  std::set<std::string> fqns;
+  for (const auto& e : expected) fqns.insert(e.first);
+  for (const auto& a : actual) fqns.insert(a.first);
+  std::vector<std::string> out;
+  for (const std::string& fqn : fqns) {
+    for (const char* phase : {"forward", "backward"}) {
+      auto lookup = [&](const ModuleCounts& table) {
+        KindCounts k;
+        if (auto it = table.find(fqn); it != table.end()) {
+          if (auto p = it->second.find(phase); p != it->second.end()) k = p->second;
+        }
+        return k;
+      };
+      KindCounts e = lookup(expected);
+      KindCounts a = lookup(actual);
+      std::set<std::string> kinds;
+      for (const auto& x : e) kinds.insert(x.first);
+      for (const auto& x : a) kinds.insert(x.first);
+      for (const std::string& kind : kinds) {
+        const int64_t ev = e.count(kind) ? e.at(kind) : 0;
+        const int64_t av = a.count(kind) ? a.at(kind) : 0;
+        if (ev != av) {
+          out.push_back(fqn + " " + phase + " " + kind + ": " + std::to_string(av) + " (" + expected_label +
+                        ": " + std::to_string(ev) + ")");
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace dtensor::trace

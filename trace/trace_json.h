@@ -1,4 +1,4 @@
-// The comm trace JSON (schema: debug/comm_trace_schema.md): the one writer,
+// The comm trace JSON (schema: trace/comm_trace_schema.md): the one writer,
 // validator and reader of it, for debug/ and the viewer (gui/model reads
 // through read_comm_trace_json). Key names follow PyTorch's
 // comm_mode_log.json. No LibTorch: errors are TraceJsonError.
@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
-namespace dtensor::debug {
+namespace dtensor::trace {
 
 /// The schema version this code writes (root key "dtensor_schema_version").
 /// Version 2 added "origin" to events (why each collective happened); version
@@ -146,4 +146,4 @@ void write_text_file(const std::string& path, const std::string& text);
 /// Reads `path`; throws TraceJsonError (kFile) naming the path when it cannot.
 std::string read_text_file(const std::string& path);
 
-}  // namespace dtensor::debug
+}  // namespace dtensor::trace

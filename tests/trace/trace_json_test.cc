@@ -1,14 +1,14 @@
 // The comm trace JSON: key names, round trips, schema validation, and reading
 // PyTorch's comm_mode_log.json.
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "tests/debug/trace_fixture.h"
+#include "tests/trace/trace_fixture.h"
 
-namespace dtensor::debug {
+namespace dtensor::trace {
 namespace {
 
 using Json = nlohmann::json;
@@ -146,7 +146,7 @@ TEST(TraceJsonTest, BadOriginIsNamed) {
 // A version-1 trace (written before origins existed, testdata/trace_v1.json)
 // still loads: its events have no origin.
 TEST(TraceJsonTest, SchemaVersionOneStillLoads) {
-  const std::string text = read_text_file("tests/debug/testdata/trace_v1.json");
+  const std::string text = read_text_file("tests/trace/testdata/trace_v1.json");
   ASSERT_EQ(Json::parse(text)["dtensor_schema_version"], 1);
   EXPECT_TRUE(validate_comm_trace_json(text).empty());
   CommTrace back = comm_trace_from_json(text);
@@ -245,4 +245,4 @@ TEST(TraceJsonTest, FilesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace dtensor::debug
+}  // namespace dtensor::trace

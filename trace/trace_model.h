@@ -16,7 +16,7 @@
 
 #include "layout/collective_origin.h"
 
-namespace dtensor::debug {
+namespace dtensor::trace {
 
 /// The root of every module tree: collectives outside any tracked module.
 inline constexpr const char* kGlobalFqn = "Global";
@@ -133,6 +133,11 @@ ModuleCounts comm_module_counts(const CommTrace& trace);
 /// The same aggregation over CollectiveRecord::bytes.
 ModuleCounts comm_module_bytes(const CommTrace& trace);
 
+/// Differences between two module-count tables, one line each:
+/// "<fqn> <phase> <kind>: <actual> (<expected_label>: <expected>)"; empty when equal.
+std::vector<std::string> diff_module_counts(const ModuleCounts& expected, const ModuleCounts& actual,
+                                            const std::string& expected_label);
+
 /// [Global, ..., fqn]: the path from the root to `fqn` in the module tree.
 /// An fqn not in the tree gives [Global, fqn].
 std::vector<std::string> module_path(const CommTrace& trace, const std::string& fqn);
@@ -164,4 +169,4 @@ CommTrace rank_view(const CommTrace& trace, int64_t rank);
 /// Ranks that have records or per-rank counts, ascending.
 std::vector<int64_t> ranks_in(const CommTrace& trace);
 
-}  // namespace dtensor::debug
+}  // namespace dtensor::trace

@@ -6,9 +6,9 @@
 #include <cstdint>
 
 #include "layout/comm_cost.h"
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
-namespace dtensor::debug {
+namespace dtensor::trace {
 
 /// Bytes one rank sends in a ring implementation of `r` (see Note [Comm cost
 /// model]): all_gather (n-1)/n * output bytes, reduce_scatter and all_to_all
@@ -23,4 +23,4 @@ int64_t ring_bytes_per_rank(const CollectiveRecord& r);
 /// costs 5 + 480 / 50e3 = 5.0096 us.
 double estimate_collective_us(const CollectiveRecord& r, const CommCostModel& model);
 
-}  // namespace dtensor::debug
+}  // namespace dtensor::trace

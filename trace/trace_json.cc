@@ -1,12 +1,12 @@
 // Comm trace JSON: the writer, the schema validator and the text file
 // helpers. The reader is trace_json_reader.cc.
-#include "debug/trace_json.h"
+#include "trace/trace_json.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-namespace dtensor::debug {
+namespace dtensor::trace {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -349,4 +349,4 @@ std::string read_text_file(const std::string& path) {
   return text.str();
 }
 
-}  // namespace dtensor::debug
+}  // namespace dtensor::trace

@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
-namespace dtensor::debug::testing {
+namespace dtensor::trace::testing {
 
 /// Modules MLPModule{net1, relu, net2}; collectives: net2 forward all_reduce
 /// (320 B), MLPModule backward all_gather_into_tensor (64 B sent, 256 B
@@ -99,4 +99,4 @@ inline CommTrace mlp_like_trace(int64_t rank = 0) {
   return t;
 }
 
-}  // namespace dtensor::debug::testing
+}  // namespace dtensor::trace::testing

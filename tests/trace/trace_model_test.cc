@@ -1,12 +1,11 @@
 // Counts by kind, module and phase over plain trace values.
-#include "debug/trace_model.h"
+#include "trace/trace_model.h"
 
 #include <gtest/gtest.h>
 
-#include "debug/fake_world_trace.h"
-#include "tests/debug/trace_fixture.h"
+#include "tests/trace/trace_fixture.h"
 
-namespace dtensor::debug {
+namespace dtensor::trace {
 namespace {
 
 using testing::mlp_like_trace;
@@ -115,4 +114,4 @@ TEST(TraceModelTest, PhaseNamesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace dtensor::debug
+}  // namespace dtensor::trace
