@@ -14,7 +14,9 @@ namespace dtensor::trace {
 /// model]): all_gather (n-1)/n * output bytes, reduce_scatter and all_to_all
 /// (n-1)/n * input bytes, all_reduce 2(n-1)/n * bytes; broadcast and scatter
 /// count the bytes contributed; barrier 0. n is the group size (1 when the
-/// group is unknown, giving 0 bytes).
+/// group is unknown, giving 0 bytes). The kind is read with
+/// kind_of_collective, so PyTorch's names ("c10d_functional.all_reduce")
+/// cost as theirs.
 int64_t ring_bytes_per_rank(const CollectiveRecord& r);
 
 /// latency_us + ring_bytes_per_rank / bandwidth for every kind, barrier

@@ -1,10 +1,13 @@
-// Comm trace JSON: the writer, the schema validator and the text file
-// helpers. The reader is trace_json_reader.cc.
+// Comm trace JSON: the writer and the text file helpers. The reader is
+// trace_json_reader.cc.
 #include "trace/trace_json.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
+
+#include "trace/module_tree.h"
 
 namespace dtensor::trace {
 namespace {
@@ -26,46 +29,32 @@ Json op_json(const OpRecord& op) {
   return j;
 }
 
-struct TreeWriter {
-  TreeWriter(const CommTrace& v, int noise_level)
-      : view(v), filter(noise_level), counts(comm_module_counts(v)), bytes(comm_module_bytes(v)) {}
-
-  const CommTrace& view;  // one rank's records
-  NoiseFilter filter;
-  ModuleCounts counts;
-  ModuleCounts bytes;
-
-  Json node(const std::string& fqn) const {
-    Json j;
-    j["fqn"] = fqn;
-    const ModuleRecord* m = find_module(view, fqn);
-    j["module_type"] = filter.module_data && m != nullptr ? m->module_type : "";
-    j["parameters"] = Json::array();
-    if (filter.module_data && m != nullptr) {
-      for (const auto& [name, placements] : m->parameters) {
-        j["parameters"].push_back(Json::array({name, placements}));
-      }
-    }
-    j["children"] = Json::array();
-    for (const std::string& child : module_children(view, fqn)) j["children"].push_back(node(child));
-    auto phase_counts = [&](const ModuleCounts& table, const char* phase) {
-      auto it = table.find(fqn);
-      return it == table.end() ? Json::array() : pairs(it->second.at(phase));
-    };
-    j["collectives_forward"] = phase_counts(counts, "forward");
-    j["collectives_backward"] = phase_counts(counts, "backward");
-    j["operations_forward"] = Json::array();
-    j["operations_backward"] = Json::array();
-    for (const OpRecord& op : view.operations) {
-      if (op.module != fqn || !filter.shows(op)) continue;
-      j[op.phase == Phase::kForward ? "operations_forward" : "operations_backward"].push_back(op_json(op));
-    }
-    j["operations_checkpointing"] = Json::array();  // PyTorch's key; recomputation is not separated here
-    j["bytes_forward"] = phase_counts(bytes, "forward");
-    j["bytes_backward"] = phase_counts(bytes, "backward");
-    return j;
+// A module node as generate_json_dump writes it; `filter` hides module data
+// and operations below its noise level.
+Json node_json(const ModuleNode& node, const NoiseFilter& filter) {
+  Json j;
+  j["fqn"] = node.fqn;
+  j["module_type"] = filter.module_data ? node.module_type : "";
+  j["parameters"] = Json::array();
+  if (filter.module_data) {
+    for (const auto& [name, placements] : node.parameters) j["parameters"].push_back(Json::array({name, placements}));
   }
-};
+  j["children"] = Json::array();
+  for (const ModuleNode& child : node.children) j["children"].push_back(node_json(child, filter));
+  j["collectives_forward"] = pairs(node.forward_counts);
+  j["collectives_backward"] = pairs(node.backward_counts);
+  for (const auto& [key, ops] : {std::pair<const char*, const std::vector<OpRecord>*>{"operations_forward", &node.forward_operations},
+                                 {"operations_backward", &node.backward_operations}}) {
+    j[key] = Json::array();
+    for (const OpRecord& op : *ops) {
+      if (filter.shows(op)) j[key].push_back(op_json(op));
+    }
+  }
+  j["operations_checkpointing"] = Json::array();  // PyTorch's key; recomputation is not separated here
+  j["bytes_forward"] = pairs(node.forward_bytes);
+  j["bytes_backward"] = pairs(node.backward_bytes);
+  return j;
+}
 
 Json origin_json(const CollectiveOriginRecord& o) {
   Json j;
@@ -106,196 +95,16 @@ Json event_json(const CollectiveRecord& r) {
   return j;
 }
 
-// ---- validation ----------------------------------------------------------
-
-struct Validator {
-  std::vector<std::string> errors;
-
-  void fail(const std::string& path, const std::string& message) { errors.push_back(path + ": " + message); }
-
-  bool expect(const std::string& path, bool ok, const char* what) {
-    if (!ok) fail(path, std::string("expected ") + what);
-    return ok;
-  }
-
-  void int_list(const Json& j, const std::string& path) {
-    if (!expect(path, j.is_array(), "an array of integers")) return;
-    for (size_t i = 0; i < j.size(); ++i) {
-      expect(path + "[" + std::to_string(i) + "]", j[i].is_number_integer(), "an integer");
-    }
-  }
-
-  void shape_list(const Json& j, const std::string& path) {
-    if (!expect(path, j.is_array(), "an array of shapes")) return;
-    for (size_t i = 0; i < j.size(); ++i) int_list(j[i], path + "[" + std::to_string(i) + "]");
-  }
-
-  void pair_list(const Json& node, const char* key, const std::string& path, bool int_second) {
-    const std::string p = path + "." + key;
-    if (!node.contains(key)) return fail(p, "missing");
-    const Json& j = node[key];
-    if (!expect(p, j.is_array(), "an array")) return;
-    for (size_t i = 0; i < j.size(); ++i) {
-      const Json& e = j[i];
-      bool ok = e.is_array() && e.size() == 2 && e[0].is_string() &&
-                (int_second ? e[1].is_number_integer() : e[1].is_string());
-      expect(p + "[" + std::to_string(i) + "]", ok, int_second ? "[name, count]" : "[name, placements]");
-    }
-  }
-
-  void op(const Json& j, const std::string& path) {
-    if (!expect(path, j.is_object(), "an operation object")) return;
-    if (!j.contains("name") || !j["name"].is_string()) fail(path + ".name", "expected a string");
-    if (j.contains("input_shape")) {
-      const Json& s = j["input_shape"];
-      // PyTorch writes shapes as strings ("torch.Size([8, 16])"); we write integer lists.
-      bool ok = s.is_array();
-      for (const Json& e : s) ok = ok && (e.is_array() || e.is_string());
-      expect(path + ".input_shape", ok, "an array of shapes");
-    }
-    if (j.contains("input_sharding")) {
-      const Json& s = j["input_sharding"];
-      bool ok = s.is_array();
-      for (const Json& e : s) ok = ok && e.is_string();
-      expect(path + ".input_sharding", ok, "an array of strings");
-    }
-    if (j.contains("device_mesh")) expect(path + ".device_mesh", j["device_mesh"].is_string(), "a string");
-  }
-
-  void node(const Json& j, const std::string& path) {
-    if (!expect(path, j.is_object(), "a module node object")) return;
-    for (const char* key : {"fqn", "module_type"}) {
-      if (!j.contains(key) || !j[key].is_string()) fail(path + "." + key, "expected a string");
-    }
-    pair_list(j, "parameters", path, /*int_second=*/false);
-    pair_list(j, "collectives_forward", path, /*int_second=*/true);
-    pair_list(j, "collectives_backward", path, /*int_second=*/true);
-    for (const char* key : {"bytes_forward", "bytes_backward"}) {
-      if (j.contains(key)) pair_list(j, key, path, /*int_second=*/true);
-    }
-    for (const char* key : {"operations_forward", "operations_backward", "operations_checkpointing"}) {
-      if (!j.contains(key)) {
-        if (std::string(key) != "operations_checkpointing") fail(path + "." + key, "missing");
-        continue;
-      }
-      const Json& ops = j[key];
-      if (!expect(path + "." + key, ops.is_array(), "an array")) continue;
-      for (size_t i = 0; i < ops.size(); ++i) op(ops[i], path + "." + key + "[" + std::to_string(i) + "]");
-    }
-    if (!j.contains("children")) return fail(path + ".children", "missing");
-    const Json& children = j["children"];
-    if (!expect(path + ".children", children.is_array(), "an array")) return;
-    for (size_t i = 0; i < children.size(); ++i)
-      node(children[i], path + ".children[" + std::to_string(i) + "]");
-  }
-
-  void event(const Json& j, const std::string& path) {
-    if (!expect(path, j.is_object(), "an event object")) return;
-    for (const char* key : {"rank", "seq", "bytes", "mesh_dim"}) {
-      if (!j.contains(key) || !j[key].is_number_integer()) fail(path + "." + key, "expected an integer");
-    }
-    for (const char* key : {"kind", "module"}) {
-      if (!j.contains(key) || !j[key].is_string()) fail(path + "." + key, "expected a string");
-    }
-    if (!j.contains("phase") || !j["phase"].is_string() || !parse_phase(j["phase"].get<std::string>())) {
-      fail(path + ".phase", "expected \"forward\" or \"backward\"");
-    }
-    if (!j.contains("group")) {
-      fail(path + ".group", "missing");
-    } else {
-      int_list(j["group"], path + ".group");
-    }
-    if (j.contains("shape")) int_list(j["shape"], path + ".shape");
-    for (const char* key : {"input_shapes", "output_shapes"}) {
-      if (j.contains(key)) shape_list(j[key], path + "." + key);
-    }
-    if (j.contains("origin") && !j["origin"].is_null()) origin(j["origin"], path + ".origin");
-  }
-
-  void origin(const Json& j, const std::string& path) {
-    if (!expect(path, j.is_object(), "an origin object")) return;
-    if (!j.contains("explicit") || !j["explicit"].is_boolean()) fail(path + ".explicit", "expected a boolean");
-    if (!j.contains("cause") || !j["cause"].is_string() || j["cause"].get<std::string>().empty())
-      fail(path + ".cause", "expected a non-empty string");
-    for (const char* key : {"op", "from", "to", "step", "strategy", "rejected_strategy"}) {
-      if (j.contains(key)) expect(path + "." + key, j[key].is_string(), "a string");
-    }
-    for (const char* key : {"input_index", "mesh_dim"}) {
-      if (j.contains(key)) {
-        expect(path + "." + key, j[key].is_number_integer() && j[key].get<int64_t>() >= -1, "an integer >= -1");
-      }
-    }
-    for (const char* key : {"strategy_cost", "rejected_cost"}) {
-      if (j.contains(key)) expect(path + "." + key, j[key].is_number(), "a number");
-    }
-  }
-
-  void root(const Json& j) {
-    node(j, "$");
-    if (!j.is_object()) return;
-    if (j.contains("dtensor_schema_version")) {
-      const Json& v = j["dtensor_schema_version"];
-      if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > kCommTraceSchemaVersion) {
-        fail("$.dtensor_schema_version", "expected an integer in [1, " +
-                                             std::to_string(kCommTraceSchemaVersion) +
-                                             "] (written by a newer dtensor?)");
-      }
-    }
-    for (const char* key : {"world_size", "rank"}) {
-      if (j.contains(key) && !j[key].is_number_integer())
-        fail(std::string("$.") + key, "expected an integer");
-    }
-    if (j.contains("events")) {
-      const Json& events = j["events"];
-      if (expect("$.events", events.is_array(), "an array")) {
-        for (size_t i = 0; i < events.size(); ++i) event(events[i], "$.events[" + std::to_string(i) + "]");
-      }
-    }
-    if (j.contains("mesh")) {
-      const Json& m = j["mesh"];
-      if (expect("$.mesh", m.is_object(), "an object") && m.contains("shape"))
-        int_list(m["shape"], "$.mesh.shape");
-    }
-    if (j.contains("memory")) {
-      const Json& m = j["memory"];
-      if (expect("$.memory", m.is_object(), "an object of rank -> {peak_bytes, current_bytes, cap_bytes, peak_location}")) {
-        for (const auto& [rank, r] : m.items()) {
-          bool ok = r.is_object();
-          for (const char* k : {"peak_bytes", "current_bytes", "cap_bytes"}) {
-            ok = ok && (!r.contains(k) || (r[k].is_number_integer() && r[k].get<int64_t>() >= 0));
-          }
-          ok = ok && (!r.contains("peak_location") || r["peak_location"].is_string());
-          expect("$.memory." + rank, ok, "{peak_bytes, current_bytes, cap_bytes: integers >= 0, peak_location: string}");
-        }
-      }
-    }
-    if (j.contains("differing_ranks")) int_list(j["differing_ranks"], "$.differing_ranks");
-    if (j.contains("per_rank_counts")) {
-      const Json& p = j["per_rank_counts"];
-      if (expect("$.per_rank_counts", p.is_object(), "an object of rank -> counts")) {
-        for (const auto& [rank, counts] : p.items()) {
-          bool ok = counts.is_object();
-          for (const auto& c : counts) ok = ok && c.is_number_integer();
-          expect("$.per_rank_counts." + rank, ok, "an object of collective -> count");
-        }
-      }
-    }
-  }
-};
-
 }  // namespace
 
 std::string comm_trace_to_json(const CommTrace& trace, int noise_level, int indent) {
-  const std::vector<int64_t> ranks = ranks_in(trace);
   const bool merged = trace.rank < 0;
-  const int64_t reference = merged ? (ranks.empty() ? 0 : ranks.front()) : trace.rank;
-  const CommTrace view = merged ? rank_view(trace, reference) : trace;
-  Json root = TreeWriter(view, noise_level).node(kGlobalFqn);
+  Json root = node_json(module_tree(trace), NoiseFilter(noise_level));
   root["dtensor_schema_version"] = kCommTraceSchemaVersion;
   root["noise_level"] = noise_level;
   root["world_size"] = trace.world_size;
   root["rank"] = trace.rank;
-  if (merged) root["reference_rank"] = reference;
+  if (merged) root["reference_rank"] = reference_rank(trace);
   if (trace.mesh) {
     Json mesh;
     mesh["shape"] = trace.mesh->shape;
@@ -323,14 +132,6 @@ std::string comm_trace_to_json(const CommTrace& trace, int noise_level, int inde
     root["rank_differences"] = trace.rank_differences;
   }
   return root.dump(indent) + "\n";
-}
-
-std::vector<std::string> validate_comm_trace_json(const std::string& text) {
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return {"$: not valid JSON"};
-  Validator v;
-  v.root(j);
-  return v.errors;
 }
 
 void write_text_file(const std::string& path, const std::string& text) {

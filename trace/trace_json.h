@@ -1,19 +1,15 @@
-// The comm trace JSON (schema: trace/comm_trace_schema.md): the one writer,
-// validator and reader of it, for debug/ and the viewer (gui/model reads
-// through read_comm_trace_json). Key names follow PyTorch's
-// comm_mode_log.json. No LibTorch: errors are TraceJsonError.
+// The comm trace JSON (schema: trace/comm_trace_schema.md): its one writer and
+// its one reader, for debug/, the tools and the viewer. Key names follow
+// PyTorch's comm_mode_log.json. No LibTorch: errors are TraceJsonError.
 //   std::string text = comm_trace_to_json(comm.trace(), /*noise_level=*/3);
 //   CommTrace back = comm_trace_from_json(text);
 //   validate_comm_trace_json(text).empty();   // true
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "trace/trace_model.h"
@@ -47,98 +43,60 @@ class TraceJsonError : public std::runtime_error {
   int64_t schema_version_;
 };
 
-// ---- The document as written ------------------------------------------------
-
-/// One operation of a module node ("operations_forward" entries).
-struct TraceJsonOp {
-  std::string name;
-  std::vector<std::vector<int64_t>> input_shapes;  // integer shapes only (PyTorch's strings are skipped)
-  std::vector<std::string> input_sharding;
-  std::string device_mesh;
+/// How closely a read holds a document to the schema.
+enum class SchemaCheck {
+  /// Missing optional and required keys read as empty, {"all_reduce": 1}
+  /// objects stand for [name, count] pairs, an unknown phase reads as
+  /// forward (with a warning): what hand-written fixtures and older tools
+  /// write. The viewer reads this way.
+  kLenient,
+  /// Every key the schema requires, in the form it is written.
+  kStrict,
 };
 
-/// One node of the module tree, with the counts the file states (a node's
-/// counts include its descendants', as PyTorch writes them).
-struct TraceJsonNode {
-  std::string fqn;
-  std::string module_type;
-  std::vector<std::pair<std::string, std::string>> parameters;
-  KindCounts collectives_forward, collectives_backward;
-  KindCounts bytes_forward, bytes_backward;
-  std::vector<TraceJsonOp> operations_forward, operations_backward;
-  std::vector<TraceJsonNode> children;
+/// A trace read from JSON, with what the document says about itself.
+struct TraceRead {
+  CommTrace trace;
+  /// dtensor_schema_version; 0 when absent (PyTorch's comm_mode_log.json).
+  int64_t schema_version = 0;
+  /// True when the document lists each call ("events"); false when the
+  /// collectives were rebuilt from module counts (PyTorch's dump): then
+  /// they carry no order, timing, group or per-rank data.
+  bool calls_recorded = false;
+  /// What a lenient read took on trust ("events with phase \"x\" ...").
+  std::vector<std::string> warnings;
 };
 
-/// One entry of "events": a CollectiveRecord with the phase as written.
-struct TraceJsonEvent {
-  int64_t rank = 0;
-  int64_t seq = 0;
-  std::string kind;
-  int64_t bytes = 0;
-  int64_t output_bytes = 0;
-  std::vector<int64_t> group;
-  int64_t mesh_dim = -1;
-  std::string mesh_dim_name;
-  std::string module;
-  std::string phase;  // "forward" / "backward"; anything else is kept as written
-  std::vector<std::vector<int64_t>> input_shapes;  // from "input_shapes", else ["shape"]
-  std::vector<std::vector<int64_t>> output_shapes;
-  std::string dtype;
-  std::string reduce_op;
-  double ts_us = 0;
-  std::optional<CollectiveOriginRecord> origin;  // "origin" (version 2); nullopt when absent
-};
+/// Reads any comm trace JSON into the trace it describes: ours, and
+/// PyTorch's comm_mode_log.json. Modules and operations come from the module
+/// tree; collectives from "events", or, for a dump without events, rebuilt
+/// from each node's own counts (its counts minus its children's, with bytes
+/// from bytes_* when present). world_size, when absent, is one more than the
+/// largest rank named. Checks the type and range of every key it reads
+/// (counts and ranks >= 0, module trees at most 128 deep); unknown keys are
+/// ignored. Throws TraceJsonError: kSyntax, kNewerVersion (checked first), or
+/// kSchema naming the path of the first problem.
+/// Example: read_comm_trace_json("{}").trace.modules.empty() == true.
+TraceRead read_comm_trace_json(std::string_view text, SchemaCheck check = SchemaCheck::kLenient);
 
-/// A comm trace JSON document, key by key. Absent optional keys read as
-/// empty (or nullopt where absence means something).
-struct TraceJsonDocument {
-  int64_t schema_version = 0;  // 0: absent (PyTorch's comm_mode_log.json)
-  std::optional<int64_t> world_size;
-  std::optional<int64_t> rank;  // -1: a merged fake-world trace
-  std::optional<int64_t> reference_rank;
-  std::optional<MeshRecord> mesh;
-  TraceJsonNode root;  // fqn "Global" unless the file says otherwise
-  std::optional<std::vector<TraceJsonEvent>> events;  // nullopt: no "events" key
-  std::map<int64_t, KindCounts> per_rank_counts;
-  std::vector<int64_t> differing_ranks;
-  std::vector<std::string> rank_differences;
-  /// Optional "memory": rank -> peak bytes and where (worlds that count memory).
-  std::map<int64_t, RankMemoryRecord> memory;
-};
-
-/// Reads any comm trace JSON: ours, PyTorch's comm_mode_log.json, and the
-/// lenient forms older files and hand-written fixtures use (missing optional
-/// keys; {"all_reduce": 1} objects for [name, count] pairs and parameters).
-/// Checks the type and range of every key it reads (counts and ranks >= 0,
-/// module trees at most 128 deep); unknown keys are ignored. Throws
-/// TraceJsonError: kSyntax, kNewerVersion (checked first), or kSchema naming
-/// the path of the first problem. Example: read_comm_trace_json("{}").root.fqn == "Global".
-TraceJsonDocument read_comm_trace_json(std::string_view text);
-
-/// The module tree rooted at Global with `trace`'s counts, plus our root
-/// additions (events, mesh, per-rank data). `noise_level` selects what the
-/// tree shows as in generate_json_dump (see NoiseFilter); events are always
-/// written. A merged trace (rank -1) shows its reference rank's (lowest
-/// rank's) counts and operations in the tree, and every rank's events.
-/// Output is deterministic: keys in the schema's order, `indent` spaces per level.
-std::string comm_trace_to_json(const CommTrace& trace, int noise_level = 3, int indent = 2);
-
-/// Reads a trace back from comm_trace_to_json's output, or from PyTorch's
-/// comm_mode_log.json (no "events": collectives are rebuilt from each node's
-/// own counts, i.e. its counts minus its children's, with bytes from
-/// bytes_* when present). The text must pass validate_comm_trace_json:
-/// throws TraceJsonError naming the JSON path of the first problem.
-CommTrace comm_trace_from_json(const std::string& text);
-
-/// The trace a document describes (comm_trace_from_json without the
-/// validation): modules and operations from the tree, collectives from
-/// "events", or rebuilt from each node's own counts when there are none.
-CommTrace comm_trace_from_document(const TraceJsonDocument& document);
-
-/// Problems with `text` against the documented schema, as "path: message"
-/// (e.g. "$.children[0].collectives_forward[1]: expected [name, count]");
+/// Every problem of `text` against the documented schema (a strict read that
+/// goes on past each problem), as "path: message", e.g.
+/// "$.children[0].collectives_forward[0][1]: expected an integer, got string";
 /// empty when valid. Unknown keys are allowed.
-std::vector<std::string> validate_comm_trace_json(const std::string& text);
+std::vector<std::string> validate_comm_trace_json(std::string_view text);
+
+/// The trace of a valid document (ours or PyTorch's): throws TraceJsonError
+/// naming the first problem validate_comm_trace_json finds and how many more.
+CommTrace comm_trace_from_json(std::string_view text);
+
+/// The module tree rooted at Global with `trace`'s counts (module_tree.h),
+/// plus our root additions (events, mesh, per-rank data). `noise_level`
+/// selects what the tree shows as in generate_json_dump (see NoiseFilter);
+/// events are always written. A merged trace (rank -1) shows its reference
+/// rank's (lowest rank's) counts and operations in the tree, and every
+/// rank's events. Output is deterministic: keys in the schema's order,
+/// `indent` spaces per level.
+std::string comm_trace_to_json(const CommTrace& trace, int noise_level = 3, int indent = 2);
 
 /// Writes `text` to `path`; throws TraceJsonError (kFile) naming the path
 /// when it cannot.

@@ -3,28 +3,40 @@
 #include "gui/model/call_exchange.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
+#include "layout/comm_cost.h"
+#include "trace/collective_name.h"
+
 namespace dtensor::gui {
 
-std::vector<RankExchange> pairwise_bytes(const std::string& kind, int64_t rank,
-                                         int64_t input_bytes, const std::vector<int64_t>& group) {
+std::vector<RankExchange> pairwise_bytes(const std::string& kind, int64_t rank, int64_t input_bytes,
+                                         const std::vector<int64_t>& group) {
   std::vector<RankExchange> out;
   const int64_t n = static_cast<int64_t>(group.size());
-  if (n <= 1 || input_bytes <= 0) return out;
+  const std::optional<CollectiveKind> known = trace::kind_of_collective(kind);
+  if (!known || n <= 1 || input_bytes <= 0) return out;
   int64_t per_peer = 0;
   bool root_only = false;
-  if (kind == "all_gather_into_tensor" || kind == "all_gather") {
-    per_peer = input_bytes;
-  } else if (kind == "reduce_scatter_tensor" || kind == "all_to_all_single") {
-    per_peer = input_bytes / n;
-  } else if (kind == "all_reduce") {
-    per_peer = (2 * input_bytes + n - 1) / n;
-  } else if (kind == "broadcast") {
-    per_peer = input_bytes, root_only = true;
-  } else if (kind == "scatter") {
-    per_peer = input_bytes / n, root_only = true;
+  switch (*known) {
+    case CollectiveKind::kBroadcast:  // the root's whole input to each peer
+      per_peer = input_bytes, root_only = true;
+      break;
+    case CollectiveKind::kScatter:  // the root's piece for each peer
+      per_peer = input_bytes / n, root_only = true;
+      break;
+    case CollectiveKind::kBarrier:
+      break;
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kAllGatherIntoTensor:
+    case CollectiveKind::kReduceScatterTensor:
+    case CollectiveKind::kAllToAllSingle:
+      // The ring total, split evenly over the peers (an all_gather's output
+      // is n inputs).
+      per_peer = ring_bytes_per_rank(*known, input_bytes, n * input_bytes, n) / (n - 1);
+      break;
   }
   if (per_peer <= 0 || (root_only && rank != group.front())) return out;
   for (int64_t peer : group) {
@@ -33,22 +45,23 @@ std::vector<RankExchange> pairwise_bytes(const std::string& kind, int64_t rank,
   return out;
 }
 
-CallExchange call_exchange(const Trace& trace, size_t event_index) {
-  const TraceEvent& chosen = trace.events[event_index];
+CallExchange call_exchange(const trace::CommTrace& trace, size_t event_index) {
+  const trace::CollectiveRecord& chosen = trace.collectives[event_index];
   CallExchange x;
   x.seq = chosen.seq;
   x.kind = chosen.kind;
-  x.mesh_dim = chosen.mesh_dim;
-  std::vector<const TraceEvent*> call;
+  x.mesh_dim = static_cast<int>(std::min<int64_t>(chosen.mesh_dim, 64));
+  std::vector<const trace::CollectiveRecord*> call;
   std::set<int64_t> recorded;
-  for (const TraceEvent& e : trace.events) {
+  for (const trace::CollectiveRecord& e : trace.collectives) {
     if (e.seq != chosen.seq || e.kind != chosen.kind) continue;
     call.push_back(&e);
     recorded.insert(e.rank);
   }
   std::map<std::pair<int64_t, int64_t>, int64_t> bytes;
   std::set<std::vector<int64_t>> groups;
-  auto add = [&](int64_t rank, const TraceEvent& e, const std::vector<int64_t>& group) {
+  auto add = [&](int64_t rank, const trace::CollectiveRecord& e,
+                 const std::vector<int64_t>& group) {
     if (bytes.size() + group.size() > kMaxExchangeEdges) {
       x.truncated = true;
       return;
@@ -56,7 +69,7 @@ CallExchange call_exchange(const Trace& trace, size_t event_index) {
     for (const RankExchange& edge : pairwise_bytes(e.kind, rank, e.bytes, group))
       bytes[{edge.from, edge.to}] = edge.bytes;
   };
-  for (const TraceEvent* e : call) {
+  for (const trace::CollectiveRecord* e : call) {
     std::vector<int64_t> group = e->group;
     std::sort(group.begin(), group.end());
     groups.insert(group);

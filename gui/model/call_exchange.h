@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gui/model/trace_model.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::gui {
 
@@ -19,7 +19,9 @@ namespace dtensor::gui {
 // bytes), not the wire pattern, which depends on the backend (ring, tree,
 // NVLS). The viewer draws the logical exchange: who must get whose data,
 // with each rank sending the same total as layout/comm_cost.h's ring
-// formulas, split evenly over its peers (n = group size):
+// formulas (ring_bytes_per_rank, which this model calls), split evenly over
+// its peers (n = group size; kinds as trace::kind_of_collective reads them,
+// so PyTorch's spellings draw too):
 //   all_gather:      input bytes to each peer         ((n-1)/n * output)
 //   reduce_scatter:  input / n to each peer           ((n-1)/n * input)
 //   all_reduce:      2 * input / n to each peer       (2(n-1)/n * input)
@@ -61,12 +63,13 @@ struct CallExchange {
 };
 
 // The bytes `rank` sends to each of its peers in `group` for a collective
-// `kind` with `input_bytes` contributed (Note [Pairwise bytes of a collective]).
-std::vector<RankExchange> pairwise_bytes(const std::string& kind, int64_t rank,
-                                         int64_t input_bytes, const std::vector<int64_t>& group);
+// `kind` with `input_bytes` contributed (Note [Pairwise bytes of a collective]);
+// none for a kind kind_of_collective does not know.
+std::vector<RankExchange> pairwise_bytes(const std::string& kind, int64_t rank, int64_t input_bytes,
+                                         const std::vector<int64_t>& group);
 
-// The exchange of the call that trace.events[event_index] belongs to: every
-// event with its seq and kind. Precondition: event_index < trace.events.size().
-CallExchange call_exchange(const Trace& trace, size_t event_index);
+// The exchange of the call that trace.collectives[event_index] belongs to: every
+// event with its seq and kind. Precondition: event_index < trace.collectives.size().
+CallExchange call_exchange(const trace::CommTrace& trace, size_t event_index);
 
 }  // namespace dtensor::gui

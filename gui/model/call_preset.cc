@@ -7,9 +7,9 @@
 
 namespace dtensor::gui {
 
-std::string trace_mesh_text(const Trace& trace) {
+std::string trace_mesh_text(const trace::CommTrace& trace) {
   if (!trace.mesh || trace.mesh->shape.empty()) return "";
-  const TraceMesh& mesh = *trace.mesh;
+  const trace::MeshRecord& mesh = *trace.mesh;
   bool named = mesh.dim_names.size() == mesh.shape.size();
   std::string text;
   for (size_t i = 0; i < mesh.shape.size(); ++i) {
@@ -20,14 +20,15 @@ std::string trace_mesh_text(const Trace& trace) {
   return text;
 }
 
-Parsed<CallPreset> call_preset(const Trace& trace, const TraceEvent& event) {
+Parsed<CallPreset> call_preset(const trace::CommTrace& trace,
+                               const trace::CollectiveRecord& event) {
   Parsed<CallPreset> result;
   if (!event.origin) {
     result.error = "call #" + std::to_string(event.seq) +
                    " has no origin (traces before schema 2 do not record one)";
     return result;
   }
-  const TraceOrigin& origin = *event.origin;
+  const CollectiveOrigin& origin = *event.origin;
   CallPreset preset;
   preset.mesh = trace_mesh_text(trace);
   if (preset.mesh.empty()) {
@@ -47,7 +48,7 @@ Parsed<CallPreset> call_preset(const Trace& trace, const TraceEvent& event) {
   if (count == 1 && trace.mesh->shape.size() > 1 && event.mesh_dim >= 0 &&
       static_cast<size_t>(event.mesh_dim) < trace.mesh->shape.size()) {
     const size_t d = static_cast<size_t>(event.mesh_dim);
-    const TraceMesh& m = *trace.mesh;
+    const trace::MeshRecord& m = *trace.mesh;
     preset.mesh = (m.dim_names.size() == m.shape.size() ? m.dim_names[d] + "=" : std::string()) +
                   std::to_string(m.shape[d]);
   }
@@ -56,14 +57,15 @@ Parsed<CallPreset> call_preset(const Trace& trace, const TraceEvent& event) {
     result.error = mesh.error;
     return result;
   }
-  if (!event.shape.empty()) {
-    const int64_t ndim = static_cast<int64_t>(event.shape.size());
+  if (!event.input_shapes.empty() && !event.input_shapes.front().empty()) {
+    const std::vector<int64_t>& shape = event.input_shapes.front();
+    const int64_t ndim = static_cast<int64_t>(shape.size());
     Parsed<Placements> from = parse_placements_text(preset.placements, *mesh.value, ndim, "from");
     if (!from.ok()) {
       result.error = from.error;
       return result;
     }
-    std::vector<int64_t> global = event.shape;
+    std::vector<int64_t> global = shape;
     for (size_t i = 0; i < from.value->size(); ++i) {
       const Placement& p = (*from.value)[i];
       if (p.is_shard()) global[static_cast<size_t>(p.shard_dim())] *= mesh.value->shape()[i];

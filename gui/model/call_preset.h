@@ -2,14 +2,14 @@
 // collective's transition (the trace's mesh, the origin's from and to
 // placements, and the tensor's global shape), so that clicking a call in the
 // comm table or the timeline opens its plan. No ImGui.
-//   Parsed<CallPreset> preset = call_preset(trace, trace.events[3]);
+//   Parsed<CallPreset> preset = call_preset(trace, trace.collectives[3]);
 //   if (preset.ok()) { inputs.mesh = preset.value->mesh; ... }
 #pragma once
 
 #include <string>
 
 #include "gui/model/shape_text.h"
-#include "gui/model/trace_model.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::gui {
 
@@ -23,7 +23,7 @@ struct CallPreset {
 
 // The trace's mesh as playground text: "dp=2, tp=2" or "2, 2"; empty when
 // the trace names no mesh.
-std::string trace_mesh_text(const Trace& trace);
+std::string trace_mesh_text(const trace::CommTrace& trace);
 
 // The preset of `event`, or why there is none (no origin, no mesh in the
 // trace, placements the mesh does not accept). The global shape is the
@@ -33,6 +33,6 @@ std::string trace_mesh_text(const Trace& trace);
 // A one-placement redistribution on a mesh of more dims (a 1-D sub-mesh)
 // replays on the event's mesh dim alone ("tp=2").
 // Example: input [4, 6] on Mesh(dp=2, tp=2) from [S(0), R] -> tensor "8, 6".
-Parsed<CallPreset> call_preset(const Trace& trace, const TraceEvent& event);
+Parsed<CallPreset> call_preset(const trace::CommTrace& trace, const trace::CollectiveRecord& event);
 
 }  // namespace dtensor::gui

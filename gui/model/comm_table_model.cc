@@ -7,6 +7,9 @@
 #include <set>
 #include <tuple>
 
+#include "layout/collective_kind.h"
+#include "trace/collective_name.h"
+
 namespace dtensor::gui {
 namespace {
 
@@ -19,10 +22,10 @@ bool contains(const std::string& haystack, const std::string& needle_lower) {
   return lower(haystack).find(needle_lower) != std::string::npos;
 }
 
-bool module_matches(const ModuleNode& node, const std::string& needle) {
+bool module_matches(const trace::ModuleNode& node, const std::string& needle) {
   if (needle.empty() || contains(node.fqn, needle) || contains(node.module_type, needle))
     return true;
-  for (const KindMap* map : {&node.forward_counts, &node.backward_counts}) {
+  for (const trace::KindCounts* map : {&node.forward_counts, &node.backward_counts}) {
     for (const auto& [kind, count] : *map) {
       if (count > 0 && contains(kind, needle)) return true;
     }
@@ -34,7 +37,7 @@ bool module_matches(const ModuleNode& node, const std::string& needle) {
 }
 
 // Sort key for one column; names sort as strings, the rest as numbers.
-bool less_by(const ModuleNode& a, const ModuleNode& b, CommSortColumn column) {
+bool less_by(const trace::ModuleNode& a, const trace::ModuleNode& b, CommSortColumn column) {
   switch (column) {
     case CommSortColumn::kName:
       return a.short_name() < b.short_name();
@@ -50,12 +53,12 @@ bool less_by(const ModuleNode& a, const ModuleNode& b, CommSortColumn column) {
   return false;
 }
 
-std::optional<TableNode> filter_node(const ModuleNode& node, const std::string& needle,
+std::optional<TableNode> filter_node(const trace::ModuleNode& node, const std::string& needle,
                                      const CommTableOptions& options) {
   TableNode out;
   out.module = &node;
   out.matches = module_matches(node, needle);
-  for (const ModuleNode& child : node.children) {
+  for (const trace::ModuleNode& child : node.children) {
     if (std::optional<TableNode> kept = filter_node(child, needle, options)) {
       out.children.push_back(std::move(*kept));
     }
@@ -72,15 +75,15 @@ std::optional<TableNode> filter_node(const ModuleNode& node, const std::string& 
 }
 
 // fqn -> parent fqn ("" for the root), from the tree.
-void collect_parents(const ModuleNode& node, const std::string& parent,
+void collect_parents(const trace::ModuleNode& node, const std::string& parent,
                      std::map<std::string, std::string>* parents) {
   parents->emplace(node.fqn, parent);
-  for (const ModuleNode& child : node.children) collect_parents(child, node.fqn, parents);
+  for (const trace::ModuleNode& child : node.children) collect_parents(child, node.fqn, parents);
 }
 
 // Ranks whose counts differ from the most common counts among all ranks.
-std::vector<int64_t> outlier_ranks(const std::map<int64_t, KindMap>& by_rank) {
-  std::map<KindMap, int> votes;
+std::vector<int64_t> outlier_ranks(const std::map<int64_t, trace::KindCounts>& by_rank) {
+  std::map<trace::KindCounts, int> votes;
   for (const auto& [rank, counts] : by_rank) ++votes[counts];
   if (votes.size() <= 1) return {};
   auto majority = std::max_element(
@@ -94,23 +97,25 @@ std::vector<int64_t> outlier_ranks(const std::map<int64_t, KindMap>& by_rank) {
 
 }  // namespace
 
-std::optional<TableNode> build_comm_tree(const ModuleNode& root, const CommTableOptions& options) {
+std::optional<TableNode> build_comm_tree(const trace::ModuleNode& root,
+                                         const CommTableOptions& options) {
   return filter_node(root, lower(options.filter), options);
 }
 
-std::map<std::string, ModuleRankCounts> module_rank_counts(const Trace& trace) {
+std::map<std::string, ModuleRankCounts> module_rank_counts(const trace::CommTrace& trace,
+                                                           const trace::ModuleNode& tree) {
   std::map<std::string, ModuleRankCounts> out;
-  if (trace.events.empty()) return out;
+  if (trace.collectives.empty()) return out;
   std::map<std::string, std::string> parents;
-  collect_parents(trace.root, "", &parents);
+  collect_parents(tree, "", &parents);
   std::set<int64_t> ranks;
-  for (const TraceEvent& e : trace.events) ranks.insert(e.rank);
+  for (const trace::CollectiveRecord& e : trace.collectives) ranks.insert(e.rank);
   for (const auto& [fqn, parent] : parents) {
     for (int64_t rank : ranks) out[fqn].by_rank[rank];
   }
-  for (const TraceEvent& e : trace.events) {
-    std::string key = e.kind + (e.phase == "backward" ? " (backward)" : " (forward)");
-    std::string fqn = parents.count(e.module) ? e.module : trace.root.fqn;
+  for (const trace::CollectiveRecord& e : trace.collectives) {
+    std::string key = e.kind + " (" + trace::phase_name(e.phase) + ")";
+    std::string fqn = parents.count(e.module) ? e.module : tree.fqn;
     for (int guard = 0; !fqn.empty() && guard < 1024; ++guard) {
       ++out[fqn].by_rank[e.rank][key];
       fqn = parents[fqn];
@@ -121,18 +126,28 @@ std::map<std::string, ModuleRankCounts> module_rank_counts(const Trace& trace) {
 }
 
 std::string collective_abbreviation(const std::string& kind) {
-  static const std::map<std::string, std::string> kShort = {{"all_reduce", "AR"},
-                                                            {"all_gather_into_tensor", "AG"},
-                                                            {"reduce_scatter_tensor", "RS"},
-                                                            {"all_to_all_single", "A2A"},
-                                                            {"broadcast", "BC"},
-                                                            {"scatter", "SC"},
-                                                            {"barrier", "BAR"}};
-  auto it = kShort.find(kind);
-  return it == kShort.end() ? kind : it->second;
+  const std::optional<CollectiveKind> known = trace::kind_of_collective(kind);
+  if (!known) return kind;
+  switch (*known) {
+    case CollectiveKind::kAllReduce:
+      return "AR";
+    case CollectiveKind::kAllGatherIntoTensor:
+      return "AG";
+    case CollectiveKind::kReduceScatterTensor:
+      return "RS";
+    case CollectiveKind::kAllToAllSingle:
+      return "A2A";
+    case CollectiveKind::kBroadcast:
+      return "BC";
+    case CollectiveKind::kScatter:
+      return "SC";
+    case CollectiveKind::kBarrier:
+      return "BAR";
+  }
+  return kind;
 }
 
-std::map<std::string, std::vector<int64_t>> per_rank_outliers(const Trace& trace) {
+std::map<std::string, std::vector<int64_t>> per_rank_outliers(const trace::CommTrace& trace) {
   std::map<std::string, std::vector<int64_t>> out;
   for (const std::string& kind : per_rank_kinds(trace)) {
     std::map<int64_t, int> votes;
@@ -153,7 +168,7 @@ std::map<std::string, std::vector<int64_t>> per_rank_outliers(const Trace& trace
   return out;
 }
 
-std::vector<std::string> per_rank_kinds(const Trace& trace) {
+std::vector<std::string> per_rank_kinds(const trace::CommTrace& trace) {
   std::set<std::string> kinds;
   for (const auto& [rank, counts] : trace.per_rank_counts) {
     for (const auto& [kind, count] : counts) kinds.insert(kind);
@@ -161,20 +176,20 @@ std::vector<std::string> per_rank_kinds(const Trace& trace) {
   return {kinds.begin(), kinds.end()};
 }
 
-int64_t default_calls_rank(const Trace& trace) {
-  if (trace.events.empty()) return -1;
-  for (const TraceEvent& e : trace.events) {
+int64_t default_calls_rank(const trace::CommTrace& trace) {
+  if (trace.collectives.empty()) return -1;
+  for (const trace::CollectiveRecord& e : trace.collectives) {
     if (e.rank == trace.rank) return e.rank;
   }
-  return trace.events.front().rank;  // sorted by (rank, seq)
+  return trace.collectives.front().rank;  // sorted by (rank, seq)
 }
 
-std::vector<size_t> calls_of_rank(const Trace& trace, int64_t rank, bool implicit_only,
+std::vector<size_t> calls_of_rank(const trace::CommTrace& trace, int64_t rank, bool implicit_only,
                                   const std::string& filter) {
   std::vector<size_t> out;
   const std::string needle = lower(filter);
-  for (size_t i = 0; i < trace.events.size(); ++i) {
-    const TraceEvent& e = trace.events[i];
+  for (size_t i = 0; i < trace.collectives.size(); ++i) {
+    const trace::CollectiveRecord& e = trace.collectives[i];
     if (e.rank != rank) continue;
     if (implicit_only && !(e.origin && !e.origin->is_explicit)) continue;
     if (!needle.empty()) {
@@ -187,9 +202,9 @@ std::vector<size_t> calls_of_rank(const Trace& trace, int64_t rank, bool implici
   return out;
 }
 
-OriginCounts origin_counts(const Trace& trace) {
+OriginCounts origin_counts(const trace::CommTrace& trace) {
   OriginCounts counts;
-  for (const TraceEvent& e : trace.events) {
+  for (const trace::CollectiveRecord& e : trace.collectives) {
     if (!e.origin) continue;
     ++counts.with_origin;
     if (!e.origin->is_explicit) ++counts.implicit;

@@ -6,7 +6,11 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
+
+#include "layout/collective_kind.h"
+#include "trace/collective_name.h"
 
 namespace dtensor::gui {
 namespace {
@@ -154,13 +158,24 @@ Rgb RankPalette::color(int64_t rank) const {
 }
 
 Rgb collective_kind_color(std::string_view kind) {
-  if (kind == "all_reduce" || kind == "all_reduce_coalesced") return {0x4C, 0x8E, 0xDA};
-  if (kind == "all_gather_into_tensor" || kind == "all_gather") return {0x4F, 0xB0, 0x5C};
-  if (kind == "reduce_scatter_tensor" || kind == "reduce_scatter") return {0xF2, 0x8E, 0x2B};
-  if (kind == "all_to_all_single" || kind == "all_to_all") return {0xB0, 0x7A, 0xD8};
-  if (kind == "broadcast") return {0x3F, 0xB8, 0xAF};
-  if (kind == "scatter") return {0xD9, 0x66, 0x8F};
-  if (kind == "barrier") return {0x9A, 0x9A, 0x9A};
+  if (std::optional<CollectiveKind> known = trace::kind_of_collective(kind)) {
+    switch (*known) {
+      case CollectiveKind::kAllReduce:
+        return {0x4C, 0x8E, 0xDA};
+      case CollectiveKind::kAllGatherIntoTensor:
+        return {0x4F, 0xB0, 0x5C};
+      case CollectiveKind::kReduceScatterTensor:
+        return {0xF2, 0x8E, 0x2B};
+      case CollectiveKind::kAllToAllSingle:
+        return {0xB0, 0x7A, 0xD8};
+      case CollectiveKind::kBroadcast:
+        return {0x3F, 0xB8, 0xAF};
+      case CollectiveKind::kScatter:
+        return {0xD9, 0x66, 0x8F};
+      case CollectiveKind::kBarrier:
+        return {0x9A, 0x9A, 0x9A};
+    }
+  }
   size_t hash = std::hash<std::string>{}(std::string(kind));
   const std::vector<Rgb>& candidates = candidate_colors();
   return candidates[hash % candidates.size()];

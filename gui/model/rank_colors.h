@@ -64,8 +64,10 @@ class RankPalette {
 
 // Fixed colour of a collective kind for the timeline and the comm table:
 // all_reduce blue, all_gather_into_tensor green, reduce_scatter_tensor orange,
-// all_to_all_single purple, broadcast teal, scatter raspberry, barrier grey;
-// other names get a stable colour from a hash of the name.
+// all_to_all_single purple, broadcast teal, scatter raspberry, barrier grey
+// (other spellings of these, e.g. PyTorch's "c10d_functional.all_reduce",
+// as trace::kind_of_collective reads them); other names get a stable colour
+// from a hash of the name.
 Rgb collective_kind_color(std::string_view kind);
 
 // Colour of error text and invalid-input frames (a light red readable on the

@@ -12,7 +12,8 @@ constexpr size_t kMaxLanes = 4096;
 constexpr int64_t kAllLanesUpTo = 64;
 
 // seq -> (kind, bytes) of every lane that has it; flags the disagreeing seqs.
-std::set<int64_t> find_mismatches(const Trace& trace, const std::vector<TimelineLane>& lanes) {
+std::set<int64_t> find_mismatches(const trace::CommTrace& trace,
+                                  const std::vector<TimelineLane>& lanes) {
   std::map<int64_t, std::set<std::pair<std::string, int64_t>>> seen;
   std::map<int64_t, int64_t> lanes_with_seq;
   int64_t active_lanes = 0;
@@ -20,7 +21,7 @@ std::set<int64_t> find_mismatches(const Trace& trace, const std::vector<Timeline
     if (lane.events.empty()) continue;
     ++active_lanes;
     for (size_t index : lane.events) {
-      const TraceEvent& e = trace.events[index];
+      const trace::CollectiveRecord& e = trace.collectives[index];
       seen[e.seq].emplace(e.kind, e.bytes);
       ++lanes_with_seq[e.seq];
     }
@@ -34,16 +35,16 @@ std::set<int64_t> find_mismatches(const Trace& trace, const std::vector<Timeline
 
 }  // namespace
 
-TimelineModel build_timeline(const Trace& trace) {
+TimelineModel build_timeline(const trace::CommTrace& trace) {
   TimelineModel model;
-  if (trace.events.empty()) return model;
+  if (trace.collectives.empty()) return model;
   // Small worlds show every rank (an idle rank is news); big ones (solo-mode
   // traces of thousands of ranks) only the ranks that issued something.
   std::set<int64_t> ranks;
   if (trace.world_size <= kAllLanesUpTo) {
     for (int64_t rank = 0; rank < trace.world_size; ++rank) ranks.insert(rank);
   }
-  for (const TraceEvent& e : trace.events) ranks.insert(e.rank);
+  for (const trace::CollectiveRecord& e : trace.collectives) ranks.insert(e.rank);
   std::map<int64_t, size_t> lane_of;
   for (int64_t rank : ranks) {
     if (model.lanes.size() == kMaxLanes) break;
@@ -51,8 +52,8 @@ TimelineModel build_timeline(const Trace& trace) {
     model.lanes.push_back(TimelineLane{rank, {}});
   }
   std::set<std::string> kinds;
-  for (size_t i = 0; i < trace.events.size(); ++i) {
-    const TraceEvent& e = trace.events[i];
+  for (size_t i = 0; i < trace.collectives.size(); ++i) {
+    const trace::CollectiveRecord& e = trace.collectives[i];
     auto lane = lane_of.find(e.rank);
     if (lane == lane_of.end()) continue;
     model.lanes[lane->second].events.push_back(i);
@@ -60,8 +61,9 @@ TimelineModel build_timeline(const Trace& trace) {
     kinds.insert(e.kind);
   }
   for (TimelineLane& lane : model.lanes) {
-    std::stable_sort(lane.events.begin(), lane.events.end(),
-                     [&](size_t a, size_t b) { return trace.events[a].seq < trace.events[b].seq; });
+    std::stable_sort(lane.events.begin(), lane.events.end(), [&](size_t a, size_t b) {
+      return trace.collectives[a].seq < trace.collectives[b].seq;
+    });
   }
   model.kinds.assign(kinds.begin(), kinds.end());
   model.mismatched_seqs = find_mismatches(trace, model.lanes);

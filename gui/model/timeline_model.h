@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gui/model/trace_model.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::gui {
 
@@ -37,6 +37,6 @@ struct TimelineModel {
 
 // Builds the lanes of `trace`. At most 4096 lanes are built (higher ranks are
 // dropped); an empty model when the trace has no events.
-TimelineModel build_timeline(const Trace& trace);
+TimelineModel build_timeline(const trace::CommTrace& trace);
 
 }  // namespace dtensor::gui

@@ -1,7 +1,6 @@
-// Comm trace JSON loading for the viewer: an adapter over debug's reader
-// (trace/trace_json.h, read_comm_trace_json), which checks every key; this
-// file turns its document into the viewer's Trace, derives what the file
-// lacks, and turns every failure into one message. See trace_loader.h.
+// Comm trace JSON loading for the viewer: file I/O around trace/'s reader,
+// what the file lacks derived from its collectives, and every failure turned
+// into one message. See trace_loader.h.
 #include "gui/model/trace_loader.h"
 
 #include <algorithm>
@@ -10,10 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
-#include <set>
 #include <tuple>
-
-#include "trace/trace_json.h"
 
 namespace dtensor::gui {
 namespace {
@@ -22,90 +18,27 @@ using trace::TraceJsonError;
 
 constexpr std::streamoff kMaxFileBytes = std::streamoff{256} << 20;
 
-std::vector<TraceOperation> operations_of(const std::vector<trace::TraceJsonOp>& ops) {
-  std::vector<TraceOperation> out;
-  for (const trace::TraceJsonOp& op : ops) out.push_back({op.name, op.input_sharding, op.device_mesh});
-  return out;
-}
-
-ModuleNode node_of(const trace::TraceJsonNode& n) {
-  ModuleNode node;
-  node.fqn = n.fqn;
-  node.module_type = n.module_type;
-  node.parameters = n.parameters;
-  node.forward_counts = n.collectives_forward;
-  node.backward_counts = n.collectives_backward;
-  node.forward_bytes = n.bytes_forward;
-  node.backward_bytes = n.bytes_backward;
-  node.forward_operations = operations_of(n.operations_forward);
-  node.backward_operations = operations_of(n.operations_backward);
-  for (const trace::TraceJsonNode& child : n.children) node.children.push_back(node_of(child));
-  return node;
-}
-
-TraceEvent event_of(const trace::TraceJsonEvent& e) {
-  TraceEvent out;
-  out.rank = e.rank;
-  out.seq = e.seq;
-  out.kind = e.kind;
-  out.bytes = e.bytes;
-  out.output_bytes = e.output_bytes;
-  out.group = e.group;
-  out.mesh_dim = static_cast<int>(std::min<int64_t>(e.mesh_dim, 64));
-  out.module = e.module;
-  out.phase = e.phase;
-  if (!e.input_shapes.empty()) out.shape = e.input_shapes.front();
-  out.dtype = e.dtype;
-  out.origin = e.origin;
-  return out;
-}
-
-Trace trace_of(const trace::TraceJsonDocument& doc, const std::string& source) {
-  Trace trace;
-  trace.source = source;
-  trace.schema_version = static_cast<int>(doc.schema_version);
-  trace.world_size = doc.world_size.value_or(0);
-  trace.rank = doc.rank.value_or(-1);
-  if (doc.mesh) trace.mesh = TraceMesh{doc.mesh->shape, doc.mesh->dim_names};
-  trace.root = node_of(doc.root);
-  std::set<std::string> odd_phases;
-  if (doc.events) {
-    for (const trace::TraceJsonEvent& e : *doc.events) {
-      if (e.phase != "forward" && e.phase != "backward") odd_phases.insert(e.phase);
-      trace.events.push_back(event_of(e));
-    }
-  }
-  for (const std::string& phase : odd_phases) {
-    trace.warnings.push_back("events with phase \"" + phase + "\" (expected forward or backward)");
-  }
-  std::stable_sort(trace.events.begin(), trace.events.end(), [](const TraceEvent& a, const TraceEvent& b) {
-    return std::tie(a.rank, a.seq) < std::tie(b.rank, b.seq);
-  });
-  trace.per_rank_counts = doc.per_rank_counts;
-  trace.differing_ranks = doc.differing_ranks;
-  for (const auto& [rank, m] : doc.memory) {
-    trace.memory[rank] = RankMemory{m.peak_bytes, m.current_bytes, m.cap_bytes, m.peak_location};
-  }
-  return trace;
-}
-
-// Fills per_rank_counts / differing_ranks / world_size when the file lacks
-// them; "" or why the trace is inconsistent.
-std::string derive_missing(Trace* trace) {
+// Sorts the collectives and fills per_rank_counts / differing_ranks from
+// recorded calls when the file lacks them; "" or why the trace is inconsistent.
+std::string derive_missing(trace::CommTrace* t, bool calls_recorded) {
+  std::stable_sort(t->collectives.begin(), t->collectives.end(),
+                   [](const trace::CollectiveRecord& a, const trace::CollectiveRecord& b) {
+                     return std::tie(a.rank, a.seq) < std::tie(b.rank, b.seq);
+                   });
   int64_t max_rank = -1;
-  for (const TraceEvent& e : trace->events) max_rank = std::max(max_rank, e.rank);
-  for (const auto& [rank, counts] : trace->per_rank_counts) max_rank = std::max(max_rank, rank);
-  if (trace->world_size == 0) trace->world_size = max_rank + 1;
-  if (max_rank >= trace->world_size) {
-    return "rank " + std::to_string(max_rank) + " appears but world_size is " + std::to_string(trace->world_size);
+  for (const trace::CollectiveRecord& e : t->collectives) max_rank = std::max(max_rank, e.rank);
+  for (const auto& [rank, counts] : t->per_rank_counts) max_rank = std::max(max_rank, rank);
+  if (max_rank >= t->world_size) {
+    return "rank " + std::to_string(max_rank) + " appears but world_size is " +
+           std::to_string(t->world_size);
   }
-  if (trace->per_rank_counts.empty()) {
-    for (const TraceEvent& e : trace->events) ++trace->per_rank_counts[e.rank][e.kind];
+  if (t->per_rank_counts.empty() && calls_recorded) {
+    for (const trace::CollectiveRecord& e : t->collectives) ++t->per_rank_counts[e.rank][e.kind];
   }
-  if (trace->differing_ranks.empty() && !trace->per_rank_counts.empty()) {
-    const KindMap& first = trace->per_rank_counts.begin()->second;
-    for (const auto& [rank, counts] : trace->per_rank_counts) {
-      if (counts != first) trace->differing_ranks.push_back(rank);
+  if (t->differing_ranks.empty() && !t->per_rank_counts.empty()) {
+    const trace::KindCounts& first = t->per_rank_counts.begin()->second;
+    for (const auto& [rank, counts] : t->per_rank_counts) {
+      if (counts != first) t->differing_ranks.push_back(rank);
     }
   }
   return "";
@@ -115,27 +48,35 @@ std::string derive_missing(Trace* trace) {
 
 TraceLoadResult parse_trace_json(std::string_view text, const std::string& source) {
   TraceLoadResult result;
-  const std::string not_a_trace = "'" + source + "' is not a comm trace (trace/comm_trace_schema.md): ";
+  const std::string not_a_trace =
+      "'" + source + "' is not a comm trace (trace/comm_trace_schema.md): ";
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     result.error = "'" + source + "' is empty: expected a comm trace JSON object";
     return result;
   }
   try {
-    Trace trace = trace_of(trace::read_comm_trace_json(text), source);
-    if (std::string problem = derive_missing(&trace); !problem.empty()) {
+    trace::TraceRead read = trace::read_comm_trace_json(text, trace::SchemaCheck::kLenient);
+    if (std::string problem = derive_missing(&read.trace, read.calls_recorded); !problem.empty()) {
       result.error = not_a_trace + problem;
       return result;
     }
-    result.trace = std::move(trace);
+    LoadedTrace loaded;
+    loaded.source = source;
+    loaded.schema_version = read.schema_version;
+    loaded.calls_recorded = read.calls_recorded;
+    loaded.tree = trace::module_tree(read.trace);
+    loaded.trace = std::move(read.trace);
+    loaded.warnings = std::move(read.warnings);
+    result.trace = std::move(loaded);
   } catch (const TraceJsonError& e) {
     switch (e.kind()) {
       case TraceJsonError::Kind::kSyntax:
         result.error = "'" + source + "' is not valid JSON: " + e.what();
         break;
       case TraceJsonError::Kind::kNewerVersion:
-        result.error = not_a_trace + "dtensor_schema_version is " + std::to_string(e.schema_version()) +
-                       " but this viewer reads version " + std::to_string(kTraceSchemaVersion) +
-                       "; use a newer dtensor-viewer";
+        result.error = not_a_trace + "dtensor_schema_version is " +
+                       std::to_string(e.schema_version()) + " but this viewer reads version " +
+                       std::to_string(kTraceSchemaVersion) + "; use a newer dtensor-viewer";
         break;
       default:
         result.error = not_a_trace + e.what();

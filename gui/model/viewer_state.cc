@@ -44,18 +44,22 @@ bool ViewerState::apply_options(const ViewerOptions& options, std::string* error
 
 bool ViewerState::load_trace(const std::string& path) {
   open_path = path;  // the open box shows what was tried, loaded or not
-  TraceLoadResult loaded = load_trace_file(path);
-  if (!loaded.trace) {
-    trace_error = loaded.error;
+  TraceLoadResult result = load_trace_file(path);
+  if (!result.trace) {
+    trace_error = result.error;
     return false;
   }
-  trace = std::move(loaded.trace);
+  loaded = std::move(result.trace);
   trace_error.clear();
-  module_counts = module_rank_counts(*trace);
-  timeline = build_timeline(*trace);
-  trace_palette = RankPalette(std::min<int64_t>(trace->world_size, 4096));
-  calls_rank = default_calls_rank(*trace);
-  origin_counts = ::dtensor::gui::origin_counts(*trace);
+  const trace::CommTrace& trace = loaded->trace;
+  // Counts rebuilt from a dump's module tree have no calls to lay out.
+  const bool calls = loaded->calls_recorded;
+  module_counts =
+      calls ? module_rank_counts(trace, loaded->tree) : std::map<std::string, ModuleRankCounts>{};
+  timeline = calls ? build_timeline(trace) : TimelineModel{};
+  trace_palette = RankPalette(std::min<int64_t>(trace.world_size, 4096));
+  calls_rank = calls ? default_calls_rank(trace) : -1;
+  origin_counts = ::dtensor::gui::origin_counts(trace);
   selected_event.reset();
   exchange = CallExchange{};
   call_message.clear();
@@ -63,8 +67,8 @@ bool ViewerState::load_trace(const std::string& path) {
 }
 
 bool ViewerState::use_trace_mesh() {
-  if (!trace) return false;
-  std::string text = trace_mesh_text(*trace);
+  if (!loaded) return false;
+  std::string text = trace_mesh_text(loaded->trace);
   if (text.empty()) return false;
   playground.inputs().mesh = text;
   playground.refresh();
@@ -72,13 +76,13 @@ bool ViewerState::use_trace_mesh() {
 }
 
 bool ViewerState::select_call(size_t event_index) {
-  if (!trace || event_index >= trace->events.size()) {
+  if (!loaded || event_index >= loaded->trace.collectives.size()) {
     call_message = "no such call";
     return false;
   }
   selected_event = event_index;
-  exchange = call_exchange(*trace, event_index);
-  Parsed<CallPreset> preset = call_preset(*trace, trace->events[event_index]);
+  exchange = call_exchange(loaded->trace, event_index);
+  Parsed<CallPreset> preset = call_preset(loaded->trace, loaded->trace.collectives[event_index]);
   if (!preset.ok()) {
     call_message = preset.error;
     use_trace_mesh();  // the bytes still draw on the trace's mesh
@@ -96,9 +100,10 @@ bool ViewerState::select_call(size_t event_index) {
 }
 
 bool ViewerState::select_call_seq(int64_t seq) {
-  if (!trace) return false;
-  for (size_t i = 0; i < trace->events.size(); ++i) {  // sorted by (rank, seq)
-    if (trace->events[i].seq == seq) {
+  if (!loaded) return false;
+  const std::vector<trace::CollectiveRecord>& calls = loaded->trace.collectives;
+  for (size_t i = 0; i < calls.size(); ++i) {  // sorted by (rank, seq)
+    if (calls[i].seq == seq) {
       select_call(i);
       return true;
     }

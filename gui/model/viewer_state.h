@@ -18,8 +18,9 @@
 #include "gui/model/mesh_grid_model.h"
 #include "gui/model/playground_state.h"
 #include "gui/model/timeline_model.h"
-#include "gui/model/trace_model.h"
+#include "gui/model/trace_loader.h"
 #include "gui/model/viewer_options.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::gui {
 
@@ -65,13 +66,13 @@ class ViewerState {
   void set_hover(std::vector<int64_t> ranks);
 
   PlaygroundState playground;
-  std::optional<Trace> trace;
+  std::optional<LoadedTrace> loaded;
   // Why the last load failed ("" after a successful load).
   std::string trace_error;
   // Text of the open box.
   std::string open_path;
   CommTableOptions comm_options;
-  // Derived from `trace` by load_trace.
+  // Derived from `loaded` by load_trace.
   std::map<std::string, ModuleRankCounts> module_counts;
   TimelineModel timeline;
   // Colours of the trace's ranks (world_size of them, at most 4096).
@@ -81,14 +82,14 @@ class ViewerState {
   // Comm table and timeline show only implicit collectives (origins with
   // is_explicit false) when set.
   bool implicit_only = false;
-  // Origins in `trace` (derived by load_trace).
+  // Origins in `loaded` (derived by load_trace).
   OriginCounts origin_counts;
   // Rank whose calls the comm table lists (default_calls_rank on load).
   int64_t calls_rank = -1;
   // The mesh dims the Mesh panel draws as rows / columns / grids.
   MeshGridSelection mesh_grid;
 
-  // Selects the call of trace->events[event_index] (clicked in the comm
+  // Selects the call of loaded->trace.collectives[event_index] (clicked in the comm
   // table or the timeline): the Mesh panel draws its bytes between ranks,
   // and the playground is preset to its transition (trace mesh, from and
   // to placements, global shape) when the event has an origin. Returns
@@ -98,7 +99,7 @@ class ViewerState {
   // Selects the lowest rank's event with sequence number `seq`; false when
   // there is none.
   bool select_call_seq(int64_t seq);
-  // Index into trace->events of the selected call.
+  // Index into loaded->trace.collectives of the selected call.
   std::optional<size_t> selected_event;
   // Bytes between ranks of the selected call (empty edges when none).
   CallExchange exchange;
@@ -106,7 +107,7 @@ class ViewerState {
   std::string call_message;
 
   // True when `e` passes the implicit filter.
-  bool shows_event(const TraceEvent& e) const {
+  bool shows_event(const trace::CollectiveRecord& e) const {
     return !implicit_only || (e.origin && !e.origin->is_explicit);
   }
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "layout/text.h"
 #include "gui/model/call_preset.h"
 #include "gui/model/comm_table_model.h"
 #include "gui/model/format.h"
 #include "gui/model/shape_text.h"
+#include "layout/text.h"
 
 namespace dtensor::gui {
 namespace {
@@ -28,19 +28,22 @@ std::string to_lower(std::string text) {
   return text;
 }
 
-void draw_summary(const ViewerState& state, const Trace& trace) {
+void draw_summary(const ViewerState& state, const LoadedTrace& loaded) {
+  const trace::CommTrace& trace = loaded.trace;
   std::string view = trace.rank < 0 ? "merged view" : "view of rank " + std::to_string(trace.rank);
-  ImGui::Text("%s", trace.source.c_str());
+  ImGui::Text("%s", loaded.source.c_str());
   std::string mesh;
   if (trace.mesh) {
     mesh = ", mesh " + format_shape(trace.mesh->shape);
     for (size_t i = 0; i < trace.mesh->dim_names.size(); ++i)
       mesh += (i ? "," : " ") + trace.mesh->dim_names[i];
   }
-  ImGui::TextDisabled("schema %d, %lld ranks, %s%s, %lld modules, %zu events", trace.schema_version,
+  ImGui::TextDisabled("schema %lld, %lld ranks, %s%s, %lld modules, %zu events",
+                      static_cast<long long>(loaded.schema_version),
                       static_cast<long long>(trace.world_size), view.c_str(), mesh.c_str(),
-                      static_cast<long long>(trace.module_count()), trace.events.size());
-  for (const std::string& warning : trace.warnings) show_error_text("warning: " + warning);
+                      static_cast<long long>(trace::module_count(loaded.tree)),
+                      loaded.calls_recorded ? trace.collectives.size() : size_t{0});
+  for (const std::string& warning : loaded.warnings) show_error_text("warning: " + warning);
   if (!trace.differing_ranks.empty()) {
     show_error_text(
         "Rank(s) " + format_rank_list(trace.differing_ranks) +
@@ -50,7 +53,7 @@ void draw_summary(const ViewerState& state, const Trace& trace) {
 }
 
 // "AR 1  AG 2" in kind colours; "-" when empty. Tooltip-free (the row has one).
-void draw_kind_counts(const KindMap& counts) {
+void draw_kind_counts(const trace::KindCounts& counts) {
   bool any = false;
   for (const auto& [kind, count] : counts) {
     if (count == 0) continue;
@@ -62,12 +65,13 @@ void draw_kind_counts(const KindMap& counts) {
   if (!any) ImGui::TextDisabled("-");
 }
 
-void module_tooltip(const ModuleNode& m, const ModuleRankCounts* counts) {
+void module_tooltip(const trace::ModuleNode& m, const ModuleRankCounts* counts) {
   ImGui::BeginTooltip();
   ImGui::Text("%s  %s", m.fqn.c_str(), m.module_type.c_str());
   ImGui::Separator();
   for (const auto* phase : {&m.forward_counts, &m.backward_counts}) {
-    const KindMap& bytes = phase == &m.forward_counts ? m.forward_bytes : m.backward_bytes;
+    const trace::KindCounts& bytes =
+        phase == &m.forward_counts ? m.forward_bytes : m.backward_bytes;
     for (const auto& [kind, count] : *phase) {
       auto b = bytes.find(kind);
       ImGui::Text("%s %s x%lld, %s", phase == &m.forward_counts ? "forward " : "backward",
@@ -75,7 +79,7 @@ void module_tooltip(const ModuleNode& m, const ModuleRankCounts* counts) {
                   b == bytes.end() ? "-" : format_bytes(b->second).c_str());
     }
   }
-  for (const TraceOperation& op : m.forward_operations)
+  for (const trace::OpRecord& op : m.forward_operations)
     ImGui::TextDisabled("op %s", op.name.c_str());
   if (counts && !counts->differing_ranks.empty()) {
     ImGui::Separator();
@@ -92,7 +96,7 @@ void module_tooltip(const ModuleNode& m, const ModuleRankCounts* counts) {
   ImGui::EndTooltip();
 }
 
-void draw_row_cells(const ModuleNode& m, const ModuleRankCounts* counts) {
+void draw_row_cells(const trace::ModuleNode& m, const ModuleRankCounts* counts) {
   if (ImGui::TableSetColumnIndex(kType)) ImGui::TextDisabled("%s", m.module_type.c_str());
   ImGui::TableSetColumnIndex(kForward);
   draw_kind_counts(m.forward_counts);
@@ -115,7 +119,7 @@ void draw_row_cells(const ModuleNode& m, const ModuleRankCounts* counts) {
 }
 
 void draw_tree_row(ViewerState& state, const TableNode& node, int depth, bool force_open) {
-  const ModuleNode& m = *node.module;
+  const trace::ModuleNode& m = *node.module;
   auto found = state.module_counts.find(m.fqn);
   const ModuleRankCounts* counts = found == state.module_counts.end() ? nullptr : &found->second;
   bool differs = counts && !counts->differing_ranks.empty();
@@ -153,7 +157,7 @@ void apply_sort(ViewerState& state) {
   specs->SpecsDirty = false;
 }
 
-void draw_module_table(ViewerState& state, const Trace& trace, float height) {
+void draw_module_table(ViewerState& state, const LoadedTrace& loaded, float height) {
   ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate |
                           ImGuiTableFlags_Hideable | ImGuiTableFlags_Resizable |
                           ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersV |
@@ -172,22 +176,22 @@ void draw_module_table(ViewerState& state, const Trace& trace, float height) {
   ImGui::TableSetupColumn("Ranks", stretch | ImGuiTableColumnFlags_NoSort, 0.9f);
   ImGui::TableHeadersRow();
   apply_sort(state);
-  std::optional<TableNode> tree = build_comm_tree(trace.root, state.comm_options);
+  std::optional<TableNode> tree = build_comm_tree(loaded.tree, state.comm_options);
   if (tree) draw_tree_row(state, *tree, 0, !state.comm_options.filter.empty());
   ImGui::EndTable();
   if (!tree) ImGui::TextDisabled("No module matches \"%s\".", state.comm_options.filter.c_str());
 }
 
-void collect_parameters(const ModuleNode& m,
+void collect_parameters(const trace::ModuleNode& m,
                         std::vector<std::pair<std::string, std::string>>* out) {
   for (const auto& [name, placements] : m.parameters)
     out->emplace_back(m.fqn + "." + name, placements);
-  for (const ModuleNode& child : m.children) collect_parameters(child, out);
+  for (const trace::ModuleNode& child : m.children) collect_parameters(child, out);
 }
 
-void draw_parameters(ViewerState& state, const Trace& trace) {
+void draw_parameters(ViewerState& state, const LoadedTrace& loaded) {
   std::vector<std::pair<std::string, std::string>> params;
-  collect_parameters(trace.root, &params);
+  collect_parameters(loaded.tree, &params);
   std::string header = "Parameters (" + std::to_string(params.size()) + ")###parameters";
   if (params.empty() || !ImGui::CollapsingHeader(header.c_str())) return;
   std::string needle = to_lower(state.comm_options.filter);
@@ -212,7 +216,7 @@ void draw_parameters(ViewerState& state, const Trace& trace) {
 
 // Collective counts per rank (outliers highlighted) and, on worlds that
 // count memory, each rank's peak bytes, where it was reached and the cap.
-void draw_per_rank_totals(const Trace& trace) {
+void draw_per_rank_totals(const trace::CommTrace& trace) {
   std::vector<std::string> kinds = per_rank_kinds(trace);
   const bool memory = !trace.memory.empty();
   if (kinds.empty() && !memory) return;
@@ -257,7 +261,8 @@ void draw_per_rank_totals(const Trace& trace) {
     if (memory) {
       auto m = trace.memory.find(rank);
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(m == trace.memory.end() ? "-" : format_bytes(m->second.peak_bytes).c_str());
+      ImGui::TextUnformatted(m == trace.memory.end() ? "-"
+                                                     : format_bytes(m->second.peak_bytes).c_str());
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(m == trace.memory.end() || m->second.cap_bytes <= 0
                                  ? "none"
@@ -270,7 +275,7 @@ void draw_per_rank_totals(const Trace& trace) {
   ImGui::EndTable();
 }
 
-void draw_kind_legend(const Trace& trace) {
+void draw_kind_legend(const trace::CommTrace& trace) {
   std::vector<std::string> kinds = per_rank_kinds(trace);
   for (size_t i = 0; i < kinds.size(); ++i) {
     std::string text = collective_abbreviation(kinds[i]) + " = " + kinds[i];
@@ -291,7 +296,7 @@ void badge(const char* text, Rgb color) {
 }
 
 // "implicit" / "explicit" tag in its colour; "-" without origin.
-void origin_tag(const TraceEvent& e) {
+void origin_tag(const trace::CollectiveRecord& e) {
   if (!e.origin) {
     ImGui::TextDisabled("-");
   } else if (e.origin->is_explicit) {
@@ -301,27 +306,28 @@ void origin_tag(const TraceEvent& e) {
   }
 }
 
-void call_tooltip(const TraceEvent& e) {
+void call_tooltip(const trace::CollectiveRecord& e) {
   ImGui::BeginTooltip();
   ImGui::Text("rank %lld, call #%lld: %s, %s", static_cast<long long>(e.rank),
               static_cast<long long>(e.seq), e.kind.c_str(), format_bytes(e.bytes).c_str());
   ImGui::Text("module %s (%s), group %s", e.module.empty() ? "-" : e.module.c_str(),
-              e.phase.c_str(), format_rank_list(e.group).c_str());
+              trace::phase_name(e.phase), format_rank_list(e.group).c_str());
   if (e.origin) {
-    const TraceOrigin& o = *e.origin;
+    const CollectiveOrigin& o = *e.origin;
     ImGui::Separator();
     ImGui::TextUnformatted(origin_summary(o).c_str());
     if (o.mesh_dim >= 0) ImGui::Text("mesh dim %lld", static_cast<long long>(o.mesh_dim));
     if (!o.strategy.empty()) ImGui::Text("strategy chosen: %s", o.strategy.c_str());
     if (!o.rejected_strategy.empty())
-      ImGui::Text("cheapest rejected: %s (cost %.0f)", o.rejected_strategy.c_str(), o.rejected_cost);
+      ImGui::Text("cheapest rejected: %s (cost %.0f)", o.rejected_strategy.c_str(),
+                  o.rejected_cost);
   }
   ImGui::TextDisabled("click: draw its bytes on the Mesh panel and open it in the Playground");
   ImGui::EndTooltip();
 }
 
-void draw_call_row(ViewerState& state, const Trace& trace, size_t index) {
-  const TraceEvent& e = trace.events[index];
+void draw_call_row(ViewerState& state, const trace::CommTrace& trace, size_t index) {
+  const trace::CollectiveRecord& e = trace.collectives[index];
   ImGui::TableNextRow();
   ImGui::TableNextColumn();
   std::string label = std::to_string(e.seq) + "##call" + std::to_string(index);
@@ -343,7 +349,7 @@ void draw_call_row(ViewerState& state, const Trace& trace, size_t index) {
   if (!e.origin) {
     ImGui::TextDisabled("-");
   } else {
-    const TraceOrigin& o = *e.origin;
+    const CollectiveOrigin& o = *e.origin;
     std::string where = o.op.empty() ? "" : o.op;
     if (o.input_index >= 0) where += " #" + std::to_string(o.input_index);
     ImGui::TextUnformatted(where.empty() ? "-" : where.c_str());
@@ -361,8 +367,8 @@ void draw_call_row(ViewerState& state, const Trace& trace, size_t index) {
 
 // Every call of one rank with its origin; the implicit filter; click a row to
 // select the call (Mesh panel bytes, playground preset).
-void draw_calls(ViewerState& state, const Trace& trace, float height) {
-  if (trace.events.empty()) return;
+void draw_calls(ViewerState& state, const trace::CommTrace& trace, float height) {
+  if (trace.collectives.empty()) return;
   const OriginCounts& counts = state.origin_counts;
   std::string header = counts.with_origin == 0
                            ? std::string("Calls (this trace records no origins)###calls")
@@ -405,8 +411,9 @@ void draw_calls(ViewerState& state, const Trace& trace, float height) {
   for (size_t index : rows) draw_call_row(state, trace, index);
   ImGui::EndTable();
   if (rows.empty())
-    ImGui::TextDisabled(state.implicit_only ? "No implicit calls on rank %lld." : "No calls on rank %lld.",
-                        static_cast<long long>(state.calls_rank));
+    ImGui::TextDisabled(
+        state.implicit_only ? "No implicit calls on rank %lld." : "No calls on rank %lld.",
+        static_cast<long long>(state.calls_rank));
 }
 
 }  // namespace
@@ -417,7 +424,7 @@ void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
     ImGui::End();
     return;
   }
-  if (!state.trace) {
+  if (!state.loaded) {
     ImGui::TextUnformatted("No trace loaded.");
     hint_text(
         "Open one with the box at the top, drop a .json file on the window, or run "
@@ -427,18 +434,19 @@ void draw_comm_table_panel(ViewerState& state, const PanelFrame& frame) {
     ImGui::End();
     return;
   }
-  const Trace& trace = *state.trace;
-  draw_summary(state, trace);
+  const LoadedTrace& loaded = *state.loaded;
+  draw_summary(state, loaded);
   ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 22.0f));
   ImGui::InputTextWithHint("##filter", "filter: module, type, collective, parameter or op",
                            &state.comm_options.filter);
-  draw_kind_legend(trace);
+  draw_kind_legend(loaded.trace);
   float avail = ImGui::GetContentRegionAvail().y;
   float share = state.origin_counts.with_origin > 0 ? 0.32f : 0.62f;
-  draw_module_table(state, trace, std::max(avail * share, ImGui::GetFontSize() * 8.0f));
-  draw_calls(state, trace, std::max(avail * 0.42f, ImGui::GetFontSize() * 8.0f));
-  draw_parameters(state, trace);
-  draw_per_rank_totals(trace);
+  draw_module_table(state, loaded, std::max(avail * share, ImGui::GetFontSize() * 8.0f));
+  if (loaded.calls_recorded)
+    draw_calls(state, loaded.trace, std::max(avail * 0.42f, ImGui::GetFontSize() * 8.0f));
+  draw_parameters(state, loaded);
+  draw_per_rank_totals(loaded.trace);
   ImGui::End();
 }
 

@@ -258,8 +258,8 @@ void draw_exchange_caption(const ViewerState& state, const MeshShape& mesh) {
   ImGui::TextColored(to_imvec4(collective_kind_color(x.kind)), "call #%lld %s%s: %s between ranks",
                      static_cast<long long>(x.seq), x.kind.c_str(), dim.c_str(),
                      format_bytes(total).c_str());
-  if (state.trace && state.trace->world_size != mesh.num_ranks()) {
-    show_error_text("the trace has " + std::to_string(state.trace->world_size) +
+  if (state.loaded && state.loaded->trace.world_size != mesh.num_ranks()) {
+    show_error_text("the trace has " + std::to_string(state.loaded->trace.world_size) +
                     " ranks but the mesh " + std::to_string(mesh.num_ranks()) +
                     ": set the playground mesh to the trace's to see the bytes");
   }
@@ -300,7 +300,7 @@ void draw_mesh_body(ViewerState& state, const MeshShape& mesh) {
     int64_t h = draw_grid(state, mesh, view, view.grids[s], g, at, label_w, &centers);
     if (h >= 0) hovered = h;
   }
-  if (state.trace && state.trace->world_size == mesh.num_ranks())
+  if (state.loaded && state.loaded->trace.world_size == mesh.num_ranks())
     draw_exchange(state.exchange, centers, g.cell);
   int64_t slices = static_cast<int64_t>(view.grids.size());
   int64_t lines = (slices + g.per_line - 1) / g.per_line;

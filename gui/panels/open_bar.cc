@@ -28,14 +28,16 @@ void draw_status(ViewerState& state) {
     return;
   }
   ImGui::SameLine();
-  if (!state.trace) {
+  if (!state.loaded) {
     ImGui::TextDisabled("no trace loaded (or drop a .json file on the window)");
     return;
   }
-  const Trace& trace = *state.trace;
-  ImGui::TextDisabled("%s: %lld ranks, %lld modules, %zu events", base_name(trace.source).c_str(),
+  const LoadedTrace& loaded = *state.loaded;
+  const trace::CommTrace& trace = loaded.trace;
+  ImGui::TextDisabled("%s: %lld ranks, %lld modules, %zu events", base_name(loaded.source).c_str(),
                       static_cast<long long>(trace.world_size),
-                      static_cast<long long>(trace.module_count()), trace.events.size());
+                      static_cast<long long>(trace::module_count(loaded.tree)),
+                      loaded.calls_recorded ? trace.collectives.size() : size_t{0});
   if (trace.mesh) {
     ImGui::SameLine();
     if (ImGui::SmallButton("Use trace mesh in playground")) state.use_trace_mesh();

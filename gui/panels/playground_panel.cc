@@ -217,9 +217,10 @@ void draw_plan(ViewerState& state) {
 // "Replaying call #1: implicit aten::mm input 1, S(0) -> R" above the inputs
 // after a call was selected in the comm table or the timeline.
 void draw_selected_call(const ViewerState& state) {
-  if (!state.trace || !state.selected_event || *state.selected_event >= state.trace->events.size())
+  if (!state.loaded || !state.selected_event ||
+      *state.selected_event >= state.loaded->trace.collectives.size())
     return;
-  const TraceEvent& e = state.trace->events[*state.selected_event];
+  const trace::CollectiveRecord& e = state.loaded->trace.collectives[*state.selected_event];
   ImGui::PushTextWrapPos(0.0f);
   if (e.origin && state.call_message.empty()) {
     ImGui::TextColored(to_imvec4(e.origin->is_explicit ? kExplicitColor : kImplicitColor),

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <string>
 
-#include "layout/text.h"
 #include "gui/model/call_preset.h"
 #include "gui/model/comm_table_model.h"
 #include "gui/model/format.h"
+#include "layout/text.h"
 
 namespace dtensor::gui {
 namespace {
@@ -42,17 +42,18 @@ void draw_legend(const TimelineModel& timeline) {
   }
 }
 
-void event_tooltip(const TraceEvent& e, bool mismatch) {
+void event_tooltip(const trace::CollectiveRecord& e, bool mismatch) {
   ImGui::BeginTooltip();
   ImGui::Text("rank %lld, call #%lld: %s", static_cast<long long>(e.rank),
               static_cast<long long>(e.seq), e.kind.c_str());
   ImGui::Separator();
   ImGui::Text("bytes   %s", format_bytes(e.bytes).c_str());
-  ImGui::Text("module  %s (%s)", e.module.empty() ? "-" : e.module.c_str(), e.phase.c_str());
+  ImGui::Text("module  %s (%s)", e.module.empty() ? "-" : e.module.c_str(),
+              trace::phase_name(e.phase));
   ImGui::Text("group   %s%s", format_rank_list(e.group).c_str(),
               e.mesh_dim >= 0 ? (", mesh dim " + std::to_string(e.mesh_dim)).c_str() : "");
-  if (!e.shape.empty())
-    ImGui::Text("shape   %s %s", format_shape(e.shape).c_str(), e.dtype.c_str());
+  if (!e.input_shapes.empty())
+    ImGui::Text("shape   %s %s", format_shape(e.input_shapes.front()).c_str(), e.dtype.c_str());
   if (e.origin) {
     ImGui::Separator();
     ImGui::TextColored(to_imvec4(e.origin->is_explicit ? kExplicitColor : kImplicitColor), "%s",
@@ -93,22 +94,22 @@ void draw_axis(ImDrawList* draw, const TimelineModel& timeline, const LaneGeomet
 // Draws one lane; returns the index of the hovered event or SIZE_MAX. Events
 // the implicit filter hides are drawn faint; implicit ones carry an amber
 // mark on top; the selected call (same seq on every rank) is outlined white.
-size_t draw_lane(ImDrawList* draw, const ViewerState& state, const Trace& trace,
+size_t draw_lane(ImDrawList* draw, const ViewerState& state, const trace::CommTrace& trace,
                  const TimelineLane& lane, const LaneGeometry& g, float y) {
   const TimelineModel& timeline = state.timeline;
   size_t hovered = SIZE_MAX;
   ImVec2 mouse = ImGui::GetIO().MousePos;
   bool window_hovered = ImGui::IsWindowHovered();
   const int64_t selected_seq =
-      state.selected_event ? trace.events[*state.selected_event].seq : int64_t{-1};
+      state.selected_event ? trace.collectives[*state.selected_event].seq : int64_t{-1};
   for (size_t index : lane.events) {
-    const TraceEvent& e = trace.events[index];
+    const trace::CollectiveRecord& e = trace.collectives[index];
     ImVec2 min(g.origin.x + g.label_w + e.seq * g.cell_w + 1, y + 2);
     ImVec2 max(min.x + std::max(g.cell_w - 2, 1.0f), y + g.lane_h - 2);
     Rgb color = collective_kind_color(e.kind);
     bool shown = state.shows_event(e);
     draw->AddRectFilled(min, max, to_imu32(color, shown ? 1.0f : 0.25f), 2.0f);
-    if (e.phase == "backward" && shown) {
+    if (e.phase == trace::Phase::kBackward && shown) {
       draw_hatching(draw, min, max, IM_COL32(0, 0, 0, 150), 5.0f);
     }
     if (e.origin && !e.origin->is_explicit) {
@@ -141,15 +142,15 @@ void draw_lane_labels(ViewerState& state, ImDrawList* draw, const LaneGeometry& 
     float mid = y + (g.lane_h - swatch) / 2;
     draw->AddRectFilled(ImVec2(left + 4, mid), ImVec2(left + 4 + swatch, mid + swatch),
                         to_imu32(palette.color(rank)), 2.0f);
-    bool odd = state.trace && std::binary_search(state.trace->differing_ranks.begin(),
-                                                 state.trace->differing_ranks.end(), rank);
+    bool odd = state.loaded && std::binary_search(state.loaded->trace.differing_ranks.begin(),
+                                                  state.loaded->trace.differing_ranks.end(), rank);
     std::string label = "rank " + std::to_string(rank);
     draw->AddText(ImVec2(left + 8 + swatch, y + (g.lane_h - ImGui::GetTextLineHeight()) / 2),
                   odd ? to_imu32(kErrorColor) : ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
   }
 }
 
-void draw_lanes(ViewerState& state, const Trace& trace) {
+void draw_lanes(ViewerState& state, const trace::CommTrace& trace) {
   const TimelineModel& timeline = state.timeline;
   LaneGeometry g;
   g.label_w = ImGui::CalcTextSize("rank 0000").x + ImGui::GetTextLineHeight();
@@ -171,7 +172,7 @@ void draw_lanes(ViewerState& state, const Trace& trace) {
   ImGui::Dummy(ImVec2(g.label_w + (timeline.max_seq + 1) * g.cell_w + 8,
                       g.axis_h + timeline.lanes.size() * g.lane_h));
   if (hovered != SIZE_MAX) {
-    const TraceEvent& e = trace.events[hovered];
+    const trace::CollectiveRecord& e = trace.collectives[hovered];
     event_tooltip(e, timeline.mismatched_seqs.count(e.seq) > 0);
     state.set_hover({e.rank});
     if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) state.select_call(hovered);
@@ -187,9 +188,9 @@ void draw_timeline_panel(ViewerState& state, const PanelFrame& frame) {
     ImGui::End();
     return;
   }
-  if (!state.trace || state.timeline.lanes.empty()) {
-    ImGui::TextUnformatted(state.trace ? "This trace has no events (schema key \"events\")."
-                                       : "No trace loaded.");
+  if (!state.loaded || state.timeline.lanes.empty()) {
+    ImGui::TextUnformatted(state.loaded ? "This trace has no events (schema key \"events\")."
+                                        : "No trace loaded.");
     hint_text(
         "The timeline shows every collective per rank in issue order; it needs a trace "
         "with events, e.g. a merged fake-world trace.");
@@ -206,7 +207,7 @@ void draw_timeline_panel(ViewerState& state, const PanelFrame& frame) {
     ImGui::TextColored(to_imvec4(kImplicitColor), "%lld implicit",
                        static_cast<long long>(state.origin_counts.implicit));
   }
-  draw_lanes(state, *state.trace);
+  draw_lanes(state, state.loaded->trace);
   ImGui::End();
 }
 

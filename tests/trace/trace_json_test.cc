@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/trace/trace_fixture.h"
@@ -119,10 +121,10 @@ TEST(TraceJsonTest, RoundTripKeepsOrigins) {
   EXPECT_EQ(origin_summary(*back.collectives[1].origin), "implicit aten::mm input 1, S(0) -> R");
   EXPECT_EQ(origin_summary(*back.collectives[0].origin),
             "explicit parallel_style (RowwiseParallel output), P(sum) -> R");
-  // The document reader (the viewer's) sees the same origin.
-  TraceJsonDocument doc = read_comm_trace_json(text);
-  ASSERT_TRUE(doc.events && (*doc.events)[1].origin);
-  EXPECT_EQ((*doc.events)[1].origin->strategy, "S(0), R -> S(0)");
+  // A lenient read (the viewer's) sees the same origin.
+  TraceRead lenient = read_comm_trace_json(text);
+  ASSERT_TRUE(lenient.trace.collectives.size() > 1 && lenient.trace.collectives[1].origin);
+  EXPECT_EQ(lenient.trace.collectives[1].origin->strategy, "S(0), R -> S(0)");
 }
 
 TEST(TraceJsonTest, BadOriginIsNamed) {
@@ -131,8 +133,8 @@ TEST(TraceJsonTest, BadOriginIsNamed) {
   root["events"][1]["origin"]["input_index"] = -5;
   std::vector<std::string> errors = validate_comm_trace_json(root.dump());
   ASSERT_EQ(errors.size(), 2u);
-  EXPECT_EQ(errors[0], "$.events[1].origin.explicit: expected a boolean");
-  EXPECT_EQ(errors[1], "$.events[1].origin.input_index: expected an integer >= -1");
+  EXPECT_EQ(errors[0], "$.events[1].origin.explicit: expected a boolean, got string");
+  EXPECT_EQ(errors[1], "$.events[1].origin.input_index: expected >= -1, got -5");
   root["events"][1]["origin"] = Json::parse(R"({"explicit": true, "cause": ""})");
   try {
     read_comm_trace_json(root.dump());
@@ -156,6 +158,7 @@ TEST(TraceJsonTest, SchemaVersionOneStillLoads) {
   EXPECT_FALSE(back.collectives[0].origin.has_value());
   EXPECT_FALSE(back.collectives[1].origin.has_value());
   EXPECT_EQ(read_comm_trace_json(text).schema_version, 1);
+  EXPECT_EQ(read_comm_trace_json(text, SchemaCheck::kStrict).schema_version, 1);
 }
 
 TEST(TraceJsonTest, MergedTraceCarriesPerRankData) {
@@ -187,7 +190,7 @@ TEST(TraceJsonTest, ValidationNamesThePath) {
   std::vector<std::string> errors = validate_comm_trace_json(root.dump());
   ASSERT_EQ(errors.size(), 3u);
   EXPECT_EQ(errors[0], "$.operations_forward: missing");
-  EXPECT_EQ(errors[1], "$.children[0].collectives_forward[0]: expected [name, count]");
+  EXPECT_EQ(errors[1], "$.children[0].collectives_forward[0][1]: expected an integer, got string");
   EXPECT_EQ(errors[2], "$.events[1].phase: expected \"forward\" or \"backward\"");
   EXPECT_EQ(validate_comm_trace_json("{not json"), (std::vector<std::string>{"$: not valid JSON"}));
   try {
@@ -197,6 +200,26 @@ TEST(TraceJsonTest, ValidationNamesThePath) {
     EXPECT_NE(std::string(e.what()).find("$.operations_forward: missing (and 2 more)"), std::string::npos)
         << e.what();
   }
+}
+
+// One walk reads and validates: what a lenient read takes on trust (object
+// forms, missing keys, an unknown phase), a strict read and the validator
+// refuse, naming every problem.
+TEST(TraceJsonTest, LenientReadAcceptsWhatValidationNames) {
+  const std::string text = R"({"collectives_forward": {"all_reduce": 2},
+      "events": [{"rank": 0, "seq": 0, "kind": "all_reduce", "phase": "fwd"}]})";
+  TraceRead lenient = read_comm_trace_json(text);
+  ASSERT_EQ(lenient.trace.collectives.size(), 1u);
+  EXPECT_EQ(lenient.trace.collectives[0].phase, Phase::kForward);
+  ASSERT_EQ(lenient.warnings.size(), 1u);
+  EXPECT_NE(lenient.warnings[0].find("\"fwd\""), std::string::npos);
+  const std::vector<std::string> errors = validate_comm_trace_json(text);
+  EXPECT_EQ(errors.front(), "$.fqn: missing");
+  const auto has = [&](const std::string& e) { return std::find(errors.begin(), errors.end(), e) != errors.end(); };
+  EXPECT_TRUE(has("$.collectives_forward: expected [[name, count], ...], got object"));
+  EXPECT_TRUE(has("$.events[0].group: missing"));
+  EXPECT_TRUE(has("$.events[0].phase: expected \"forward\" or \"backward\""));
+  EXPECT_THROW(read_comm_trace_json(text, SchemaCheck::kStrict), TraceJsonError);
 }
 
 TEST(TraceJsonTest, NewerSchemaVersionIsRejected) {

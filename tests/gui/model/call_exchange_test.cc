@@ -18,9 +18,9 @@
 namespace dtensor::gui {
 namespace {
 
-TraceEvent event(int64_t rank, int64_t seq, const std::string& kind, int64_t bytes,
-                 std::vector<int64_t> group, int mesh_dim) {
-  TraceEvent e;
+trace::CollectiveRecord event(int64_t rank, int64_t seq, const std::string& kind, int64_t bytes,
+                              std::vector<int64_t> group, int mesh_dim) {
+  trace::CollectiveRecord e;
   e.rank = rank, e.seq = seq, e.kind = kind, e.bytes = bytes, e.group = std::move(group);
   e.mesh_dim = mesh_dim;
   return e;
@@ -57,12 +57,12 @@ TEST(CallExchangeTest, PerRankTotalsMatchTheRingFormulas) {
 
 // A 2x2x2 mesh, all_gather over mesh dim 1 on every rank: four groups of two.
 TEST(CallExchangeTest, MergedTraceUsesEveryRanksGroup) {
-  Trace trace;
+  trace::CommTrace trace;
   trace.world_size = 8;
   MeshShape mesh = MeshShape::create({2, 2, 2});
   for (int64_t rank = 0; rank < 8; ++rank) {
-    trace.events.push_back(event(rank, 0, "all_reduce", 32, mesh.group_ranks(rank, 0), 0));
-    trace.events.push_back(
+    trace.collectives.push_back(event(rank, 0, "all_reduce", 32, mesh.group_ranks(rank, 0), 0));
+    trace.collectives.push_back(
         event(rank, 1, "all_gather_into_tensor", 100 + rank, mesh.group_ranks(rank, 1), 1));
   }
   CallExchange x = call_exchange(trace, 3);  // rank 1, seq 1
@@ -80,9 +80,9 @@ TEST(CallExchangeTest, MergedTraceUsesEveryRanksGroup) {
 
 // A one-rank trace: the group's other members are assumed to do the same.
 TEST(CallExchangeTest, OneRankTraceStandsInForItsPeers) {
-  Trace trace;
+  trace::CommTrace trace;
   trace.world_size = 4;
-  trace.events.push_back(event(0, 0, "reduce_scatter_tensor", 400, {0, 1, 2, 3}, 0));
+  trace.collectives.push_back(event(0, 0, "reduce_scatter_tensor", 400, {0, 1, 2, 3}, 0));
   CallExchange x = call_exchange(trace, 0);
   EXPECT_EQ(x.edges.size(), 12u);
   for (const auto& [rank, sent] : x.sent_by_rank) EXPECT_EQ(sent, 300) << rank;
@@ -91,24 +91,24 @@ TEST(CallExchangeTest, OneRankTraceStandsInForItsPeers) {
 // A solo-mode trace: one rank's all_gather over 4096 ranks would stand in
 // for 4096 * 4095 pairs; the model stops at kMaxExchangeEdges.
 TEST(CallExchangeTest, HugeGroupsAreCapped) {
-  Trace trace;
+  trace::CommTrace trace;
   trace.world_size = 4096;
   std::vector<int64_t> group(4096);
   for (int64_t r = 0; r < 4096; ++r) group[static_cast<size_t>(r)] = r;
-  trace.events.push_back(event(0, 0, "all_gather_into_tensor", 8, group, 0));
+  trace.collectives.push_back(event(0, 0, "all_gather_into_tensor", 8, group, 0));
   CallExchange x = call_exchange(trace, 0);
   EXPECT_TRUE(x.truncated);
   EXPECT_LE(x.edges.size(), kMaxExchangeEdges);
   EXPECT_EQ(x.sent_by_rank.at(0), 8 * 4095) << "the recorded rank is always complete";
 }
 
-Trace origin_trace() {
-  Trace trace;
+trace::CommTrace origin_trace() {
+  trace::CommTrace trace;
   trace.world_size = 4;
-  trace.mesh = TraceMesh{{2, 2}, {"dp", "tp"}};
-  TraceEvent e = event(0, 0, "all_gather_into_tensor", 96, {0, 1}, 1);
-  e.shape = {4, 6};
-  TraceOrigin origin;
+  trace.mesh = trace::MeshRecord{{2, 2}, {"dp", "tp"}, "cpu"};
+  trace::CollectiveRecord e = event(0, 0, "all_gather_into_tensor", 96, {0, 1}, 1);
+  e.input_shapes = {{4, 6}};
+  CollectiveOrigin origin;
   origin.is_explicit = false;
   origin.cause = "implicit";
   origin.op = "aten::mm";
@@ -118,37 +118,38 @@ Trace origin_trace() {
   origin.to_placements = "[S(0), R]";
   origin.mesh_dim = 1;
   e.origin = origin;
-  trace.events.push_back(e);
-  trace.events.push_back(event(0, 1, "all_reduce", 32, {0, 2}, 0));  // no origin
+  trace.collectives.push_back(e);
+  trace.collectives.push_back(event(0, 1, "all_reduce", 32, {0, 2}, 0));  // no origin
   return trace;
 }
 
 TEST(CallPresetTest, OriginGivesMeshPlacementsAndGlobalShape) {
-  Trace trace = origin_trace();
-  Parsed<CallPreset> preset = call_preset(trace, trace.events[0]);
+  trace::CommTrace trace = origin_trace();
+  Parsed<CallPreset> preset = call_preset(trace, trace.collectives[0]);
   ASSERT_TRUE(preset.ok()) << preset.error;
   EXPECT_EQ(preset.value->mesh, "dp=2, tp=2");
   EXPECT_EQ(preset.value->tensor, "16, 6") << "dim 0 sharded over both mesh dims";
   EXPECT_EQ(preset.value->placements, "[S(0), S(0)]");
   EXPECT_EQ(preset.value->target, "[S(0), R]");
   // A TP style's redistribution on the tp sub-mesh: one placement.
-  TraceEvent sub = trace.events[0];
+  trace::CollectiveRecord sub = trace.collectives[0];
   sub.origin->from_placements = "[S(0)]";
   sub.origin->to_placements = "[R]";
   Parsed<CallPreset> on_tp = call_preset(trace, sub);
   ASSERT_TRUE(on_tp.ok()) << on_tp.error;
   EXPECT_EQ(on_tp.value->mesh, "tp=2");
   EXPECT_EQ(on_tp.value->tensor, "8, 6");
-  Parsed<CallPreset> none = call_preset(trace, trace.events[1]);
+  Parsed<CallPreset> none = call_preset(trace, trace.collectives[1]);
   EXPECT_FALSE(none.ok());
   EXPECT_NE(none.error.find("no origin"), std::string::npos) << none.error;
   trace.mesh.reset();
-  EXPECT_NE(call_preset(trace, trace.events[0]).error.find("names no mesh"), std::string::npos);
+  EXPECT_NE(call_preset(trace, trace.collectives[0]).error.find("names no mesh"), std::string::npos);
 }
 
 TEST(CallPresetTest, SelectingACallPresetsThePlaygroundAndTheExchange) {
   ViewerState state;
-  state.trace = origin_trace();
+  state.loaded = LoadedTrace{};
+  state.loaded->trace = origin_trace();
   ASSERT_TRUE(state.select_call(0)) << state.call_message;
   const PlaygroundInputs& in = state.playground.inputs();
   EXPECT_EQ(in.mesh, "dp=2, tp=2");
@@ -169,14 +170,14 @@ TEST(CallPresetTest, SelectingACallPresetsThePlaygroundAndTheExchange) {
 
 TEST(CallPresetTest, ImplicitFilterKeepsOnlyImplicitOrigins) {
   ViewerState state;
-  Trace trace = origin_trace();
-  EXPECT_TRUE(state.shows_event(trace.events[0]));
-  EXPECT_TRUE(state.shows_event(trace.events[1]));
+  trace::CommTrace trace = origin_trace();
+  EXPECT_TRUE(state.shows_event(trace.collectives[0]));
+  EXPECT_TRUE(state.shows_event(trace.collectives[1]));
   state.implicit_only = true;
-  EXPECT_TRUE(state.shows_event(trace.events[0]));
-  EXPECT_FALSE(state.shows_event(trace.events[1])) << "no origin: not known to be implicit";
-  trace.events[0].origin->is_explicit = true;
-  EXPECT_FALSE(state.shows_event(trace.events[0]));
+  EXPECT_TRUE(state.shows_event(trace.collectives[0]));
+  EXPECT_FALSE(state.shows_event(trace.collectives[1])) << "no origin: not known to be implicit";
+  trace.collectives[0].origin->is_explicit = true;
+  EXPECT_FALSE(state.shows_event(trace.collectives[0]));
 }
 
 std::string testdata(const std::string& name) {
@@ -199,17 +200,17 @@ TEST(OriginsTraceTest, ThreeDimTraceLoadsWithOrigins) {
   EXPECT_TRUE(problems.empty()) << problems.front();
   ViewerState state;
   ASSERT_TRUE(state.load_trace(testdata("origins_3d_trace.json"))) << state.trace_error;
-  const Trace& trace = *state.trace;
-  EXPECT_EQ(trace.schema_version, 2);
-  EXPECT_EQ(trace.events.size(), 48u);
+  const trace::CommTrace& trace = state.loaded->trace;
+  EXPECT_EQ(state.loaded->schema_version, 2);
+  EXPECT_EQ(trace.collectives.size(), 48u);
   OriginCounts counts = origin_counts(trace);
   EXPECT_EQ(counts.with_origin, 48);
   EXPECT_EQ(counts.implicit, 24);
   EXPECT_EQ(state.calls_rank, 0);
   std::vector<size_t> implicit = calls_of_rank(trace, 0, /*implicit_only=*/true);
   ASSERT_EQ(implicit.size(), 3u);
-  EXPECT_EQ(trace.events[implicit[0]].origin->op, "aten::mm");
-  EXPECT_EQ(trace.events[implicit[0]].origin->input_index, 1);
+  EXPECT_EQ(trace.collectives[implicit[0]].origin->op, "aten::mm");
+  EXPECT_EQ(trace.collectives[implicit[0]].origin->input_index, 1);
   EXPECT_EQ(calls_of_rank(trace, 0, false).size(), 6u);
   EXPECT_EQ(calls_of_rank(trace, 0, false, "MLP").size(), 3u) << "filter by module";
   EXPECT_EQ(calls_of_rank(trace, 0, false, "aten::MM").size(), 1u) << "filter by op";
@@ -242,7 +243,7 @@ TEST(OriginsTraceTest, OriginsFromTheRealWriterLoad) {
   record.input_shapes = {{4, 4}};
   record.output_shapes = {{8, 4}};
   record.dtype = "Float";
-  TraceOrigin origin;
+  CollectiveOrigin origin;
   origin.is_explicit = false;
   origin.cause = "implicit";
   origin.op = "aten::addmm";
@@ -259,12 +260,12 @@ TEST(OriginsTraceTest, OriginsFromTheRealWriterLoad) {
   written.collectives.push_back(record);
   TraceLoadResult loaded = parse_trace_json(trace::comm_trace_to_json(written), "written.json");
   ASSERT_TRUE(loaded.trace) << loaded.error;
-  ASSERT_EQ(loaded.trace->events.size(), 1u);
-  const TraceEvent& e = loaded.trace->events[0];
+  ASSERT_EQ(loaded.trace->trace.collectives.size(), 1u);
+  const trace::CollectiveRecord& e = loaded.trace->trace.collectives[0];
   ASSERT_TRUE(e.origin);
   EXPECT_EQ(*e.origin, origin);
   EXPECT_EQ(e.output_bytes, 128);
-  Parsed<CallPreset> preset = call_preset(*loaded.trace, e);
+  Parsed<CallPreset> preset = call_preset(loaded.trace->trace, e);
   ASSERT_TRUE(preset.ok()) << preset.error;
   EXPECT_EQ(preset.value->mesh, "tp=2");
   EXPECT_EQ(preset.value->tensor, "8, 4");

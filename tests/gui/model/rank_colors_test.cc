@@ -81,6 +81,8 @@ TEST(RankColorsTest, CollectiveKindsAreDistinctAndStable) {
   for (const char* kind : kinds) colors.push_back(collective_kind_color(kind));
   EXPECT_GE(min_pairwise_distance(colors), 0.08);
   EXPECT_EQ(collective_kind_color("my_custom_op"), collective_kind_color("my_custom_op"));
+  EXPECT_EQ(collective_kind_color("c10d_functional.all_reduce"), collective_kind_color("all_reduce"))
+      << "PyTorch's name of the same collective";
 }
 
 TEST(RankColorsTest, MixInterpolates) {

@@ -10,6 +10,8 @@
 #include <random>
 #include <sstream>
 
+#include "trace/collective_name.h"
+
 namespace dtensor::gui {
 namespace {
 
@@ -30,10 +32,10 @@ std::string read_all(const std::string& path) {
   return buffer.str();
 }
 
-const ModuleNode* find(const ModuleNode& node, const std::string& fqn) {
+const trace::ModuleNode* find(const trace::ModuleNode& node, const std::string& fqn) {
   if (node.fqn == fqn) return &node;
-  for (const ModuleNode& child : node.children) {
-    if (const ModuleNode* hit = find(child, fqn)) return hit;
+  for (const trace::ModuleNode& child : node.children) {
+    if (const trace::ModuleNode* hit = find(child, fqn)) return hit;
   }
   return nullptr;
 }
@@ -41,18 +43,19 @@ const ModuleNode* find(const ModuleNode& node, const std::string& fqn) {
 TEST(TraceLoaderTest, LoadsTheTpMlpFixture) {
   TraceLoadResult loaded = load_trace_file(testdata("tp_mlp_trace.json"));
   ASSERT_TRUE(loaded.trace) << loaded.error;
-  const Trace& t = *loaded.trace;
-  EXPECT_EQ(t.schema_version, 1);
+  const trace::CommTrace& t = loaded.trace->trace;
+  const trace::ModuleNode& root = loaded.trace->tree;
+  EXPECT_EQ(loaded.trace->schema_version, 1);
   EXPECT_EQ(t.world_size, 4);
   EXPECT_EQ(t.rank, -1);
   ASSERT_TRUE(t.mesh);
   EXPECT_EQ(t.mesh->shape, (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(t.mesh->dim_names, (std::vector<std::string>{"dp", "tp"}));
-  EXPECT_EQ(t.root.fqn, "Global");
-  EXPECT_EQ(t.module_count(), 5);
-  EXPECT_EQ(t.root.forward_counts.at("all_reduce"), 1);
-  EXPECT_EQ(t.root.backward_counts.at("all_reduce"), 3);
-  const ModuleNode* net1 = find(t.root, "MLP.net1");
+  EXPECT_EQ(root.fqn, "Global");
+  EXPECT_EQ(trace::module_count(root), 5);
+  EXPECT_EQ(root.forward_counts.at("all_reduce"), 1);
+  EXPECT_EQ(root.backward_counts.at("all_reduce"), 3);
+  const trace::ModuleNode* net1 = find(root, "MLP.net1");
   ASSERT_NE(net1, nullptr);
   EXPECT_EQ(net1->module_type, "torch::nn::Linear");
   EXPECT_EQ(net1->short_name(), "net1");
@@ -61,31 +64,60 @@ TEST(TraceLoaderTest, LoadsTheTpMlpFixture) {
   EXPECT_EQ(net1->backward_bytes.at("all_reduce"), 512);
   ASSERT_EQ(net1->forward_operations.size(), 1u);
   EXPECT_EQ(net1->forward_operations[0].name, "aten::addmm");
-  ASSERT_EQ(t.events.size(), 16u);
-  EXPECT_EQ(t.events[0].rank, 0);
-  EXPECT_EQ(t.events[0].seq, 0);
-  EXPECT_EQ(t.events[0].module, "MLP.net2");
-  EXPECT_EQ(t.events[5].group, (std::vector<int64_t>{0, 1}));
+  ASSERT_EQ(t.collectives.size(), 16u);
+  EXPECT_TRUE(loaded.trace->calls_recorded);
+  EXPECT_EQ(t.collectives[0].rank, 0);
+  EXPECT_EQ(t.collectives[0].seq, 0);
+  EXPECT_EQ(t.collectives[0].module, "MLP.net2");
+  EXPECT_EQ(t.collectives[5].group, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(t.per_rank_counts.size(), 4u);
   EXPECT_TRUE(t.differing_ranks.empty());
-  EXPECT_TRUE(t.warnings.empty());
+  EXPECT_TRUE(loaded.trace->warnings.empty());
 }
 
 TEST(TraceLoaderTest, LoadsPyTorchStyleWithoutVersionOrEvents) {
   TraceLoadResult loaded = load_trace_file(testdata("pytorch_comm_mode_log.json"));
   ASSERT_TRUE(loaded.trace) << loaded.error;
   EXPECT_EQ(loaded.trace->schema_version, 0);
-  EXPECT_TRUE(loaded.trace->events.empty());
-  EXPECT_EQ(loaded.trace->world_size, 0);
-  EXPECT_EQ(loaded.trace->root.children[0].children[0].parameters[0].second, "(Shard(dim=0),)");
+  EXPECT_FALSE(loaded.trace->calls_recorded) << "no events: collectives rebuilt from the counts";
+  EXPECT_TRUE(loaded.trace->trace.per_rank_counts.empty());
+  EXPECT_EQ(loaded.trace->trace.world_size, 1);
+  EXPECT_EQ(loaded.trace->tree.children[0].children[0].parameters[0].second, "(Shard(dim=0),)");
+}
+
+// A dump PyTorch 2.11 wrote (testdata/make_pytorch_dump.py: a TP MLP with a
+// row-wise sharded embedding, CommDebugMode.generate_json_dump): it passes the
+// strict schema, loads with PyTorch's own collective names kept as written,
+// and those names still read as the kinds they stand for.
+TEST(TraceLoaderTest, LoadsARealPyTorchDump) {
+  const std::string text = read_all(testdata("pytorch_tp_embedding_dump.json"));
+  EXPECT_EQ(trace::validate_comm_trace_json(text), std::vector<std::string>{});
+  TraceLoadResult loaded = parse_trace_json(text, "pytorch");
+  ASSERT_TRUE(loaded.trace) << loaded.error;
+  EXPECT_EQ(loaded.trace->schema_version, 0);
+  EXPECT_FALSE(loaded.trace->calls_recorded);
+  const trace::ModuleNode& root = loaded.trace->tree;
+  EXPECT_EQ(trace::module_count(root), 5);
+  EXPECT_EQ(root.forward_counts, (trace::KindCounts{{"c10d_functional.all_gather_into_tensor", 1},
+                                                    {"c10d_functional.all_reduce", 2}}));
+  EXPECT_EQ(root.backward_counts, (trace::KindCounts{{"c10d_functional.all_reduce", 1}}));
+  const trace::ModuleNode* tok = find(root, "Model.tok");
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->module_type, "class 'torch.nn.modules.sparse.Embedding'");
+  EXPECT_EQ(tok->parameters.at(0), (std::pair<std::string, std::string>{"weight", "(Shard(dim=0),)"}));
+  EXPECT_FALSE(tok->forward_operations.empty());
+  EXPECT_EQ(tok->forward_operations[0].input_sharding.at(0), "(Shard(dim=0),)");
+  for (const trace::CollectiveRecord& r : loaded.trace->trace.collectives) {
+    EXPECT_TRUE(trace::kind_of_collective(r.kind).has_value()) << r.kind;
+  }
 }
 
 TEST(TraceLoaderTest, DivergentFixtureNamesTheOddRank) {
   TraceLoadResult loaded = load_trace_file(testdata("transformer_divergent_trace.json"));
   ASSERT_TRUE(loaded.trace) << loaded.error;
-  EXPECT_EQ(loaded.trace->differing_ranks, std::vector<int64_t>{3});
-  EXPECT_EQ(loaded.trace->per_rank_counts.at(3).at("all_reduce"),
-            loaded.trace->per_rank_counts.at(0).at("all_reduce") + 1);
+  const trace::CommTrace& t = loaded.trace->trace;
+  EXPECT_EQ(t.differing_ranks, std::vector<int64_t>{3});
+  EXPECT_EQ(t.per_rank_counts.at(3).at("all_reduce"), t.per_rank_counts.at(0).at("all_reduce") + 1);
 }
 
 TEST(TraceLoaderTest, MalformedFilesGiveClearErrors) {
@@ -144,15 +176,21 @@ TEST(TraceLoaderTest, ObjectFormsAndDerivedTotals) {
                      {"rank": 1, "seq": 1, "kind": "broadcast", "phase": "forward"}]})",
       "inline");
   ASSERT_TRUE(loaded.trace) << loaded.error;
-  const Trace& t = *loaded.trace;
-  EXPECT_EQ(t.root.forward_counts.at("all_reduce"), 2);
-  EXPECT_EQ(t.root.parameters[0].second, "[R]");
+  const trace::CommTrace& t = loaded.trace->trace;
+  EXPECT_EQ(loaded.trace->tree.forward_counts.at("all_reduce"), 1) << "rank 0's events";
   EXPECT_EQ(t.world_size, 2);
-  EXPECT_EQ(t.events[0].rank, 0) << "sorted by (rank, seq)";
+  EXPECT_EQ(t.collectives[0].rank, 0) << "sorted by (rank, seq)";
   EXPECT_EQ(t.per_rank_counts.at(1).at("broadcast"), 1);
   EXPECT_EQ(t.differing_ranks, std::vector<int64_t>{1});
-  ASSERT_EQ(t.warnings.size(), 1u);
-  EXPECT_NE(t.warnings[0].find("\"fwd\""), std::string::npos);
+  ASSERT_EQ(loaded.trace->warnings.size(), 1u);
+  EXPECT_NE(loaded.trace->warnings[0].find("\"fwd\""), std::string::npos);
+  // Without events the tree's counts are the file's, in either form.
+  TraceLoadResult counts_only = parse_trace_json(
+      R"({"collectives_forward": {"all_reduce": 2}, "children": [{"fqn": "m", "parameters": {"w": "[R]"}}]})",
+      "inline");
+  ASSERT_TRUE(counts_only.trace) << counts_only.error;
+  EXPECT_EQ(counts_only.trace->tree.forward_counts.at("all_reduce"), 2);
+  EXPECT_EQ(counts_only.trace->tree.children.at(0).parameters[0].second, "[R]");
 }
 
 TEST(TraceLoaderTest, PerRankMemoryIsLoadedWhenTheFileHasIt) {
@@ -164,13 +202,13 @@ TEST(TraceLoaderTest, PerRankMemoryIsLoadedWhenTheFileHasIt) {
                            "peak_location": "Transformer forward"}}})",
       "inline");
   ASSERT_TRUE(loaded.trace) << loaded.error;
-  const Trace& t = *loaded.trace;
+  const trace::CommTrace& t = loaded.trace->trace;
   ASSERT_EQ(t.memory.size(), 2u);
   EXPECT_EQ(t.memory.at(0).peak_bytes, 4096);
   EXPECT_EQ(t.memory.at(0).current_bytes, 128);
   EXPECT_EQ(t.memory.at(0).peak_location, "Transformer.layers.0 backward");
   EXPECT_EQ(t.memory.at(1).cap_bytes, 8192);
-  EXPECT_TRUE(parse_trace_json(R"({"dtensor_schema_version": 2})", "none").trace->memory.empty());
+  EXPECT_TRUE(parse_trace_json(R"({"dtensor_schema_version": 2})", "none").trace->trace.memory.empty());
 }
 
 TEST(TraceLoaderTest, DeepNestingIsRefused) {

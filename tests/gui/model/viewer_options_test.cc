@@ -97,8 +97,8 @@ TEST(ViewerStateTest, FailedLoadKeepsThePreviousTrace) {
   EXPECT_EQ(state.timeline.lanes.size(), 4u);
   EXPECT_FALSE(state.module_counts.empty());
   EXPECT_FALSE(state.load_trace("tests/gui/testdata/malformed_not_object.json"));
-  ASSERT_TRUE(state.trace);
-  EXPECT_EQ(state.trace->world_size, 4);
+  ASSERT_TRUE(state.loaded);
+  EXPECT_EQ(state.loaded->trace.world_size, 4);
   EXPECT_NE(state.trace_error.find("malformed_not_object.json"), std::string::npos);
   EXPECT_TRUE(state.use_trace_mesh());
   EXPECT_EQ(state.playground.inputs().mesh, "dp=2, tp=2");
