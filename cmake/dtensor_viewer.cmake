@@ -1,5 +1,5 @@
 # dtensor-viewer (gui/): Dear ImGui + GLFW + OpenGL, no LibTorch; it compiles
-# layout/ and trace/ (pure C++17: the trace model and its JSON) itself, as Bazel's
+# layout/ and trace/ (pure C++, no LibTorch: the trace model and its JSON) itself, as Bazel's
 # //gui:dtensor_viewer does.
 # Debian's libimgui.a carries the GLFW and OpenGL3 backends.
 find_path(IMGUI_INCLUDE_DIR imgui.h PATH_SUFFIXES imgui)

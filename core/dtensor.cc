@@ -15,6 +15,7 @@
 #include "backends/async_region.h"
 #include "core/dtensor_impl.h"
 #include "core/collectives.h"
+#include "core/compat/autograd_node.h"
 #include "core/init.h"
 #include "core/torch_errors.h"
 #include "layout/shard_layout.h"
@@ -269,7 +270,7 @@ DTensor DTensor::from_local(const at::Tensor& local, const DeviceMesh& mesh, Pla
     out = make_dtensor(data.alias(), spec);
   }
   if (needs_grad(local)) {
-    auto node = std::shared_ptr<FromLocalBackward>(new FromLocalBackward(), torch::autograd::deleteNode);
+    auto node = compat::make_autograd_node<FromLocalBackward>();
     node->target = gradient_placements(placements);
     node->origin = CapturedOrigin::capture();
     attach(local, out, node);
@@ -285,7 +286,7 @@ at::Tensor DTensor::to_local(std::optional<Placements> grad_placements) const {
     out = local_tensor().alias();
   }
   if (needs_grad(*this)) {
-    auto node = std::shared_ptr<ToLocalBackward>(new ToLocalBackward(), torch::autograd::deleteNode);
+    auto node = compat::make_autograd_node<ToLocalBackward>();
     node->grad_spec = s.with_placements(
         grad_placements ? checked_placements(*grad_placements, s.mesh, s.ndim(), "DTensor::to_local")
                         : gradient_placements(s.placements));
@@ -343,7 +344,7 @@ DTensor DTensor::redistribute(Placements placements, const RedistributeOptions& 
     }
   }
   if (needs_grad(*this)) {
-    auto node = std::shared_ptr<RedistributeBackward>(new RedistributeBackward(), torch::autograd::deleteNode);
+    auto node = compat::make_autograd_node<RedistributeBackward>();
     node->forward = s.placements;
     node->backward_dtype = options.backward_dtype;
     node->origin = std::move(caller);

@@ -12,7 +12,7 @@ out=${FUZZ_OUT:-/tmp/dtensor-fuzz}
 mkdir -p "$out"
 CXX=${CXX:-clang++}
 command -v "$CXX" >/dev/null || { echo "fuzz/build.sh: $CXX not found; apt-get install clang" >&2; exit 2; }
-flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I. -isystem /usr/include/torch/csrc/api/include)
 
 build() {  # name sources... [-- link flags...]

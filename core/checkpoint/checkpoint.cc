@@ -1,10 +1,14 @@
+// Sharded checkpoints: describing what each rank writes, the crash-consistent
+// save protocol, and the resharding load. See checkpoint.h.
 #include "core/checkpoint/checkpoint.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -15,6 +19,7 @@
 
 #include "backends/world.h"
 #include "core/checkpoint/chunks.h"
+#include "core/checkpoint/durable.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/dtensor.h"
 #include "layout/shard_layout.h"
@@ -106,16 +111,53 @@ void check_same_index(World& world, const std::string& index_text) {
               index_text.substr(0, 2000));
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    TORCH_CHECK(out, "checkpoint: cannot create ", temporary);
-    out << text << '\n';
-    TORCH_CHECK(out.flush(), "checkpoint: writing ", temporary, " failed");
-  }
-  TORCH_CHECK(std::rename(temporary.c_str(), path.c_str()) == 0, "checkpoint: cannot rename ",
-              temporary, " to ", path);
+// Note [Crash-consistent saves]
+// A save is all or nothing. Every rank writes its file into a staging
+// directory beside the target (".<name>.saving", cleared by rank 0 first),
+// each file fsync'ed before it is renamed into place. A barrier then means
+// every rank's file is durable; only after it does rank 0 write the index
+// (durably), fsync the staging directory, and commit: one rename when the
+// target does not exist, else one renameat2(RENAME_EXCHANGE) that swaps the
+// new directory in, after which the old one is removed. So a rank that dies
+// (or throws) before the commit leaves the target as it was (the previous
+// checkpoint, or nothing) and the staging directory as garbage the next save
+// clears; a death after it leaves the new checkpoint, complete. load never
+// looks at staging directories, and step directories (save_step) keep
+// PyTorch's readers, which read every *.safetensors file of a directory,
+// from mixing saves. The barriers fail every rank when one dies: the fake
+// world fails the whole world, Gloo and NCCL time out naming the collective.
+
+void barrier(World& world) { world.world_group()->barrier(); }
+
+// The target directory as an absolute path without a trailing slash, and its staging sibling.
+struct SaveDirs {
+  std::filesystem::path target;
+  std::filesystem::path staging;
+};
+
+SaveDirs save_dirs(const std::string& dir) {
+  namespace fs = std::filesystem;
+  TORCH_CHECK(!dir.empty(), "checkpoint::save: the directory is empty; give the checkpoint's path");
+  fs::path target = fs::absolute(fs::path(dir)).lexically_normal();
+  if (target.filename().empty()) target = target.parent_path();  // "ckpt/" -> "ckpt"
+  TORCH_CHECK(target.has_parent_path() && target != target.root_path(), "checkpoint::save: ", dir,
+              " cannot be a checkpoint directory (it needs a parent to stage the save in)");
+  return {target, target.parent_path() / ("." + target.filename().string() + ".saving")};
+}
+
+// A save replaces its whole directory: only an absent or empty one, or an
+// earlier checkpoint, may be replaced (never a directory of other files).
+// Every rank checks (the file system is shared), so all throw alike.
+void check_replaceable(const std::filesystem::path& target, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::exists(target, error)) return;
+  TORCH_CHECK(fs::is_directory(target, error), "checkpoint::save: ", dir,
+              " exists and is not a directory; give a directory path for the checkpoint");
+  if (fs::exists(target / kIndexFile, error) || fs::is_empty(target, error)) return;
+  TORCH_CHECK(false, "checkpoint::save: ", dir, " exists and holds no checkpoint (no ", kIndexFile,
+              "); a save replaces its whole directory, so give a new or empty directory, or an "
+              "earlier checkpoint's");
 }
 
 // Ordered: error messages list the tensors in the order they were saved.
@@ -190,6 +232,7 @@ void load_one(const std::string& name, const at::Tensor& tensor, const nlohmann:
     const std::string path = dir + "/" + chunk.at("file").get<std::string>();
     auto& file = files[path];
     if (!file) file = std::make_unique<SafetensorsFile>(path);
+    file->verify(name);
     at::Tensor block = file->tensor(name);
     TORCH_CHECK(block.sizes().vec() == saved.sizes, "checkpoint::load: ", path, " holds \"",
                 name, "\" as ", block.sizes(), " but the index says ", shape_text(saved.sizes));
@@ -221,30 +264,105 @@ StateDict module_state(const torch::nn::Module& module) {
   return state;
 }
 
-void save(const StateDict& state, const std::string& dir) {
+const char* save_phase_name(SavePhase phase) {
+  switch (phase) {
+    case SavePhase::kStarted:
+      return "started";
+    case SavePhase::kFileWritten:
+      return "file_written";
+    case SavePhase::kCommitting:
+      return "committing";
+    case SavePhase::kCommitted:
+      return "committed";
+  }
+  return "unknown";
+}
+
+void save(const StateDict& state, const std::string& dir, const SaveOptions& options) {
   World& world = require_current_world("checkpoint::save");
+  const auto reached = [&](SavePhase phase) {
+    if (options.on_phase) options.on_phase(phase);
+  };
   torch::NoGradGuard no_grad;
   std::vector<SavedTensor> tensors;
   for (const auto& [name, tensor] : state) tensors.push_back(describe_for_save(name, tensor));
   const std::string index_text = index_of(tensors).dump(1);
   check_same_index(world, index_text);
+  const SaveDirs dirs = save_dirs(dir);  // See Note [Crash-consistent saves]
+  check_replaceable(dirs.target, dir);
+  if (world.rank() == 0) {
+    std::filesystem::remove_all(dirs.staging);  // an earlier save that did not finish
+    std::filesystem::create_directories(dirs.staging);
+  }
+  barrier(world);
+  reached(SavePhase::kStarted);
 
-  std::filesystem::create_directories(dir);
   std::vector<std::pair<std::string, at::Tensor>> mine;
   for (const SavedTensor& t : tensors) {
     for (const WriteChunk& chunk : t.chunks) {
       if (chunk.mesh_rank == world.rank()) mine.emplace_back(t.name, t.local);
     }
   }
-  write_safetensors(dir + "/" + rank_file_name(world.rank()), mine,
+  write_safetensors((dirs.staging / rank_file_name(world.rank())).string(), mine,
                     {{"format", "pt"}, {"writer", kFormat}});
-  if (world.rank() == 0) write_text(dir + "/" + kIndexFile, index_text);
-  // Nobody returns (and perhaps loads) before every file is complete.
-  world.world_group()->barrier();
+  reached(SavePhase::kFileWritten);
+  barrier(world);  // every rank's file is durable
+
+  reached(SavePhase::kCommitting);
+  if (world.rank() == 0) {
+    write_file_durably((dirs.staging / kIndexFile).string(), index_text + "\n");
+    sync_directory(dirs.staging.string());
+    commit_directory(dirs.staging.string(), dirs.target.string());
+  }
+  barrier(world);  // nobody returns (and perhaps loads) before the commit
+  reached(SavePhase::kCommitted);
 }
 
-void save(const torch::nn::Module& module, const std::string& dir) {
-  save(module_state(module), dir);
+void save(const torch::nn::Module& module, const std::string& dir, const SaveOptions& options) {
+  save(module_state(module), dir, options);
+}
+
+std::string step_dir(const std::string& root, int64_t step) {
+  TORCH_CHECK(step >= 0, "checkpoint: step ", step, " is negative; steps count from 0");
+  char name[32];
+  std::snprintf(name, sizeof(name), "step-%08lld", static_cast<long long>(step));
+  return (std::filesystem::path(root) / name).string();
+}
+
+std::vector<std::pair<int64_t, std::string>> list_steps(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<int64_t, std::string>> steps;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) != 0 || !entry.is_directory()) continue;
+    char* end = nullptr;
+    const long long step = std::strtoll(name.c_str() + 5, &end, 10);
+    if (end == name.c_str() + 5 || *end != '\0' || step < 0) continue;
+    steps.emplace_back(step, entry.path().string());
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::optional<std::string> latest_step(const std::string& root) {
+  std::vector<std::pair<int64_t, std::string>> steps = list_steps(root);
+  if (steps.empty()) return std::nullopt;
+  return steps.back().second;
+}
+
+void save_step(const StateDict& state, const std::string& root, int64_t step, int keep_last,
+               const SaveOptions& options) {
+  TORCH_CHECK(keep_last >= 0, "checkpoint::save_step: keep_last is ", keep_last,
+              "; give 0 to keep every step or the number of newest steps to keep");
+  save(state, step_dir(root, step), options);
+  World& world = require_current_world("checkpoint::save_step");
+  if (world.rank() == 0 && keep_last > 0) {
+    std::vector<std::pair<int64_t, std::string>> steps = list_steps(root);
+    const size_t keep = static_cast<size_t>(keep_last);
+    for (size_t i = 0; i + keep < steps.size(); ++i) std::filesystem::remove_all(steps[i].second);
+  }
+  barrier(world);  // the old steps are gone on return
 }
 
 void load(const StateDict& state, const std::string& dir) {

@@ -24,12 +24,18 @@
 // PyTorch DCP requires a full value); loading into a Partial layout puts the
 // value on the first rank of each Partial(sum) mesh dim and zeros on the
 // others (avg, max and min: the value on every rank), so that the pending
-// reduction yields the saved value.
+// reduction yields the saved value. Every file is written durably and the
+// directory appears in one atomic step (Note [Crash-consistent saves] in
+// checkpoint.cc); each block carries a CRC-32 that load checks (Note [Block
+// checksums] in safetensors.cc).
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,21 +49,60 @@ using StateDict = std::vector<std::pair<std::string, at::Tensor>>;
 /// ("layers.0.attention.wq.weight"), as named_parameters() + named_buffers().
 StateDict module_state(const torch::nn::Module& module);
 
-/// Writes `state` into directory `dir` (created if needed; files of an
-/// earlier checkpoint there are replaced). Collective over the calling
+/// The points a save passes on every rank, in order (SaveOptions::on_phase).
+enum class SavePhase {
+  kStarted,      // every rank saves the same tensors; nothing of this save is written yet
+  kFileWritten,  // this rank's file is durable in the staging directory
+  kCommitting,   // every rank's file is durable; rank 0 now writes the index and commits
+  kCommitted,    // the new checkpoint is at `dir` (reached after rank 0's commit)
+};
+/// "started", "file_written", "committing", "committed".
+const char* save_phase_name(SavePhase phase);
+
+/// How save reports its progress.
+struct SaveOptions {
+  /// Called on each rank as it reaches each phase (progress and logging;
+  /// failure tests stop a rank there). An exception it throws fails the save.
+  std::function<void(SavePhase)> on_phase;
+};
+
+/// Writes `state` as the checkpoint at directory `dir`, all or nothing: the
+/// files go to a staging directory beside it (".<name>.saving") and replace
+/// `dir` in one atomic step once every rank's file is durable, so a crash at
+/// any point leaves the previous checkpoint at `dir` (or none) intact, never
+/// a mix (Note [Crash-consistent saves]). `dir` must be absent, empty or an
+/// earlier checkpoint (its whole directory is replaced): a directory of other
+/// files is refused. Collective over the calling
 /// thread's world: every rank calls it with the same names, dtypes and global
 /// shapes in the same order (checked: a rank that disagrees makes every rank
-/// throw, naming the first differing tensor and rank); it returns once every
-/// rank's file and the index are complete. Throws c10::Error naming the path
-/// on I/O failure and the tensor on an unsupported dtype.
-void save(const StateDict& state, const std::string& dir);
-void save(const torch::nn::Module& module, const std::string& dir);
+/// throw, naming the first differing tensor and rank); it returns once the
+/// new checkpoint is at `dir`. Ranks must share the file system of `dir`.
+/// Throws c10::Error naming the path on I/O failure and the tensor on an
+/// unsupported dtype.
+void save(const StateDict& state, const std::string& dir, const SaveOptions& options = {});
+void save(const torch::nn::Module& module, const std::string& dir, const SaveOptions& options = {});
+
+/// The directory of training step `step` under `root`: "<root>/step-00000100".
+std::string step_dir(const std::string& root, int64_t step);
+/// save into step_dir(root, step), then removes all but the newest
+/// `keep_last` step directories under `root` (0 keeps all). Collective, as save.
+/// Example: save_step(state, "/ckpt", 300, /*keep_last=*/2);  // keeps step 200 and 300
+void save_step(const StateDict& state, const std::string& root, int64_t step, int keep_last = 0,
+               const SaveOptions& options = {});
+/// The committed step directories under `root`, as (step, directory), oldest
+/// first; unfinished saves (staging directories) are not listed. Empty when
+/// `root` does not exist.
+std::vector<std::pair<int64_t, std::string>> list_steps(const std::string& root);
+/// The newest committed step directory under `root`; nullopt when none.
+/// Example: load(*model, *latest_step(root)) resumes from the last save.
+std::optional<std::string> latest_step(const std::string& root);
 
 /// Fills every tensor of `state` in place (DTensors: their local data, by
 /// their own mesh and placements; plain tensors: whole) from the checkpoint
-/// in `dir`, converting the dtype if it differs. No collectives. Throws
-/// c10::Error naming the tensor when the checkpoint lacks it or its global
-/// shape differs, and naming the file when a block is missing or unreadable.
+/// in `dir`, converting the dtype if it differs. No collectives. Every block
+/// read is checked against its CRC-32. Throws c10::Error naming the tensor
+/// when the checkpoint lacks it or its global shape differs, and naming the
+/// file and the tensor when a block is missing, unreadable or corrupt.
 /// Tensors are written under no_grad; autograd history is not touched.
 void load(const StateDict& state, const std::string& dir);
 void load(torch::nn::Module& module, const std::string& dir);

@@ -11,8 +11,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
+
+#include "core/checkpoint/durable.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors data is little-endian; this writer copies host bytes as they are"
@@ -52,45 +54,44 @@ c10::ScalarType scalar_type_of(const std::string& code) {
 void write_safetensors(const std::string& path,
                        const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
   // Widest elements first, as the Rust crate orders them: every tensor then
   // starts aligned to its element size (the data section starts 8-aligned).
   std::vector<std::pair<std::string, at::Tensor>> ordered = tensors;
   std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
     return a.second.element_size() > b.second.element_size();
   });
+  nlohmann::ordered_json entries = nlohmann::ordered_json::object();
+  nlohmann::ordered_json checksums = nlohmann::ordered_json::object();
   std::vector<at::Tensor> data;
   int64_t offset = 0;
   for (const auto& [name, tensor] : ordered) {
-    TORCH_CHECK(!header.contains(name), "checkpoint: tensor name \"", name,
-                "\" given twice for ", path);
+    TORCH_CHECK(!entries.contains(name) && name != "__metadata__", "checkpoint: tensor name \"",
+                name, "\" given twice (or reserved) for ", path);
     at::Tensor cpu = tensor.detach().to(at::kCPU).contiguous();
     const int64_t bytes = static_cast<int64_t>(cpu.nbytes());
-    header[name] = {{"dtype", safetensors_dtype(cpu.scalar_type())},
-                    {"shape", cpu.sizes().vec()},
-                    {"data_offsets", {offset, offset + bytes}}};
+    entries[name] = {{"dtype", safetensors_dtype(cpu.scalar_type())},
+                     {"shape", cpu.sizes().vec()},
+                     {"data_offsets", {offset, offset + bytes}}};
+    checksums[name] = crc32(cpu.data_ptr(), cpu.nbytes());
     offset += bytes;
     data.push_back(std::move(cpu));
   }
+  // Note [Block checksums]: each tensor's CRC-32 goes in __metadata__ (as a
+  // JSON text: safetensors metadata values are strings); load verifies the
+  // blocks it reads (SafetensorsFile::verify).
+  std::map<std::string, std::string> all_metadata = metadata;
+  if (!data.empty()) all_metadata[kChecksumKey] = checksums.dump();
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!all_metadata.empty()) header["__metadata__"] = all_metadata;
+  for (auto& [name, entry] : entries.items()) header[name] = std::move(entry);
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-aligned
   const uint64_t length = text.size();
-
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    TORCH_CHECK(out, "checkpoint: cannot create ", temporary, ": ", std::strerror(errno));
-    out.write(reinterpret_cast<const char*>(&length), sizeof(length));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const at::Tensor& t : data) {
-      out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
-    }
-    out.flush();
-    TORCH_CHECK(out, "checkpoint: writing ", temporary, " failed: ", std::strerror(errno));
-  }
-  TORCH_CHECK(std::rename(temporary.c_str(), path.c_str()) == 0, "checkpoint: cannot rename ",
-              temporary, " to ", path, ": ", std::strerror(errno));
+  write_file_durably(path, [&](int fd) {
+    write_all(fd, &length, sizeof(length), path);
+    write_all(fd, text.data(), text.size(), path);
+    for (const at::Tensor& t : data) write_all(fd, t.data_ptr(), t.nbytes(), path);
+  });
 }
 
 struct SafetensorsFile::Mapping {
@@ -176,6 +177,29 @@ at::Tensor SafetensorsFile::tensor(const std::string& name) const {
   std::shared_ptr<Mapping> keep_alive = mapping_;
   return at::from_blob(
       data, entry.shape, [keep_alive](void*) mutable { keep_alive.reset(); }, options);
+}
+
+void SafetensorsFile::verify(const std::string& name) const {
+  if (verified_.count(name) != 0) return;
+  auto stored = metadata_.find(kChecksumKey);
+  if (stored == metadata_.end()) return;  // another writer's file: nothing to check against
+  std::optional<uint32_t> expected;
+  try {
+    const nlohmann::json sums = nlohmann::json::parse(stored->second);
+    if (sums.contains(name)) expected = sums.at(name).get<uint32_t>();
+  } catch (const nlohmann::json::exception& e) {
+    TORCH_CHECK(false, "checkpoint: ", path_, ": its __metadata__ \"", kChecksumKey,
+                "\" is not a JSON object of checksums (", e.what(), "); the file is corrupt");
+  }
+  TORCH_CHECK(expected.has_value(), "checkpoint: ", path_, " stores no checksum of tensor \"",
+              name, "\" (its header and metadata disagree); the file is corrupt");
+  const Entry& entry = entries_.at(name);
+  const auto* data = static_cast<const char*>(mapping_->data) + data_start_ + entry.begin;
+  const uint32_t actual = crc32(data, static_cast<size_t>(entry.end - entry.begin));
+  TORCH_CHECK(actual == *expected, "checkpoint: ", path_, ": the data of tensor \"", name,
+              "\" fails its checksum (CRC-32 ", actual, ", saved ", *expected,
+              "): the file is corrupt; load an earlier checkpoint or save again");
+  verified_.insert(name);
 }
 
 }  // namespace dtensor::checkpoint

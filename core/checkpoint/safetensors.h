@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,10 +25,15 @@ std::string safetensors_dtype(c10::ScalarType dtype);
 /// Inverse of safetensors_dtype; throws for an unknown code.
 c10::ScalarType scalar_type_of(const std::string& code);
 
+/// The __metadata__ key of the per-tensor CRC-32s write_safetensors stores
+/// (a JSON object text, {"w": 3735928559}; Note [Block checksums]).
+inline constexpr const char* kChecksumKey = "dtensor_crc32";
+
 /// Writes `tensors` (any device or layout: copied to contiguous CPU memory)
-/// with `metadata` as the header's "__metadata__", to a temporary file next
-/// to `path` that is then renamed over it, so that a reader never sees half a
-/// file. Names must be distinct. Throws c10::Error naming the path on I/O failure.
+/// with `metadata` and each tensor's CRC-32 (kChecksumKey) as the header's
+/// "__metadata__", durably (durable.h: a temporary file, fsync'ed, renamed
+/// over `path`), so that a reader never sees half a file. Names must be
+/// distinct. Throws c10::Error naming the path on I/O failure.
 void write_safetensors(const std::string& path,
                        const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
@@ -55,6 +61,11 @@ class SafetensorsFile {
   /// A read-only CPU view of tensor `name`; throws listing the names present
   /// when there is no such tensor. Do not write into it.
   at::Tensor tensor(const std::string& name) const;
+  /// Checks tensor `name`'s bytes against the CRC-32 the writer stored
+  /// (kChecksumKey); throws c10::Error naming the file and the tensor when
+  /// they differ. Reads the whole tensor once (later calls are free); files
+  /// without checksums (other writers') pass. Precondition: contains(name).
+  void verify(const std::string& name) const;
 
  private:
   struct Mapping;
@@ -63,6 +74,7 @@ class SafetensorsFile {
   int64_t data_start_ = 0;
   std::map<std::string, Entry> entries_;
   std::map<std::string, std::string> metadata_;
+  mutable std::set<std::string> verified_;
 };
 
 }  // namespace dtensor::checkpoint

@@ -40,6 +40,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/compat/autograd_node.h"
 #include "core/compat/torch_compat.h"
 #include "core/dispatch/dispatch_mode.h"
 #include "core/dispatch/op_name.h"
@@ -116,7 +117,7 @@ void value_selecting_autograd(const c10::OperatorHandle& op, torch::jit::Stack* 
   }
   if (!grad) return;
   at::Tensor values = (*stack)[stack->size() - 2].toTensor();
-  auto node = std::shared_ptr<ValueSelectingBackward>(new ValueSelectingBackward(), torch::autograd::deleteNode);
+  auto node = compat::make_autograd_node<ValueSelectingBackward>();
   node->op_name = name;
   node->grad_spec = dtensor_impl(self)->spec();
   for (auto& p : node->grad_spec.placements) {
@@ -159,7 +160,7 @@ void evenly_distribute_autograd(const c10::OperatorHandle& op, torch::jit::Stack
   }
   if (!grad) return;
   at::Tensor out = stack->back().toTensor();
-  auto node = std::shared_ptr<EvenlyDistributeBackward>(new EvenlyDistributeBackward(), torch::autograd::deleteNode);
+  auto node = compat::make_autograd_node<EvenlyDistributeBackward>();
   node->op_name = full_op_name(op.operator_name());
   node->input = self.detach();
   node->value = out.detach();
@@ -281,7 +282,7 @@ void norm_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     stack->pop_back();
   }
   if (grad) {
-    auto node = std::shared_ptr<NormBackward>(new NormBackward(), torch::autograd::deleteNode);
+    auto node = compat::make_autograd_node<NormBackward>();
     node->args = a;
     {
       torch::autograd::AutoGradMode no_grad(false);
