@@ -1,6 +1,7 @@
 // Implementation of the shared text formatting. See text.h.
 #include "layout/text.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace dtensor {
@@ -19,6 +20,28 @@ std::string format_duration_us(double us) {
     std::snprintf(buffer, sizeof(buffer), "%.2f ms", us / 1e3);
   } else {
     std::snprintf(buffer, sizeof(buffer), "%.2f s", us / 1e6);
+  }
+  return buffer;
+}
+
+std::string format_bytes(double bytes, int decimals) {
+  if (bytes < 0) return "-" + format_bytes(-bytes, decimals);
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int unit = 0;
+  while (bytes >= 1024.0 && unit < 6) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  char buffer[64];
+  if (unit == 0) {
+    std::snprintf(buffer, sizeof(buffer), "%.0f B", bytes);
+  } else if (decimals >= 0) {
+    std::snprintf(buffer, sizeof(buffer), "%.*f %s", decimals, bytes, kUnits[unit]);
+  } else {
+    // Round first: 1.96 KiB shows as "2 KiB", not "2.0 KiB".
+    const double rounded = std::round(bytes * 10.0) / 10.0;
+    std::snprintf(buffer, sizeof(buffer), rounded == std::floor(rounded) ? "%.0f %s" : "%.1f %s",
+                  rounded, kUnits[unit]);
   }
   return buffer;
 }

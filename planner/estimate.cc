@@ -230,16 +230,6 @@ PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model,
   return e;
 }
 
-std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  double v = bytes;
-  while (std::fabs(v) >= 1024.0 && u < 4) v /= 1024.0, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
-  return buf;
-}
-
 std::string PlanEstimate::verdict() const {
   const double gib = 1073741824.0;
   char buf[96];

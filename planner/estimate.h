@@ -93,7 +93,5 @@ PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model,
 PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layers, const ModelConfig& model,
                                   const PlanConfig& plan, const Topology& topology);
 
-/// "1.50 GiB", "12.0 MiB", "512 B".
-std::string format_bytes(double bytes);
 
 }  // namespace dtensor::planner

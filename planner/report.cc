@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "layout/text.h"
+
 namespace dtensor::planner {
 namespace {
 
@@ -31,7 +33,7 @@ std::string plan_report_text(const PlanEstimate& e) {
       << (e.traced_layers < e.model.layers ? " (1 and 2 traced, scaled per layer)" : "") << " in "
       << fmt("%.3f", e.trace_seconds) << " s\n\n";
   out << "memory per rank          bytes\n";
-  auto mem = [&](const char* name, double bytes) { out << "  " << pad(name, 22) << rpad(format_bytes(bytes), 12) << "\n"; };
+  auto mem = [&](const char* name, double bytes) { out << "  " << pad(name, 22) << rpad(format_bytes(bytes, 2), 12) << "\n"; };
   mem("parameters", static_cast<double>(e.totals.parameter_bytes));
   mem("gradients", static_cast<double>(e.totals.gradient_bytes));
   mem("optimizer state", static_cast<double>(e.totals.optimizer_bytes));
@@ -47,14 +49,14 @@ std::string plan_report_text(const PlanEstimate& e) {
       << rpad("bytes", 13) << rpad("ring bytes", 13) << rpad("time", 12) << "\n";
   for (const CommRow& r : e.totals.comm) {
     out << "  " << pad(r.phase, 11) << pad(r.kind, 24) << pad(r.mesh_dim, 5) << rpad(std::to_string(r.count), 8)
-        << rpad(format_bytes(static_cast<double>(r.bytes)), 13) << rpad(format_bytes(static_cast<double>(r.ring_bytes)), 13)
+        << rpad(format_bytes(static_cast<double>(r.bytes), 2), 13) << rpad(format_bytes(static_cast<double>(r.ring_bytes), 2), 13)
         << rpad(ms(r.time_us), 12) << "\n";
   }
   const double n = static_cast<double>(e.micro_steps);
   out << "\ncompute    " << fmt("%.3g", n * (e.totals.forward_flops + e.totals.backward_flops) + e.totals.update_flops)
       << " matmul FLOP, "
       << format_bytes(n * (e.totals.forward_pointwise_bytes + e.totals.backward_pointwise_bytes) +
-                      e.totals.update_pointwise_bytes)
+                      e.totals.update_pointwise_bytes, 2)
       << " memory-bound traffic -> " << ms(e.compute_us) << " at " << fmt("%.0f", e.topology.peak_tflops)
       << " TFLOP/s, " << fmt("%.0f", e.topology.hbm_gbps) << " GB/s\n";
   out << "comm       " << ms(e.blocking_comm_us) << " in micro-steps, " << ms(e.update_comm_us) << " in the update\n";

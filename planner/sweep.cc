@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "layout/text.h"
 #include "planner/report.h"
 
 namespace dtensor::planner {
@@ -68,7 +69,7 @@ std::string sweep_report_text(const SweepResult& r, int64_t top) {
   std::ostringstream out;
   char line[256];
   out << "sweep      " << r.model.to_string() << " on " << r.world_size << " ranks, cap "
-      << format_bytes(static_cast<double>(r.topology.memory_cap_bytes())) << "\n";
+      << format_bytes(static_cast<double>(r.topology.memory_cap_bytes()), 2) << "\n";
   out << "evaluated  " << r.ranked.size() << " plans in " << std::to_string(r.seconds).substr(0, 5) << " s ("
       << r.fitting() << " fit, " << r.skipped.size() << " skipped: the model cannot run them)\n\n";
   std::snprintf(line, sizeof(line), "  %-4s %-38s %12s %12s %12s %14s\n", "rank", "plan", "peak/rank", "step",
@@ -81,8 +82,8 @@ std::string sweep_report_text(const SweepResult& r, int64_t top) {
     int64_t ring = 0;
     for (const CommRow& c : e.totals.comm) ring += c.ring_bytes;
     std::snprintf(line, sizeof(line), "  %-4lld %-38s %12s %9.1f ms %9.1f ms %14s\n", static_cast<long long>(shown),
-                  e.plan.to_string().c_str(), format_bytes(static_cast<double>(e.total_bytes)).c_str(),
-                  e.step_us_overlap / 1e3, e.step_us_serial / 1e3, format_bytes(static_cast<double>(ring)).c_str());
+                  e.plan.to_string().c_str(), format_bytes(static_cast<double>(e.total_bytes), 2).c_str(),
+                  e.step_us_overlap / 1e3, e.step_us_serial / 1e3, format_bytes(static_cast<double>(ring), 2).c_str());
     out << line;
   }
   if (shown == 0) out << "  (no plan fits)\n";

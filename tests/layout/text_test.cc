@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace dtensor {
 namespace {
 
@@ -16,6 +18,26 @@ TEST(TextTest, FormatDurationPicksTheUnit) {
   EXPECT_EQ(format_duration_us(5.0), "5.00 us");
   EXPECT_EQ(format_duration_us(1234.0), "1.23 ms");
   EXPECT_EQ(format_duration_us(2.5e6), "2.50 s");
+}
+
+TEST(TextTest, FormatBytesForLabelsDropsATrailingZeroDecimal) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1023), "1023 B");
+  EXPECT_EQ(format_bytes(1024), "1 KiB");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(2047), "2 KiB");  // 1.999 rounds up, then drops ".0"
+  EXPECT_EQ(format_bytes(3 << 20), "3 MiB");
+  EXPECT_EQ(format_bytes(-1536), "-1.5 KiB");
+  EXPECT_EQ(format_bytes(static_cast<double>(INT64_MIN)), "-8 EiB");
+}
+
+TEST(TextTest, FormatBytesForTablesKeepsTheDecimals) {
+  EXPECT_EQ(format_bytes(512, 2), "512 B");
+  EXPECT_EQ(format_bytes(1024, 2), "1.00 KiB");
+  EXPECT_EQ(format_bytes(1536, 2), "1.50 KiB");
+  EXPECT_EQ(format_bytes(80.0 * (1 << 30), 2), "80.00 GiB");
+  EXPECT_EQ(format_bytes(1536, 0), "2 KiB");
 }
 
 TEST(TextTest, RankListShortensRunsOfThreeOrMore) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "layout/text.h"
 #include "planner/estimate.h"
 
 namespace dtensor::planner {
@@ -79,7 +80,7 @@ TEST(LlamaStepTest, SeventyBAtFourThousandRanksTracesQuickly) {
   const ModelConfig m = parse_model("llama-70b");
   const PlanConfig p = parse_plan(parse_mesh("dp=512,tp=8"), "sp,adam,micro=1");
   const PlanEstimate e = estimate_plan(llama_step_program(), m, p, default_topology());
-  std::cout << "70B: trace " << e.trace_seconds << " s, params " << format_bytes(e.totals.parameter_bytes)
+  std::cout << "70B: trace " << e.trace_seconds << " s, params " << format_bytes(e.totals.parameter_bytes, 2)
             << ", step " << e.step_us_overlap / 1e6 << " s, fwd flops " << e.totals.forward_flops << "\n";
   // 70.6 B parameters over tp = 8 in bf16: ~17.6 GB per rank.
   EXPECT_NEAR(static_cast<double>(e.totals.parameter_bytes), m.parameter_count() * 2.0 / 8, 0.01 * m.parameter_count());
