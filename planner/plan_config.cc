@@ -5,6 +5,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "layout/layout_error.h"
+#include "layout/shape_text.h"
+
 namespace dtensor::planner {
 namespace {
 
@@ -138,23 +141,20 @@ std::string MeshConfig::to_string() const {
 }
 
 MeshConfig parse_mesh(const std::string& text) {
-  MeshConfig mesh;
-  for (const std::string& kv : split(text, ',')) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos) throw std::invalid_argument("mesh entry '" + kv + "': expected name=size, e.g. dp=1024,tp=8");
-    const std::string name = kv.substr(0, eq);
-    if (name != "dp" && name != "tp") throw std::invalid_argument("mesh dim '" + name + "': the planner's programs know dp and tp");
-    if (std::find(mesh.names.begin(), mesh.names.end(), name) != mesh.names.end()) {
-      throw std::invalid_argument("mesh dim '" + name + "' given twice");
-    }
-    mesh.names.push_back(name);
-    mesh.sizes.push_back(positive_int(name, kv.substr(eq + 1)));
+  MeshShape shape;
+  try {
+    shape = parse_mesh_shape(text);  // the viewer's spelling too: "dp=2, tp=4", "dp:2"
+  } catch (const LayoutError& e) {
+    throw std::invalid_argument("mesh '" + text + "': " + e.what());
   }
-  if (mesh.names.empty()) throw std::invalid_argument("mesh '" + text + "': expected name=size entries, e.g. dp=1024,tp=8");
-  if (mesh.names.size() == 2 && mesh.names[0] != "dp") {
+  if (!shape.has_dim_names()) throw std::invalid_argument("mesh '" + text + "': name the dims, e.g. dp=1024,tp=8");
+  for (const std::string& name : shape.dim_names()) {
+    if (name != "dp" && name != "tp") throw std::invalid_argument("mesh dim '" + name + "': the planner's programs know dp and tp");
+  }
+  if (shape.ndim() == 2 && shape.dim_names()[0] != "dp") {
     throw std::invalid_argument("mesh '" + text + "': put dp first (outer), tp last (inner), e.g. dp=1024,tp=8");
   }
-  return mesh;
+  return MeshConfig{shape.dim_names(), shape.shape()};
 }
 
 const char* optimizer_name(Optimizer o) {

@@ -63,8 +63,9 @@ struct MeshConfig {
   std::string to_string() const;
 };
 
-/// "dp=1024,tp=8" (or "tp=4"). The planner's programs know the dim names
-/// "dp" and "tp". Throws std::invalid_argument on a bad entry or an unknown name.
+/// "dp=1024,tp=8" (or "tp=4", "dp=2, tp=4": layout/shape_text.h reads it).
+/// The planner's programs know the dim names "dp" and "tp". Throws
+/// std::invalid_argument on a bad entry, an unnamed dim or an unknown name.
 MeshConfig parse_mesh(const std::string& text);
 
 enum class Optimizer { kAdam, kSgdMomentum, kSgd };

@@ -21,7 +21,7 @@ TEST(ShapeTextTest, AcceptsCommonSpellings) {
 
 TEST(ShapeTextTest, RejectsWithAMessage) {
   const std::pair<const char*, const char*> table[] = {
-      {"", "enter 1 to"},
+      {"", "no sizes"},
       {"8, x", "'x' is not a size"},
       {"-1", "'-1' is not a size"},
       {"1,1,1,1,1,1,1", "at most"},
