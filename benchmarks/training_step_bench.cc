@@ -17,6 +17,7 @@
 
 #include "backends/fake/fake_world.h"
 #include "benchmarks/bench_util.h"
+#include "core/collectives.h"
 #include "core/device_mesh.h"
 #include "examples/models/transformer_training.h"
 
@@ -71,10 +72,10 @@ Timing fake_world(const examples::TrainingConfig& config, int warm, int steps) {
     run_fake_world(world_size, [&](World& world) {
       examples::TransformerTrainer trainer(config);
       for (int i = 0; i < warm; ++i) trainer.step();
-      world.world_group()->barrier();
+      collectives::barrier(world);
       const double w = bench::wall_s(), c = bench::process_cpu_s();
       for (int i = 0; i < steps; ++i) trainer.step();
-      world.world_group()->barrier();
+      collectives::barrier(world);
       if (world.rank() == 0) {
         wall = (bench::wall_s() - w) / steps;
         cpu = (bench::process_cpu_s() - c) / steps;

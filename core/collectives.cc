@@ -64,6 +64,9 @@ at::Tensor reduce_scatter_dim(const at::Tensor& local, const DeviceMesh& mesh, i
   options.reduce_op = op;
   comm.reduce_scatter_tensor(out, send, options, mesh.collective_tag(mesh_dim));
   const ChunkSpan mine = chunk_span(extent, n, comm.rank());
+  // Even pieces along dim 0: the buffer is the result, not a view of it (a
+  // view cannot be a .grad that zero_grad detaches in place).
+  if (dim == 0 && mine.size == piece) return out;
   return out.narrow(0, 0, mine.size).movedim(0, dim).contiguous();
 }
 
@@ -128,5 +131,17 @@ at::Tensor broadcast(const at::Tensor& tensor, const DeviceMesh& mesh, int mesh_
   mesh.communicator(mesh_dim).broadcast(out, options, mesh.collective_tag(mesh_dim));
   return out;
 }
+
+at::Tensor all_gather_world(const at::Tensor& local, World& world) {
+  const at::Tensor input = local.contiguous();
+  std::vector<int64_t> shape = input.sizes().vec();
+  TORCH_CHECK(!shape.empty(), "all_gather_world: rank ", world.rank(), " passed a 0-D tensor; give it a dim 0");
+  shape[0] *= world.size();
+  at::Tensor all = at::empty(shape, input.options());
+  world.world_group()->all_gather_into_tensor(all, input)->wait();
+  return all;
+}
+
+void barrier(World& world) { world.world_group()->barrier(); }
 
 }  // namespace dtensor::collectives

@@ -3,8 +3,9 @@
 // (torch.chunk) pieces padded for the collective and unpadded after, here and
 // nowhere else. Every collective is tagged with its mesh dim
 // (CollectiveEvent::mesh), so traces know which mesh dim issued it.
-// redistribute, distribute_tensor and data parallel sit on it; nothing else in
-// core/ calls a Communicator directly.
+// redistribute, distribute_tensor, data parallel, checkpoints, the planner
+// and the examples sit on it; nothing outside backends/ calls a
+// Communicator directly (tests may, on purpose).
 //   // S(0) -> R on mesh dim 1, 10 rows over 4 ranks (pieces 3, 3, 3, 1):
 //   at::Tensor full = collectives::all_gather_dim(local, mesh, 1, /*dim=*/0, /*extent=*/10);
 //
@@ -51,5 +52,15 @@ at::Tensor scatter_dim(const at::Tensor& full, const DeviceMesh& mesh, int mesh_
 
 /// A new tensor holding group rank `root`'s `tensor`.
 at::Tensor broadcast(const at::Tensor& tensor, const DeviceMesh& mesh, int mesh_dim, int64_t root);
+
+// Over every rank of a World, for what has no mesh (a checkpoint's
+// agreement check and commit barriers).
+
+/// Every rank's `local` (the same shape on all) concatenated along dim 0, in
+/// rank order.
+at::Tensor all_gather_world(const at::Tensor& local, World& world);
+
+/// Returns when every rank of `world` has called it.
+void barrier(World& world);
 
 }  // namespace dtensor::collectives

@@ -6,6 +6,7 @@
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 
+#include "core/collectives.h"
 #include "core/dtensor.h"
 #include "core/parallel/data_parallel.h"
 
@@ -79,23 +80,16 @@ void TrainingUpdate::zero1_step() {
   std::vector<at::Tensor> grads;
   for (const at::Tensor& p : model_.parameters()) {
     const at::Tensor g = p.grad();
-    grads.push_back(g.defined() ? local_of(g).reshape({-1}) : at::zeros({local_of(p).numel()}, shard_.options()));
+    grads.push_back(g.defined() ? local_of(g) : at::zeros({local_of(p).numel()}, shard_.options()));
   }
   const int64_t numel = shard * dp;
-  at::Tensor bucket = at::cat(grads);
-  if (bucket.numel() < numel) bucket = at::cat({bucket, at::zeros({numel - bucket.numel()}, bucket.options())});
-  at::Tensor mine = at::empty({shard}, bucket.options());
-  dp_mesh_.communicator(0).reduce_scatter_tensor(mine, bucket, {}, dp_mesh_.collective_tag(0));
+  const at::Tensor bucket = flatten_bucket(grads, numel);
+  // sum, then / dp: every backend has sum (Gloo has no avg)
+  at::Tensor mine = collectives::reduce_scatter_dim(bucket, dp_mesh_, 0, /*dim=*/0, ReduceOp::kSum);
   mine.div_(static_cast<double>(dp));
   shard_.mutable_grad() = mine;
   optimizer_->step();
-  at::Tensor flat = at::empty({numel}, shard_.options());
-  dp_mesh_.communicator(0).all_gather_into_tensor(flat, shard_.detach(), {}, dp_mesh_.collective_tag(0));
-  int64_t offset = 0;
-  for (at::Tensor& local : locals_) {
-    local.view({-1}).copy_(flat.narrow(0, offset, local.numel()));
-    offset += local.numel();
-  }
+  unflatten_bucket(collectives::all_gather_dim(shard_.detach(), dp_mesh_, 0, /*dim=*/0, numel), locals_);
 }
 
 }  // namespace dtensor::planner

@@ -21,6 +21,7 @@
 #include "core/checkpoint/chunks.h"
 #include "core/checkpoint/durable.h"
 #include "core/checkpoint/safetensors.h"
+#include "core/collectives.h"
 #include "core/dtensor.h"
 #include "layout/shard_layout.h"
 
@@ -96,9 +97,7 @@ nlohmann::ordered_json index_of(const std::vector<SavedTensor>& tensors) {
 void check_same_index(World& world, const std::string& index_text) {
   const auto hash = static_cast<int64_t>(std::hash<std::string>{}(index_text));
   at::Tensor mine = at::full({1}, hash, at::TensorOptions().dtype(at::kLong).device(world.device()));
-  at::Tensor all = at::empty({world.size()}, mine.options());
-  world.world_group()->all_gather_into_tensor(all, mine)->wait();
-  all = all.cpu();
+  const at::Tensor all = collectives::all_gather_world(mine, world).cpu();
   std::vector<int64_t> differing;
   for (int64_t r = 0; r < world.size(); ++r) {
     if (all[r].item<int64_t>() != all[0].item<int64_t>()) differing.push_back(r);
@@ -126,8 +125,6 @@ void check_same_index(World& world, const std::string& index_text) {
 // PyTorch's readers, which read every *.safetensors file of a directory,
 // from mixing saves. The barriers fail every rank when one dies: the fake
 // world fails the whole world, Gloo and NCCL time out naming the collective.
-
-void barrier(World& world) { world.world_group()->barrier(); }
 
 // The target directory as an absolute path without a trailing slash, and its staging sibling.
 struct SaveDirs {
@@ -294,7 +291,7 @@ void save(const StateDict& state, const std::string& dir, const SaveOptions& opt
     std::filesystem::remove_all(dirs.staging);  // an earlier save that did not finish
     std::filesystem::create_directories(dirs.staging);
   }
-  barrier(world);
+  collectives::barrier(world);
   reached(SavePhase::kStarted);
 
   std::vector<std::pair<std::string, at::Tensor>> mine;
@@ -306,7 +303,7 @@ void save(const StateDict& state, const std::string& dir, const SaveOptions& opt
   write_safetensors((dirs.staging / rank_file_name(world.rank())).string(), mine,
                     {{"format", "pt"}, {"writer", kFormat}});
   reached(SavePhase::kFileWritten);
-  barrier(world);  // every rank's file is durable
+  collectives::barrier(world);  // every rank's file is durable
 
   reached(SavePhase::kCommitting);
   if (world.rank() == 0) {
@@ -314,7 +311,7 @@ void save(const StateDict& state, const std::string& dir, const SaveOptions& opt
     sync_directory(dirs.staging.string());
     commit_directory(dirs.staging.string(), dirs.target.string());
   }
-  barrier(world);  // nobody returns (and perhaps loads) before the commit
+  collectives::barrier(world);  // nobody returns (and perhaps loads) before the commit
   reached(SavePhase::kCommitted);
 }
 
@@ -362,7 +359,7 @@ void save_step(const StateDict& state, const std::string& root, int64_t step, in
     const size_t keep = static_cast<size_t>(keep_last);
     for (size_t i = 0; i + keep < steps.size(); ++i) std::filesystem::remove_all(steps[i].second);
   }
-  barrier(world);  // the old steps are gone on return
+  collectives::barrier(world);  // the old steps are gone on return
 }
 
 void load(const StateDict& state, const std::string& dir) {

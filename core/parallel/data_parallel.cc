@@ -31,18 +31,38 @@ void average_gradients(torch::nn::Module& module, const DeviceMesh& dp_mesh) {
   }
   ExplicitOriginScope origin(origin_cause::kDataParallel, "average_gradients");
   for (auto& [dtype, locals] : buckets) {
-    std::vector<at::Tensor> flat;
-    flat.reserve(locals.size());
-    for (const at::Tensor& t : locals) flat.push_back(t.reshape({-1}));
-    at::Tensor bucket = at::cat(flat);
+    at::Tensor bucket = flatten_bucket(locals);
     // sum: every backend has it (Gloo has no avg)
     collectives::all_reduce_(bucket, dp_mesh, 0, ReduceOp::kSum);
     bucket.div_(static_cast<double>(n));
-    int64_t offset = 0;
-    for (at::Tensor& t : locals) {
-      t.copy_(bucket.narrow(0, offset, t.numel()).view(t.sizes()));
-      offset += t.numel();
-    }
+    unflatten_bucket(bucket, locals);
+  }
+}
+
+at::Tensor flatten_bucket(const std::vector<at::Tensor>& tensors, int64_t min_numel) {
+  TORCH_CHECK(!tensors.empty() || min_numel == 0, "flatten_bucket: no tensors to take a dtype from");
+  std::vector<at::Tensor> flat;
+  flat.reserve(tensors.size() + 1);
+  int64_t numel = 0;
+  for (const at::Tensor& t : tensors) {
+    TORCH_CHECK(t.scalar_type() == tensors.front().scalar_type() && t.device() == tensors.front().device(),
+                "flatten_bucket: tensor ", flat.size(), " is ", t.scalar_type(), " on ", t.device(),
+                ", the first is ", tensors.front().scalar_type(), " on ", tensors.front().device(),
+                "; bucket each dtype and device on its own");
+    flat.push_back(t.reshape({-1}));
+    numel += t.numel();
+  }
+  if (numel < min_numel) flat.push_back(at::zeros({min_numel - numel}, tensors.front().options()));
+  return flat.empty() ? at::empty({0}) : at::cat(flat);
+}
+
+void unflatten_bucket(const at::Tensor& bucket, const std::vector<at::Tensor>& tensors) {
+  int64_t offset = 0;
+  for (const at::Tensor& t : tensors) {
+    TORCH_CHECK(offset + t.numel() <= bucket.numel(), "unflatten_bucket: the bucket has ", bucket.numel(),
+                " elements, the tensors need more (", offset + t.numel(), " so far)");
+    t.copy_(bucket.narrow(0, offset, t.numel()).view(t.sizes()));
+    offset += t.numel();
   }
 }
 

@@ -7,6 +7,9 @@
 
 #include <torch/nn/module.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "core/device_mesh.h"
 
 namespace dtensor {
@@ -22,5 +25,16 @@ namespace dtensor {
 /// registered twice (tied weights) counts once. Example:
 ///   average_gradients(*model, mesh["dp"]);
 void average_gradients(torch::nn::Module& module, const DeviceMesh& dp_mesh);
+
+/// The elements of `tensors`, one after another, in a new 1-D tensor with
+/// the first one's dtype and device, zero-padded to `min_numel` elements:
+/// the bucket one collective moves for many gradients or parameters. All
+/// tensors must share a dtype and device. Example: for a of shape [2, 3] and
+/// b of shape [4], flatten_bucket({a, b}, 12) has 12 elements, the last 2 zero.
+at::Tensor flatten_bucket(const std::vector<at::Tensor>& tensors, int64_t min_numel = 0);
+
+/// Copies consecutive slices of `bucket` back into `tensors`, in place, each
+/// keeping its shape: the inverse of flatten_bucket (padding is ignored).
+void unflatten_bucket(const at::Tensor& bucket, const std::vector<at::Tensor>& tensors);
 
 }  // namespace dtensor

@@ -6,6 +6,7 @@
 #include <torch/nn/functional/loss.h>
 
 
+#include "core/collectives.h"
 #include "core/parallel/data_parallel.h"
 #include "examples/models/seeded_init.h"
 
@@ -90,7 +91,7 @@ double TransformerTrainer::finish_step(const at::Tensor& loss) {
   counts_.optimizer = counter_->take();
   at::Tensor global = loss.detach().to(at::kDouble).clone();
   if (dp_mesh_.defined()) {
-    dp_mesh_.communicator(0).all_reduce(global);
+    collectives::all_reduce_(global, dp_mesh_, 0, ReduceOp::kSum);
     global.div_(static_cast<double>(dp_mesh_.size()));
   }
   counter_->take();  // the loss report is not part of training
