@@ -24,12 +24,14 @@
 #include "debug/comm_debug_mode.h"
 #include "debug/fake_world_trace.h"
 #include "examples/models/transformer_training.h"
+#include "layout/flags.h"
+#include "layout/shape_text.h"
 
 namespace {
 
 using dtensor::examples::TrainingConfig;
 
-struct Flags {
+struct Options {
   TrainingConfig config;
   int steps = 5;
   std::string json = "comm_trace.json";
@@ -51,54 +53,43 @@ const char* kUsage =
     "this process and fails (exit 1) unless this rank's collectives per phase are the same\n"
     "and its losses agree (float64: 1e-10, float32: 1e-5): a QUICKSTART_CHECK line says which.\n";
 
-std::vector<int64_t> parse_mesh(const std::string& text) {
-  std::vector<int64_t> shape;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');) shape.push_back(std::stoll(part));
-  return shape;
-}
-
-Flags parse_flags(int argc, char** argv) {
-  Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--steps") {
-      flags.steps = std::stoi(value());
-    } else if (arg == "--mesh") {
-      flags.config.mesh_shape = parse_mesh(value());
-    } else if (arg == "--no-sp") {
-      flags.config.sequence_parallel = false;
-    } else if (arg == "--dtype") {
-      const std::string d = value();
-      if (d != "float" && d != "double") throw std::invalid_argument("--dtype is float or double");
-      flags.config.dtype = d == "double" ? at::kDouble : at::kFloat;
-    } else if (arg == "--json") {
-      flags.json = value();
-    } else if (arg == "--noise-level") {
-      flags.noise_level = std::stoi(value());
-    } else if (arg == "--raw") {
-      flags.raw = true;
-    } else if (arg == "--backend") {
-      flags.backend = value();
-      if (flags.backend != "gloo" && flags.backend != "nccl") throw std::invalid_argument("--backend is gloo or nccl");
-    } else if (arg == "--device") {
-      const std::string d = value();
-      if (d != "cpu" && d != "cuda") throw std::invalid_argument("--device is cpu or cuda");
-      flags.device = d == "cuda" ? c10::Device(c10::kCUDA) : c10::Device(c10::kCPU);
-    } else if (arg == "--check-against-fake") {
-      flags.check_against_fake = true;
-    } else if (arg == "--help" || arg == "-h") {
-      std::printf("%s", kUsage);
-      std::exit(0);
-    } else {
-      throw std::invalid_argument("unknown argument " + arg);
-    }
+// Throws std::invalid_argument (usage and exit status 2) for a bad flag;
+// prints the usage and exits for --help.
+Options parse_options(int argc, char** argv) {
+  Options options;
+  auto one_of = [](const std::string& value, const char* a, const char* b) {
+    if (value != a && value != b) throw std::invalid_argument(std::string("is ") + a + " or " + b);
+    return value == a;
+  };
+  dtensor::Flags flags;
+  flags.value("--steps", &options.steps)
+      .custom("--mesh", 1,
+              [&](const std::vector<std::string>& v) { options.config.mesh_shape = dtensor::parse_extents(v[0]); })
+      .custom("--no-sp", 0, [&](const std::vector<std::string>&) { options.config.sequence_parallel = false; })
+      .custom("--dtype", 1,
+              [&](const std::vector<std::string>& v) {
+                options.config.dtype = one_of(v[0], "float", "double") ? at::kFloat : at::kDouble;
+              })
+      .value("--json", &options.json)
+      .value("--noise-level", &options.noise_level)
+      .toggle("--raw", &options.raw)
+      .custom("--backend", 1,
+              [&](const std::vector<std::string>& v) {
+                one_of(v[0], "gloo", "nccl");
+                options.backend = v[0];
+              })
+      .custom("--device", 1,
+              [&](const std::vector<std::string>& v) {
+                options.device = one_of(v[0], "cpu", "cuda") ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA);
+              })
+      .toggle("--check-against-fake", &options.check_against_fake);
+  std::string error;
+  if (!flags.parse(argc, argv, error)) {
+    if (!error.empty()) throw std::invalid_argument(error);
+    std::printf("%s", kUsage);
+    std::exit(0);
   }
-  return flags;
+  return options;
 }
 
 // `bazel run` starts us in the runfiles tree; write where the user ran it.
@@ -126,7 +117,7 @@ struct RankRun {
 };
 
 // The SPMD program every rank runs; step 1's forward + backward is traced by `comm`.
-RankRun train(const Flags& flags, dtensor::debug::CommDebugMode& comm) {
+RankRun train(const Options& flags, dtensor::debug::CommDebugMode& comm) {
   dtensor::examples::TransformerTrainer trainer(flags.config);
   RankRun run;
   for (int step = 0; step < flags.steps; ++step) {
@@ -157,7 +148,7 @@ void print_raw(int64_t rank, const RankRun& run) {
   std::cout << out.str() << std::flush;
 }
 
-void print_report(const Flags& flags, const std::string& where, const RankRun& run,
+void print_report(const Options& flags, const std::string& where, const RankRun& run,
                   const std::vector<double>& single_device, const std::string& table) {
   using dtensor::examples::to_string;
   const auto& args = flags.config.model;
@@ -189,13 +180,13 @@ void print_report(const Flags& flags, const std::string& where, const RankRun& r
 }
 
 // The one-device reference, on the fake ranks' device.
-std::vector<double> single_device_losses(const Flags& flags) {
+std::vector<double> single_device_losses(const Options& flags) {
   TrainingConfig config = flags.config;
   config.device = flags.device;
   return dtensor::examples::train_single_device(config, flags.steps);
 }
 
-int run_fake(const Flags& flags) {
+int run_fake(const Options& flags) {
   const std::vector<double> single_device = single_device_losses(flags);
   dtensor::debug::FakeWorldTrace world_trace;
   RankRun rank0;
@@ -236,7 +227,7 @@ int run_fake(const Flags& flags) {
 
 // --check-against-fake: rank `rank`'s run of the same flags on a fake world
 // of `world_size` CPU ranks in this process.
-RankRun fake_run_of_rank(const Flags& flags, int64_t world_size, int64_t rank) {
+RankRun fake_run_of_rank(const Options& flags, int64_t world_size, int64_t rank) {
   RankRun out;
   std::mutex mutex;
   dtensor::run_fake_world(world_size, [&](dtensor::World& world) {
@@ -285,7 +276,7 @@ std::string compare_with_fake(const RankRun& real, const RankRun& fake, double t
 }
 
 // One rank of a launched job (torchrun / dtensor-launch) on Gloo or NCCL.
-int run_launched(const Flags& flags) {
+int run_launched(const Options& flags) {
   const bool nccl = flags.backend == "nccl";
   auto world = dtensor::init_world_from_env(nccl ? dtensor::BackendKind::kNccl : dtensor::BackendKind::kGloo);
   dtensor::ScopedCurrentWorld scope(*world);
@@ -329,7 +320,7 @@ int run_launched(const Flags& flags) {
 
 int main(int argc, char** argv) {
   try {
-    const Flags flags = parse_flags(argc, argv);
+    const Options flags = parse_options(argc, argv);
     return std::getenv("WORLD_SIZE") != nullptr ? run_launched(flags) : run_fake(flags);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "quickstart: %s\n\n%s", e.what(), kUsage);

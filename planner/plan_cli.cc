@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "layout/flags.h"
 #include "planner/estimate.h"
 #include "planner/llama_step.h"
 #include "planner/report.h"
@@ -51,37 +52,17 @@ struct Args {
 };
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
-  std::vector<std::string> w(argv + 1, argv + argc);
-  for (size_t i = 0; i < w.size(); ++i) {
-    const std::string& flag = w[i];
-    if (flag == "--help" || flag == "-h") {
-      error = "";
-      return false;
-    }
-    if (i + 1 >= w.size()) {
-      error = flag + ": unknown flag or missing value";
-      return false;
-    }
-    const std::string v = w[++i];
-    try {
-      if (flag == "--model") a.model = v;
-      else if (flag == "--mesh") a.mesh = v;
-      else if (flag == "--plan") a.plan = v;
-      else if (flag == "--topology") a.topology = v;
-      else if (flag == "--json") a.json = v;
-      else if (flag == "--cap-gib") a.cap_gib = std::stod(v);
-      else if (flag == "--sweep") a.sweep = std::stoll(v);
-      else if (flag == "--top") a.top = std::stoll(v);
-      else if (flag == "--trace-layers") a.trace_layers = std::stoll(v);
-      else {
-        error = "unknown flag " + flag;
-        return false;
-      }
-    } catch (const std::logic_error&) {
-      error = flag + " " + v + ": not a number";
-      return false;
-    }
-  }
+  Flags flags;
+  flags.value("--model", &a.model)
+      .value("--mesh", &a.mesh)
+      .value("--plan", &a.plan)
+      .value("--topology", &a.topology)
+      .value("--json", &a.json)
+      .value("--cap-gib", &a.cap_gib)
+      .value("--sweep", &a.sweep)
+      .value("--top", &a.top)
+      .value("--trace-layers", &a.trace_layers);
+  if (!flags.parse(argc, argv, error)) return false;
   if (a.model.empty()) error = "--model is required";
   else if (a.mesh.empty() == (a.sweep == 0)) error = "give exactly one of --mesh and --sweep";
   else if (a.cap_gib < 0) error = "--cap-gib must be positive";

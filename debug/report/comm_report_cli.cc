@@ -5,11 +5,13 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "debug/chrome_trace.h"
 #include "debug/report/comm_report.h"
+#include "layout/flags.h"
 #include "trace/trace_json.h"
 
 namespace dtensor::debug {
@@ -55,79 +57,37 @@ struct Args {
 };
 
 bool parse(int argc, char** argv, Args& args, std::string& error) {
-  std::vector<std::string> a(argv + 1, argv + argc);
-  for (size_t i = 0; i < a.size(); ++i) {
-    const std::string& flag = a[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= a.size()) {
-        error = flag + " needs a value";
-        return false;
-      }
-      out = a[++i];
-      return true;
-    };
-    std::string v;
-    try {
-      if (flag == "--program") {
-        if (!value(args.options.program)) return false;
-      } else if (flag == "--world-size") {
-        if (!value(v)) return false;
-        args.options.world_size = std::stoll(v);
-      } else if (flag == "--rank") {
-        if (!value(v)) return false;
-        args.options.rank = std::stoll(v);
-      } else if (flag == "--solo") {
-        args.options.backend = BackendKind::kSolo;
-      } else if (flag == "--meta") {
-        args.options.meta = true;
-      } else if (flag == "--arg") {
-        if (!value(v)) return false;
-        const size_t eq = v.find('=');
-        if (eq == std::string::npos || eq == 0) {
-          error = "--arg expects KEY=VALUE, got '" + v + "'";
-          return false;
-        }
-        args.options.args[v.substr(0, eq)] = v.substr(eq + 1);
-      } else if (flag == "--latency-us") {
-        if (!value(v)) return false;
-        args.options.cost_model.latency_us = std::stod(v);
-      } else if (flag == "--bandwidth-gbps") {
-        if (!value(v)) return false;
-        args.options.cost_model.bandwidth_gbytes_per_s = std::stod(v);
-      } else if (flag == "--step-latency-us") {
-        if (!value(v)) return false;
-        args.options.cost_model.step_latency_us = std::stod(v);
-      } else if (flag == "--markdown") {
-        if (!value(args.markdown)) return false;
-      } else if (flag == "--json") {
-        if (!value(args.json)) return false;
-      } else if (flag == "--trace-json") {
-        if (!value(args.trace_json)) return false;
-      } else if (flag == "--noise-level") {
-        if (!value(v)) return false;
-        args.noise_level = std::stoi(v);
-      } else if (flag == "--chrome-trace") {
-        if (!value(args.chrome_trace)) return false;
-      } else if (flag == "--expect") {
-        if (!value(args.expect)) return false;
-      } else if (flag == "--update") {
-        args.update = true;
-      } else if (flag == "--list") {
-        args.list = true;
-      } else if (flag == "--diff") {
-        if (!value(args.diff_before) || !value(args.diff_after)) return false;
-      } else if (flag == "--help" || flag == "-h") {
-        error = "";
-        return false;
-      } else {
-        error = "unknown flag " + flag;
-        return false;
-      }
-    } catch (const std::exception&) {
-      error = flag + ": '" + v + "' is not a number";
-      return false;
-    }
-  }
+  ReportOptions& o = args.options;
+  Flags flags;
+  flags.value("--program", &o.program)
+      .value("--world-size", &o.world_size)
+      .value("--rank", &o.rank)
+      .custom("--solo", 0, [&](const std::vector<std::string>&) { o.backend = BackendKind::kSolo; })
+      .toggle("--meta", &o.meta)
+      .custom("--arg", 1,
+              [&](const std::vector<std::string>& v) {
+                const size_t eq = v[0].find('=');
+                if (eq == std::string::npos || eq == 0) {
+                  throw std::invalid_argument("expects KEY=VALUE, got '" + v[0] + "'");
+                }
+                o.args[v[0].substr(0, eq)] = v[0].substr(eq + 1);
+              })
+      .value("--latency-us", &o.cost_model.latency_us)
+      .value("--bandwidth-gbps", &o.cost_model.bandwidth_gbytes_per_s)
+      .value("--step-latency-us", &o.cost_model.step_latency_us)
+      .value("--markdown", &args.markdown)
+      .value("--json", &args.json)
+      .value("--trace-json", &args.trace_json)
+      .value("--noise-level", &args.noise_level)
+      .value("--chrome-trace", &args.chrome_trace)
+      .value("--expect", &args.expect)
+      .toggle("--update", &args.update)
+      .toggle("--list", &args.list)
+      .custom("--diff", 2, [&](const std::vector<std::string>& v) {
+        args.diff_before = v[0];
+        args.diff_after = v[1];
+      });
+  if (!flags.parse(argc, argv, error)) return false;
   if (args.update && args.expect.empty()) {
     error = "--update needs --expect GOLDEN (the file to rewrite)";
     return false;

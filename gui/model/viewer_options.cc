@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
+
+#include "layout/flags.h"
 
 namespace dtensor::gui {
 namespace {
@@ -33,51 +37,6 @@ bool parse_size(const std::string& text, int* width, int* height) {
   return true;
 }
 
-// Applies one "--flag value" pair; returns an error message or "".
-std::string apply_flag(const std::string& flag, const std::string& value, ViewerOptions* o) {
-  if (flag == "--screenshot") {
-    o->screenshot_path = value;
-  } else if (flag == "--panel") {
-    std::optional<PanelId> panel = parse_panel_name(value);
-    if (!panel)
-      return "--panel: unknown panel '" + value +
-             "' (all, mesh, layout, playground, comm_table, timeline)";
-    o->panel = *panel;
-  } else if (flag == "--size") {
-    if (!parse_size(value, &o->width, &o->height))
-      return "--size: expected WxH such as 1000x700 (200x150 to 8192x8192)";
-  } else if (flag == "--frames") {
-    std::optional<int64_t> n = parse_int(value);
-    if (!n || *n < 1 || *n > 100) return "--frames: expected a number from 1 to 100";
-    o->frames = static_cast<int>(*n);
-  } else if (flag == "--step") {
-    std::optional<int64_t> n = parse_int(value);
-    if (!n || *n < 0 || *n > 1000) return "--step: expected a step number >= 0";
-    o->step = static_cast<int>(*n);
-  } else if (flag == "--hover-rank") {
-    std::optional<int64_t> n = parse_int(value);
-    if (!n || *n < -1) return "--hover-rank: expected a rank number";
-    o->hover_rank = *n;
-  } else if (flag == "--call") {
-    std::optional<int64_t> n = parse_int(value);
-    if (!n || *n < 0) return "--call: expected a call's sequence number >= 0";
-    o->call_seq = *n;
-  } else if (flag == "--mesh") {
-    o->mesh = value;
-  } else if (flag == "--tensor") {
-    o->tensor = value;
-  } else if (flag == "--placements") {
-    o->placements = value;
-  } else if (flag == "--target") {
-    o->target = value;
-  } else if (flag == "--dtype") {
-    o->dtype = value;
-  } else {
-    return "unknown option '" + flag + "'";
-  }
-  return "";
-}
-
 }  // namespace
 
 const char* panel_name(PanelId panel) { return kPanelNames[static_cast<int>(panel)]; }
@@ -95,39 +54,59 @@ std::optional<PanelId> parse_panel_name(const std::string& name) {
 
 ParsedOptions parse_viewer_options(const std::vector<std::string>& args) {
   ParsedOptions parsed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      parsed.options.show_help = true;
-      continue;
-    }
-    if (arg == "--implicit-only") {
-      parsed.options.implicit_only = true;
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      if (!parsed.options.trace_path.empty()) {
-        parsed.error =
-            "more than one trace file given ('" + parsed.options.trace_path + "', '" + arg + "')";
-        return parsed;
-      }
-      parsed.options.trace_path = arg;
-      continue;
-    }
-    size_t eq = arg.find('=');
-    std::string flag = arg.substr(0, eq);
-    std::string value;
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      parsed.error = flag + ": missing value";
-      return parsed;
-    }
-    parsed.error = apply_flag(flag, value, &parsed.options);
-    if (!parsed.error.empty()) return parsed;
-  }
+  ViewerOptions& o = parsed.options;
+  // A whole number in [low, high], or `why` as the error.
+  auto number = [](int64_t low, int64_t high, const char* why) {
+    return [=](const std::string& text) {
+      const std::optional<int64_t> n = parse_int(text);
+      if (!n || *n < low || *n > high) throw std::invalid_argument(why);
+      return *n;
+    };
+  };
+  auto frames = number(1, 100, "expected a number from 1 to 100");
+  auto step = number(0, 1000, "expected a step number >= 0");
+  auto rank = number(-1, INT64_MAX, "expected a rank number");
+  auto call = number(0, INT64_MAX, "expected a call's sequence number >= 0");
+  Flags flags;
+  flags.value("--screenshot", &o.screenshot_path)
+      .custom("--panel", 1,
+              [&](const std::vector<std::string>& v) {
+                const std::optional<PanelId> panel = parse_panel_name(v[0]);
+                if (!panel) {
+                  throw std::invalid_argument(
+                      "unknown panel '" + v[0] +
+                      "' (all, mesh, layout, playground, comm_table, timeline)");
+                }
+                o.panel = *panel;
+              })
+      .custom(
+          "--size", 1,
+          [&](const std::vector<std::string>& v) {
+            if (!parse_size(v[0], &o.width, &o.height)) {
+              throw std::invalid_argument("expected WxH such as 1000x700 (200x150 to 8192x8192)");
+            }
+          })
+      .custom("--frames", 1,
+              [&](const std::vector<std::string>& v) { o.frames = static_cast<int>(frames(v[0])); })
+      .custom("--step", 1,
+              [&](const std::vector<std::string>& v) { o.step = static_cast<int>(step(v[0])); })
+      .custom("--hover-rank", 1,
+              [&](const std::vector<std::string>& v) { o.hover_rank = rank(v[0]); })
+      .custom("--call", 1, [&](const std::vector<std::string>& v) { o.call_seq = call(v[0]); })
+      .custom("--mesh", 1, [&](const std::vector<std::string>& v) { o.mesh = v[0]; })
+      .custom("--tensor", 1, [&](const std::vector<std::string>& v) { o.tensor = v[0]; })
+      .custom("--placements", 1, [&](const std::vector<std::string>& v) { o.placements = v[0]; })
+      .custom("--target", 1, [&](const std::vector<std::string>& v) { o.target = v[0]; })
+      .custom("--dtype", 1, [&](const std::vector<std::string>& v) { o.dtype = v[0]; })
+      .toggle("--implicit-only", &o.implicit_only)
+      .positional([&](const std::vector<std::string>& v) {
+        if (!o.trace_path.empty()) {
+          throw std::invalid_argument("more than one trace file given ('" + o.trace_path + "', '" +
+                                      v[0] + "')");
+        }
+        o.trace_path = v[0];
+      });
+  if (!flags.parse(args, parsed.error) && parsed.error.empty()) o.show_help = true;
   return parsed;
 }
 

@@ -53,7 +53,7 @@ TEST(ViewerOptionsTest, ErrorsNameTheFlag) {
       {{"--panel", "graph"}, "--panel: unknown panel 'graph'"},
       {{"--frames", "0"}, "--frames:"},
       {{"--screenshot"}, "--screenshot: missing value"},
-      {{"--colour", "red"}, "unknown option '--colour'"},
+      {{"--colour", "red"}, "unknown flag --colour"},
       {{"a.json", "b.json"}, "more than one trace file"},
   };
   for (const auto& [args, want] : table) {
