@@ -15,6 +15,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/dtensor.h"
 #include "tests/backends/gloo/multiprocess.h"
+#include "tests/core/checkpoint/versioned_state.h"
 
 namespace dtensor {
 namespace {
@@ -24,9 +25,7 @@ using checkpoint::SavePhase;
 
 constexpr int kRanks = 4;
 
-at::Tensor weight(int version) {
-  return torch::arange(48, torch::kFloat32).reshape({8, 6}) + 1000 * version;
-}
+using checkpoint::test::versioned_weight;
 
 // Worker: saves version 1, then version 2, during which rank
 // DTENSOR_TEST_VICTIM SIGKILLs itself on reaching phase DTENSOR_TEST_PHASE.
@@ -47,7 +46,7 @@ TEST(CheckpointKillWorker, SaveTwiceVictimDiesInTheSecond) {
         raise(SIGKILL);
       }
     };
-    checkpoint::save({{"w", distribute_tensor(weight(version), mesh, {Shard(0), Shard(1)})}}, dir,
+    checkpoint::save({{"w", distribute_tensor(versioned_weight(version), mesh, {Shard(0), Shard(1)})}}, dir,
                      options);
   }
 }
@@ -93,8 +92,8 @@ TEST_P(CheckpointKillTest, TheDirectoryHoldsTheOldOrTheNewCheckpoint) {
 
   at::Tensor w = torch::zeros({8, 6});
   checkpoint::load({{"w", w}}, dir);
-  const bool old_one = at::equal(w, weight(1));
-  const bool new_one = at::equal(w, weight(2));
+  const bool old_one = at::equal(w, versioned_weight(1));
+  const bool new_one = at::equal(w, versioned_weight(2));
   EXPECT_TRUE(old_one || new_one) << "a mix of two saves";
   if (c.phase == SavePhase::kStarted || c.phase == SavePhase::kFileWritten ||
       (c.phase == SavePhase::kCommitting && c.victim == 0)) {

@@ -18,7 +18,9 @@
 #include "core/checkpoint/durable.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/dtensor.h"
+#include "tests/core/checkpoint/versioned_state.h"
 #include "testing/error_of.h"
+#include "testing/scratch_dir.h"
 
 namespace dtensor::checkpoint {
 namespace {
@@ -26,27 +28,16 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 
-std::string fresh_dir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(tmp != nullptr ? tmp : fs::temp_directory_path().string()) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
-// The values of save number `version`: every element differs between versions.
-at::Tensor weight(int version) {
-  return torch::arange(48, torch::kFloat32).reshape({8, 6}) + 1000 * version;
-}
-at::Tensor bias(int version) { return torch::arange(6, torch::kInt64) + 1000 * version; }
+using test::versioned_bias;
+using test::versioned_weight;
 
 // Saves version `version` on a 2x2 mesh of 4 fake ranks; `on_phase` runs on every rank.
 void save_version(const std::string& dir, int version,
                   const std::function<void(int64_t rank, SavePhase)>& on_phase = {}) {
   run_fake_world(4, [&](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
-    StateDict state = {{"w", distribute_tensor(weight(version), mesh, {Shard(0), Shard(1)})},
-                       {"b", distribute_tensor(bias(version), mesh, {Replicate(), Shard(0)})}};
+    StateDict state = {{"w", distribute_tensor(versioned_weight(version), mesh, {Shard(0), Shard(1)})},
+                       {"b", distribute_tensor(versioned_bias(version), mesh, {Replicate(), Shard(0)})}};
     SaveOptions options;
     if (on_phase) options.on_phase = [&](SavePhase phase) { on_phase(world.rank(), phase); };
     save(state, dir, options);
@@ -59,7 +50,7 @@ int loaded_version(const std::string& dir) {
   StateDict state = {{"w", torch::zeros({8, 6})}, {"b", torch::zeros({6}, torch::kInt64)}};
   load(state, dir);
   for (int version = 0; version < 3; ++version) {
-    if (at::equal(state[0].second, weight(version)) && at::equal(state[1].second, bias(version))) {
+    if (at::equal(state[0].second, versioned_weight(version)) && at::equal(state[1].second, versioned_bias(version))) {
       return version;
     }
   }
@@ -81,7 +72,7 @@ TEST(CheckpointCrashTest, ARankStoppingAnywhereLeavesTheOldOrTheNewCheckpoint) {
       const Stop stop{phase, victim};
       SCOPED_TRACE(std::string("rank ") + std::to_string(victim) + " stops at " +
                    save_phase_name(phase));
-      const std::string dir = fresh_dir("crash") + "/ckpt";
+      const std::string dir = testing::scratch_dir("crash") + "/ckpt";
       save_version(dir, 1);
       EXPECT_THROW(save_version(dir, 2,
                                 [&](int64_t rank, SavePhase reached) {
@@ -105,7 +96,7 @@ TEST(CheckpointCrashTest, ARankStoppingAnywhereLeavesTheOldOrTheNewCheckpoint) {
 }
 
 TEST(CheckpointCrashTest, TheTargetAppearsOnlyWhenComplete) {
-  const std::string dir = fresh_dir("first") + "/ckpt";
+  const std::string dir = testing::scratch_dir("first") + "/ckpt";
   EXPECT_THROW(save_version(dir, 1,
                             [](int64_t rank, SavePhase phase) {
                               if (rank == 1 && phase == SavePhase::kFileWritten)
@@ -121,7 +112,7 @@ TEST(CheckpointCrashTest, TheTargetAppearsOnlyWhenComplete) {
 
 // One flipped bit in a block's data: load names the file and the tensor.
 TEST(CheckpointCrashTest, ACorruptedByteIsFoundOnLoadNamingTheFileAndTensor) {
-  const std::string dir = fresh_dir("corrupt") + "/ckpt";
+  const std::string dir = testing::scratch_dir("corrupt") + "/ckpt";
   save_version(dir, 1);
   const std::string path = dir + "/" + rank_file_name(2);
   int64_t at = 0;
@@ -148,7 +139,7 @@ TEST(CheckpointCrashTest, ACorruptedByteIsFoundOnLoadNamingTheFileAndTensor) {
 
 // A save replaces its whole directory, so it refuses one that holds other files.
 TEST(CheckpointCrashTest, ADirectoryOfOtherFilesIsNotReplaced) {
-  const std::string dir = fresh_dir("other_files");
+  const std::string dir = testing::scratch_dir("other_files");
   std::ofstream(dir + "/notes.txt") << "not a checkpoint\n";
   const std::string error = error_of([&] { save_version(dir, 1); });
   EXPECT_NE(error.find("exists and holds no checkpoint (no index.json)"), std::string::npos) << error;
@@ -163,7 +154,7 @@ TEST(CheckpointCrashTest, Crc32IsZlibs) {
 
 // A file another writer made (no checksums in __metadata__) still loads.
 TEST(CheckpointCrashTest, FilesWithoutChecksumsStillLoad) {
-  const std::string dir = fresh_dir("foreign");
+  const std::string dir = testing::scratch_dir("foreign");
   const std::string path = dir + "/foreign.safetensors";
   const std::string header = R"({"w":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})";
   const uint64_t length = header.size();
@@ -179,12 +170,12 @@ TEST(CheckpointCrashTest, FilesWithoutChecksumsStillLoad) {
 }
 
 TEST(CheckpointCrashTest, StepDirectoriesKeepTheNewest) {
-  const std::string root = fresh_dir("steps");
+  const std::string root = testing::scratch_dir("steps");
   for (int64_t step : {100, 200, 300, 400}) {
     run_fake_world(2, [&](World&) {
       auto mesh = DeviceMesh::init(c10::kCPU, {2});
       StateDict state = {
-          {"w", distribute_tensor(weight(static_cast<int>(step / 100) % 3), mesh, {Shard(0)})}};
+          {"w", distribute_tensor(versioned_weight(static_cast<int>(step / 100) % 3), mesh, {Shard(0)})}};
       save_step(state, root, step, /*keep_last=*/2);
     });
   }
@@ -197,7 +188,7 @@ TEST(CheckpointCrashTest, StepDirectoriesKeepTheNewest) {
   EXPECT_FALSE(latest_step(root + "/nowhere").has_value());
   StateDict state = {{"w", torch::zeros({8, 6})}};
   load(state, *latest_step(root));
-  EXPECT_TRUE(at::equal(state[0].second, weight(1)));
+  EXPECT_TRUE(at::equal(state[0].second, versioned_weight(1)));
 }
 
 }  // namespace

@@ -19,19 +19,13 @@
 #include "core/dtensor.h"
 #include "core/parallel/parallelize.h"
 #include "testing/error_of.h"
+#include "testing/scratch_dir.h"
 #include "testing/collective_counter.h"
 
 namespace dtensor::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string fresh_dir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(tmp != nullptr ? tmp : fs::temp_directory_path().string()) / name;
-  fs::remove_all(dir);
-  return dir.string();
-}
 
 // The global values every test saves: deterministic, distinct per element.
 struct Globals {
@@ -62,8 +56,7 @@ TEST(CheckpointChunksTest, ReplicasAreWrittenOnceAndEmptyBlocksNotAtAll) {
 }
 
 TEST(SafetensorsTest, RoundTripsEveryDtypeAndRejectsCorruptHeaders) {
-  const std::string dir = fresh_dir("safetensors");
-  fs::create_directories(dir);
+  const std::string dir = testing::scratch_dir("safetensors");
   Globals g;
   const std::string path = dir + "/t.safetensors";
   write_safetensors(path, {{"b", g.b}, {"w", g.w}, {"mask", g.mask}, {"w_t", g.w.t()}});
@@ -107,7 +100,7 @@ void save_on_2x2(const std::string& dir) {
 }
 
 TEST(CheckpointTest, EveryElementIsWrittenOnceByItsOwner) {
-  const std::string dir = fresh_dir("written_once");
+  const std::string dir = testing::scratch_dir("written_once");
   save_on_2x2(dir);
   Globals g;
   std::map<std::string, int64_t> written;
@@ -154,7 +147,7 @@ void expect_loads_on(const std::string& dir, int64_t world_size, std::vector<int
 }
 
 TEST(CheckpointTest, ReshardsOnLoadOntoOtherWorldSizesMeshesAndPlacements) {
-  const std::string dir = fresh_dir("reshard");
+  const std::string dir = testing::scratch_dir("reshard");
   save_on_2x2(dir);
   expect_loads_on(dir, 4, {4}, {Shard(1)}, {Replicate()}, {Shard(0)});
   expect_loads_on(dir, 8, {8}, {Shard(0)}, {Shard(0)}, {Shard(1)});
@@ -163,7 +156,7 @@ TEST(CheckpointTest, ReshardsOnLoadOntoOtherWorldSizesMeshesAndPlacements) {
 }
 
 TEST(CheckpointTest, LoadsOntoOneDeviceWithoutAWorld) {
-  const std::string dir = fresh_dir("one_device");
+  const std::string dir = testing::scratch_dir("one_device");
   save_on_2x2(dir);
   Globals g;
   StateDict state = {{"w", torch::zeros_like(g.w)},
@@ -176,7 +169,7 @@ TEST(CheckpointTest, LoadsOntoOneDeviceWithoutAWorld) {
 }
 
 TEST(CheckpointTest, PartialValuesAreSavedReducedAndLoadBackAsPartial) {
-  const std::string dir = fresh_dir("partial");
+  const std::string dir = testing::scratch_dir("partial");
   run_fake_world(4, [&](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {4});
     // Each rank holds rank + 1: the value is 1 + 2 + 3 + 4 = 10.
@@ -199,7 +192,7 @@ TEST(CheckpointTest, PartialValuesAreSavedReducedAndLoadBackAsPartial) {
 }
 
 TEST(CheckpointTest, ModulesSaveShardedAndLoadIntoAnotherSharding) {
-  const std::string dir = fresh_dir("module");
+  const std::string dir = testing::scratch_dir("module");
   torch::manual_seed(0);
   torch::nn::Sequential reference(torch::nn::Linear(8, 16), torch::nn::Linear(16, 4));
   at::Tensor x = torch::randn({3, 8});
@@ -231,7 +224,7 @@ TEST(CheckpointTest, ModulesSaveShardedAndLoadIntoAnotherSharding) {
 using testing::error_of;
 
 TEST(CheckpointTest, BadInputNamesTheTensorAndWhatToDo) {
-  const std::string dir = fresh_dir("errors");
+  const std::string dir = testing::scratch_dir("errors");
   save_on_2x2(dir);
   Globals g;
   EXPECT_NE(error_of([&] { load({{"missing", torch::zeros({2})}}, dir); })
@@ -252,7 +245,7 @@ TEST(CheckpointTest, BadInputNamesTheTensorAndWhatToDo) {
   run_fake_world(4, [&](World& world) {
     auto mesh = DeviceMesh::init(c10::kCPU, {4});
     at::Tensor t = torch::zeros({world.rank() == 3 ? 5 : 4, 2});
-    const std::string e = error_of([&] { save({{"t", t}}, fresh_dir("disagree")); });
+    const std::string e = error_of([&] { save({{"t", t}}, testing::scratch_dir("disagree")); });
     std::lock_guard<std::mutex> lock(mutex);
     errors[static_cast<size_t>(world.rank())] = e;
   });
@@ -266,7 +259,7 @@ TEST(CheckpointTest, BadInputNamesTheTensorAndWhatToDo) {
 TEST(CheckpointTest, PythonSafetensorsOpensTheFiles) {
   const char* python = std::getenv("DTENSOR_PYTHON");
   if (python == nullptr) GTEST_SKIP() << "DTENSOR_PYTHON not set (tools/test.sh sets it)";
-  const std::string dir = fresh_dir("python");
+  const std::string dir = testing::scratch_dir("python");
   save_on_2x2(dir);
   const std::string script = dir + "/reassemble.py";
   std::ofstream(script) << R"(import json, sys
