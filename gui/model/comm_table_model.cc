@@ -106,19 +106,22 @@ std::map<std::string, ModuleRankCounts> module_rank_counts(const trace::CommTrac
                                                            const trace::ModuleNode& tree) {
   std::map<std::string, ModuleRankCounts> out;
   if (trace.collectives.empty()) return out;
-  std::map<std::string, std::string> parents;
+  std::map<std::string, std::string> parents;  // the tree's modules: only those get a row
   collect_parents(tree, "", &parents);
   std::set<int64_t> ranks;
   for (const trace::CollectiveRecord& e : trace.collectives) ranks.insert(e.rank);
-  for (const auto& [fqn, parent] : parents) {
-    for (int64_t rank : ranks) out[fqn].by_rank[rank];
-  }
-  for (const trace::CollectiveRecord& e : trace.collectives) {
-    std::string key = e.kind + " (" + trace::phase_name(e.phase) + ")";
-    std::string fqn = parents.count(e.module) ? e.module : tree.fqn;
-    for (int guard = 0; !fqn.empty() && guard < 1024; ++guard) {
-      ++out[fqn].by_rank[e.rank][key];
-      fqn = parents[fqn];
+  for (int64_t rank : ranks) {
+    // trace::comm_module_counts does the aggregation over ancestors.
+    const trace::ModuleCounts counts = trace::comm_module_counts(trace::rank_view(trace, rank));
+    for (const auto& [fqn, parent] : parents) {
+      trace::KindCounts& cell = out[fqn].by_rank[rank];
+      const auto module = counts.find(fqn);
+      if (module == counts.end()) continue;
+      for (const auto& [phase, kinds] : module->second) {
+        for (const auto& [kind, n] : kinds) {
+          if (n > 0) cell[kind + " (" + phase + ")"] = n;
+        }
+      }
     }
   }
   for (auto& [fqn, counts] : out) counts.differing_ranks = outlier_ranks(counts.by_rank);
