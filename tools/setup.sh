@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what dtensor builds and tests with: Debian's packages (Bazel,
-# GoogleTest, the viewer's libraries, Debian's LibTorch 1.13 for the
-# `DTENSOR_LIBTORCH=debian` build) and PyTorch 2.11 from PyPI (its LibTorch is
-# the default build; its Python is the reference the differential tests run).
-# Idempotent: a second run installs nothing.
+# GoogleTest, the viewer's libraries) and PyTorch 2.11 from PyPI (its LibTorch
+# is the default build; its Python is the reference the differential tests
+# run). Idempotent: a second run installs nothing.
 #   tools/setup.sh            # as root, or with sudo available
+#   tools/setup.sh debian     # also Debian's LibTorch 1.13 and torchrun 1.13, for
+#                             # the DTENSOR_LIBTORCH=debian build (tools/test.sh's
+#                             # last stage; ~200 more packages the demo never needs)
 # Environment: DTENSOR_HOME (default ~/.cache/dtensor), PYTHON (default python3).
 # See Note [LibTorch from the PyPI wheel].
 set -euo pipefail
@@ -12,14 +14,21 @@ set -euo pipefail
 PACKAGES=(
   bazel-bootstrap            # Bazel 4.2.3, offline (shims in third_party/)
   g++ python3-venv cmake ninja-build ccache   # the CMake package (tools/check_consumers.sh)
-  libtorch-dev               # Debian's LibTorch 1.13 (CPU): DTENSOR_LIBTORCH=debian
   libgloo-dev                # Gloo headers for c10d's ProcessGroupGloo.hpp
-  python3-torch              # torchrun 1.13, for the DTENSOR_LIBTORCH=debian build
   libimgui-dev libglfw3-dev libstb-dev libgl-dev   # viewer
   nlohmann-json3-dev
   googletest libgmock-dev libbenchmark-dev
   xvfb xauth libgl1-mesa-dri fonts-dejavu-core  # headless viewer tests, font
 )
+case "${1:-}" in
+  "") ;;
+  debian)
+    PACKAGES+=(
+      libtorch-dev           # Debian's LibTorch 1.13 (CPU): DTENSOR_LIBTORCH=debian
+      python3-torch          # torchrun 1.13, for the DTENSOR_LIBTORCH=debian build
+    ) ;;
+  *) echo "usage: tools/setup.sh [debian]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -66,7 +75,9 @@ else
   "${PYTHON:-python3}" -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "torch==$TORCH_VERSION" \
     "nvidia-cusparselt-cu13==0.8.0" "nvidia-nvshmem-cu13==3.4.5" nvidia-cufile
-  "$VENV/bin/pip" install -q --disable-pip-version-check filelock "typing-extensions>=4.10" \
+  # --no-warn-conflicts: pip would list torch's CUDA wheels left out above
+  # as "ERROR: ... dependency conflicts"; leaving them out is the point.
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-warn-conflicts filelock "typing-extensions>=4.10" \
     "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5" "setuptools<82" numpy
   v="$(installed_version)" || { echo "setup: import torch failed in $VENV" >&2; exit 1; }
   [[ $v == "$TORCH_VERSION" ]] || { echo "setup: got torch $v, wanted $TORCH_VERSION" >&2; exit 1; }

@@ -82,6 +82,7 @@ if (($# == 0)); then
 
   if [[ ${DTENSOR_DEBIAN:-1} != 0 ]]; then
     stage "core, backends and examples against Debian's LibTorch 1.13"
+    tools/setup.sh debian || worst=1
     # Its own output base (one per checkout, as Bazel's own): switching
     # LibTorch in the main one would rebuild it all. The disk cache is shared.
     debian=(env -u LIBTORCH DTENSOR_LIBTORCH=debian bazel
