@@ -25,6 +25,10 @@ Flags& Flags::value(const std::string& name, std::string* out) {
   return custom(name, 1, [out](const std::vector<std::string>& v) { *out = v[0]; });
 }
 
+Flags& Flags::value(const std::string& name, std::optional<std::string>* out) {
+  return custom(name, 1, [out](const std::vector<std::string>& v) { *out = v[0]; });
+}
+
 Flags& Flags::value(const std::string& name, int64_t* out) {
   return custom(name, 1, [out](const std::vector<std::string>& v) {
     *out = parse_number<int64_t>(v[0], "a whole number");

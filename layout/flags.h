@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ class Flags {
 
   // A flag taking one value, stored as given.
   Flags& value(const std::string& name, std::string* out);
+  // The same, for a value that is unset unless given.
+  Flags& value(const std::string& name, std::optional<std::string>* out);
   // A flag taking a whole number or a number: the whole value must parse
   // ("12abc" is refused).
   Flags& value(const std::string& name, int64_t* out);

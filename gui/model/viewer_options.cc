@@ -93,11 +93,11 @@ ParsedOptions parse_viewer_options(const std::vector<std::string>& args) {
       .custom("--hover-rank", 1,
               [&](const std::vector<std::string>& v) { o.hover_rank = rank(v[0]); })
       .custom("--call", 1, [&](const std::vector<std::string>& v) { o.call_seq = call(v[0]); })
-      .custom("--mesh", 1, [&](const std::vector<std::string>& v) { o.mesh = v[0]; })
-      .custom("--tensor", 1, [&](const std::vector<std::string>& v) { o.tensor = v[0]; })
-      .custom("--placements", 1, [&](const std::vector<std::string>& v) { o.placements = v[0]; })
-      .custom("--target", 1, [&](const std::vector<std::string>& v) { o.target = v[0]; })
-      .custom("--dtype", 1, [&](const std::vector<std::string>& v) { o.dtype = v[0]; })
+      .value("--mesh", &o.mesh)
+      .value("--tensor", &o.tensor)
+      .value("--placements", &o.placements)
+      .value("--target", &o.target)
+      .value("--dtype", &o.dtype)
       .toggle("--implicit-only", &o.implicit_only)
       .positional([&](const std::vector<std::string>& v) {
         if (!o.trace_path.empty()) {
