@@ -187,7 +187,6 @@ StepProgram llama_step_program() {
       at::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({b * s, m.vocab}), targets);
       loss.backward();
     };
-    micro_step();  // warm: sharding propagation's shape inference runs once per op and shape
     {
       auto guard = recorder.trace_forward_backward(*l.root, "Llama");
       micro_step();

@@ -11,7 +11,6 @@
 
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
-#include "core/dispatch/sharding_propagator.h"
 #include "core/dtensor.h"
 
 namespace dtensor::planner {
@@ -25,11 +24,11 @@ namespace dtensor::planner {
 // for the whole step plus the activations of one micro-batch. Collectives,
 // ops and memory of that one micro-step are what the estimate scales by the
 // number of micro-steps (planner/estimate.h).
-// The programs run one untraced micro-step first: sharding propagation runs
-// each op once on meta tensors to infer shapes (then caches it), and those
-// calls would be recorded as local ops (FLOPs) of the traced step. The
-// solo trace starts with an empty propagation cache, which empties itself
-// when full: a trace started near full would re-propagate mid-step.
+// No untraced micro-step is needed before it: sharding propagation's shape
+// runs on meta tensors are invisible to CommDebugMode (Note [Shape runs are
+// unobserved] in core/dispatch/sharding_propagator.cc) and charged to no
+// rank's memory, so a cold and a warm propagation cache give the same local
+// ops (FLOPs), collectives and peak memory.
 
 namespace {
 
@@ -126,9 +125,6 @@ StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model
   StepMeasure out;
   SoloOptions options;
   options.device = device;
-  // The cache is thread-local and emptied when full: start this trace empty so
-  // that it cannot empty itself during the traced step (See Note [Planner step]).
-  clear_propagation_cache();
   run_solo_world(
       plan.mesh.world_size(), /*rank=*/0,
       [&](World& world) {

@@ -3,6 +3,7 @@
 #include "backends/fake/fake_communicator.h"
 
 #include <ATen/ops/empty.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 #include <c10/util/accumulate.h>
@@ -16,6 +17,16 @@
 
 namespace dtensor {
 namespace detail {
+
+// Note [The fake network is unobserved]
+// The staging buffers, copies and reductions below are the simulated network,
+// not the program's compute: a real NCCL or Gloo collective runs no aten op
+// on the rank's thread. Which rank reduces and when a staging buffer grows
+// depends on thread timing, so if RecordFunction callbacks saw them
+// (CommDebugMode's local ops, the module tracker, LibTorch's profiler), the
+// same program would record different ops from run to run. Every collective
+// entry point turns RecordFunction off for its duration.
+
 namespace {
 
 // Runs `body`; with async_op its error goes into the returned Work instead.
@@ -112,6 +123,7 @@ void FakeCommunicator::post_input(RendezvousRound& round, const at::Tensor& inpu
 }
 
 WorkPtr FakeCommunicator::run_all_reduce(at::Tensor& tensor, const AllReduceOptions& options) {
+  at::RecordFunctionGuard unobserved(/*is_enabled=*/false);  // Note [The fake network is unobserved]
   return complete(options.async_op, [&] {
     Fingerprint fp = fingerprint(CollectiveKind::kAllReduce, tensor, tensor.sizes().vec());
     fp.reduce_op = options.reduce_op;
@@ -197,6 +209,7 @@ void FakeCommunicator::all_reduce_two_phase(RendezvousRound& round, at::Tensor& 
 
 WorkPtr FakeCommunicator::run_all_gather_into_tensor(at::Tensor& output, const at::Tensor& input,
                                                      const AllGatherOptions& options) {
+  at::RecordFunctionGuard unobserved(/*is_enabled=*/false);  // Note [The fake network is unobserved]
   return complete(options.async_op, [&] {
     const int64_t block = nbytes(input);
     Fingerprint fp = fingerprint(CollectiveKind::kAllGatherIntoTensor, input, input.sizes().vec());
@@ -223,6 +236,7 @@ WorkPtr FakeCommunicator::run_all_gather_into_tensor(at::Tensor& output, const a
 
 WorkPtr FakeCommunicator::run_reduce_scatter_tensor(at::Tensor& output, const at::Tensor& input,
                                                     const ReduceScatterOptions& options) {
+  at::RecordFunctionGuard unobserved(/*is_enabled=*/false);  // Note [The fake network is unobserved]
   return complete(options.async_op, [&] {
     const int64_t block = nbytes(output);
     Fingerprint fp =
@@ -281,6 +295,7 @@ WorkPtr FakeCommunicator::run_all_to_all_single(at::Tensor& output, const at::Te
                                                 const std::vector<int64_t>& output_split_sizes,
                                                 const std::vector<int64_t>& input_split_sizes,
                                                 const AllToAllOptions& options) {
+  at::RecordFunctionGuard unobserved(/*is_enabled=*/false);  // Note [The fake network is unobserved]
   return complete(options.async_op, [&] {
     const int64_t row_bytes =
         c10::multiply_integers(input.sizes().slice(1)) * static_cast<int64_t>(input.element_size());
@@ -313,6 +328,7 @@ WorkPtr FakeCommunicator::run_all_to_all_single(at::Tensor& output, const at::Te
 }
 
 WorkPtr FakeCommunicator::run_broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
+  at::RecordFunctionGuard unobserved(/*is_enabled=*/false);  // Note [The fake network is unobserved]
   return complete(options.async_op, [&] {
     Fingerprint fp = fingerprint(CollectiveKind::kBroadcast, tensor, tensor.sizes().vec());
     fp.root = options.root;
@@ -332,6 +348,7 @@ WorkPtr FakeCommunicator::run_broadcast(at::Tensor& tensor, const BroadcastOptio
 
 WorkPtr FakeCommunicator::run_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
                                       const ScatterOptions& options) {
+  at::RecordFunctionGuard unobserved(/*is_enabled=*/false);  // Note [The fake network is unobserved]
   return complete(options.async_op, [&] {
     const int64_t block = nbytes(output);
     Fingerprint fp = fingerprint(CollectiveKind::kScatter, output, output.sizes().vec());
@@ -370,6 +387,7 @@ WorkPtr FakeCommunicator::run_scatter(at::Tensor& output, const std::vector<at::
 }
 
 void FakeCommunicator::run_barrier(const BarrierOptions& options) {
+  at::RecordFunctionGuard unobserved(/*is_enabled=*/false);  // Note [The fake network is unobserved]
   Fingerprint fp = fingerprint(CollectiveKind::kBarrier, at::Tensor(), {});
   if (size() == 1) return rendezvous_->check_usable(fp.kind, rank());
   RendezvousRound round(*rendezvous_, rank(), std::move(fp), timeout_of(options.timeout));

@@ -83,6 +83,19 @@ bool RuleModeGuard::active(RuleMode mode) { return (bits() & static_cast<uint32_
 
 uint32_t RuleModeGuard::bits() { return t_rule_modes != nullptr ? t_rule_modes->bits : 0u; }
 
+namespace {
+thread_local ContextParallelAttention t_context_parallel_attention = nullptr;
+}  // namespace
+
+ContextParallelAttentionScope::ContextParallelAttentionScope(ContextParallelAttention attention)
+    : previous_(t_context_parallel_attention) {
+  t_context_parallel_attention = attention;
+}
+
+ContextParallelAttentionScope::~ContextParallelAttentionScope() { t_context_parallel_attention = previous_; }
+
+ContextParallelAttention ContextParallelAttentionScope::current() { return t_context_parallel_attention; }
+
 const std::vector<std::string>& default_still_dispatched() {
   static const auto* names = new std::vector<std::string>{
       "aten::_local_scalar_dense", "aten::equal",     "aten::allclose",  "aten::is_nonzero",

@@ -77,7 +77,8 @@ class SkipDispatchGuard {
 // runs: inside loss_parallel (core/parallel/loss_parallel.h) the log-softmax
 // and nll-loss rules pick the class-sharded algorithm; inside
 // context_parallel (core/experimental/context_parallel.h) attention on
-// sequence-sharded inputs gathers keys and values. A scope sets its bit for
+// sequence-sharded inputs gathers keys and values (the scope brings that
+// attention with it: ContextParallelAttentionScope). A scope sets its bit for
 // this thread; rules read it with RuleModeGuard::active, and the sharding
 // cache keys its entries on RuleModeGuard::bits() (Note [Sharding cache key]
 // in core/dispatch/sharding_propagator.cc), so a plan made inside a scope is
@@ -111,6 +112,34 @@ class RuleModeGuard {
 
  private:
   State* previous_;
+};
+
+/// The attention of sequence-sharded DTensors inside context_parallel.
+/// Arguments as at::scaled_dot_product_attention's.
+using ContextParallelAttention = at::Tensor (*)(const at::Tensor& query, const at::Tensor& key,
+                                                const at::Tensor& value, const c10::optional<at::Tensor>& attn_mask,
+                                                double dropout_p, bool is_causal, c10::optional<double> scale,
+                                                bool enable_gqa);
+
+/// While it lives on this thread, the attention autograd kernel
+/// (core/ops/autograd_overrides.cc) calls `attention` for a query sharded on
+/// dim -2 when RuleMode::kContextParallel is active. ContextParallelGuard
+/// (core/experimental/context_parallel.h) holds one beside its RuleModeGuard:
+/// the algorithm is written on DTensor, above the kernels, so the scope
+/// brings it instead of a process-wide hook. Scopes nest.
+/// Example: { ContextParallelAttentionScope s(&my_attention); ... }
+class ContextParallelAttentionScope {
+ public:
+  explicit ContextParallelAttentionScope(ContextParallelAttention attention);
+  ~ContextParallelAttentionScope();
+  ContextParallelAttentionScope(const ContextParallelAttentionScope&) = delete;
+  ContextParallelAttentionScope& operator=(const ContextParallelAttentionScope&) = delete;
+
+  /// The innermost scope's attention on this thread; nullptr outside all.
+  static ContextParallelAttention current();
+
+ private:
+  ContextParallelAttention previous_;
 };
 
 namespace detail {

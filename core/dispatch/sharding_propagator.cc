@@ -3,11 +3,13 @@
 #include "core/dispatch/sharding_propagator.h"
 
 #include <ATen/Functions.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include <memory>
 #include <unordered_map>
 
+#include "backends/rank_memory.h"
 #include "core/dispatch/dispatch_mode.h"
 #include "core/dispatch/sharding_registry.h"
 
@@ -96,8 +98,22 @@ void collect_tensor_metas(const c10::IValue& value, std::vector<TensorMeta>* out
   }
 }
 
+// Note [Shape runs are unobserved]
+// The operator calls of shape inference (the stand-ins of the global shapes
+// and the op on them) are an implementation detail of a cache miss, not work
+// of the program. RecordFunction is off while they run, so no RecordFunction
+// callback sees them (CommDebugMode's local ops and memory location, the
+// module tracker, LibTorch's profiler), and their allocations are charged to
+// no rank (backends/rank_memory.h counts meta allocations too: global-sized
+// stand-ins would put a first-step peak far above the steady state). A step
+// traced on a cold propagation cache therefore records the same ops and the
+// same memory as on a warm one, and the planner needs no untraced warm-up
+// step (Note [Planner step] in planner/step_trace.cc).
+
 // Runs the operator on stand-ins (meta or CPU) of the inputs' global shapes.
 std::vector<TensorMeta> output_metas_on(const OpCall& call, c10::DeviceType device) {
+  at::RecordFunctionGuard unobserved(/*is_enabled=*/false);  // Note [Shape runs are unobserved]
+  ScopedRankMemory unaccounted(/*account=*/nullptr);
   std::vector<c10::IValue> stack = *call.args;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const TensorArgPosition& pos = call.positions[i];

@@ -1,6 +1,6 @@
 // Context-parallel attention: key/value all-gathered along the sequence, each
-// rank attending its own query block (ContextParallelGuard installs it as the
-// attention of sequence-sharded DTensors).
+// rank attending its own query block (ContextParallelGuard brings it, for its
+// scope, as the attention of sequence-sharded DTensors).
 #include "core/experimental/context_parallel.h"
 
 #include <ATen/Functions.h>
@@ -8,7 +8,6 @@
 #include <c10/util/Exception.h>
 
 #include <limits>
-#include <mutex>
 #include <vector>
 
 #include "core/compat/torch_compat.h"
@@ -103,12 +102,11 @@ at::Tensor context_parallel_attention(const at::Tensor& query, const at::Tensor&
 
 }  // namespace
 
-ContextParallelGuard::ContextParallelGuard() : mode_(RuleMode::kContextParallel) {
+ContextParallelGuard::ContextParallelGuard()
+    : mode_(RuleMode::kContextParallel), attention_(&context_parallel_attention) {
   // 1.13's attention op (_scaled_dot_product_attention) has no hook for it.
   TORCH_CHECK(DTENSOR_TORCH_AT_LEAST(2, 0), "context_parallel needs LibTorch 2.x; this build uses ",
               TORCH_VERSION, ": attention on sequence-sharded inputs would run by plain sharding propagation");
-  static std::once_flag once;
-  std::call_once(once, [] { set_context_parallel_attention(&context_parallel_attention); });
 }
 
 }  // namespace dtensor::experimental

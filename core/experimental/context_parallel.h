@@ -35,6 +35,7 @@ class ContextParallelGuard {
 
  private:
   RuleModeGuard mode_;
+  ContextParallelAttentionScope attention_;
 };
 
 /// A ContextParallelGuard, the name of PyTorch's context manager.

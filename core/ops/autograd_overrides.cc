@@ -33,7 +33,6 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -330,7 +329,6 @@ c10::optional<at::Tensor> mask_heads_first(const c10::optional<at::Tensor>& attn
   return mask;
 }
 
-std::atomic<ContextParallelAttention> g_context_parallel_attention{nullptr};
 
 #if DTENSOR_TORCH_AT_LEAST(2, 0)
 // True when `query` is a DTensor sharded on its sequence dim (-2).
@@ -351,8 +349,9 @@ at::Tensor sdpa_with_implicit_replication(const at::Tensor& query, const at::Ten
                                           double dropout_p, bool is_causal, c10::optional<double> scale,
                                           bool enable_gqa) {
   if (RuleModeGuard::active(RuleMode::kContextParallel) && sequence_sharded(query)) {
-    ContextParallelAttention attention = g_context_parallel_attention.load();
-    TORCH_INTERNAL_ASSERT(attention != nullptr, "context_parallel is active but installed no attention");
+    ContextParallelAttention attention = ContextParallelAttentionScope::current();
+    TORCH_INTERNAL_ASSERT(attention != nullptr,
+                          "RuleMode::kContextParallel is active without a ContextParallelAttentionScope");
     return attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
   }
   ImplicitReplicationGuard replicate_plain_tensors;
@@ -389,7 +388,6 @@ std::tuple<at::Tensor, at::Tensor> sdpa_with_implicit_replication(
 
 }  // namespace
 
-void set_context_parallel_attention(ContextParallelAttention fn) { g_context_parallel_attention.store(fn); }
 
 void register_autograd_overrides() {
   static std::once_flag once;

@@ -30,17 +30,6 @@ void register_loss_parallel_rules(ShardingRegistry& registry);
 /// as Replicate inside dtensor::loss_parallel().
 const std::vector<std::string>& loss_parallel_plain_replicated_ops();
 
-/// The attention of sequence-sharded DTensors inside context_parallel
-/// (core/experimental/context_parallel.cc installs it; the attention
-/// autograd kernel of core/ops/autograd_overrides.cc calls it when
-/// RuleMode::kContextParallel is active and the query is sharded on dim -2).
-/// Arguments as at::scaled_dot_product_attention's.
-using ContextParallelAttention = at::Tensor (*)(const at::Tensor& query, const at::Tensor& key,
-                                                const at::Tensor& value, const c10::optional<at::Tensor>& attn_mask,
-                                                double dropout_p, bool is_causal, c10::optional<double> scale,
-                                                bool enable_gqa);
-void set_context_parallel_attention(ContextParallelAttention fn);
-
 /// Autograd kernels for DTensors where LibTorch 1.13's formulas build plain
 /// tensors (core/ops/autograd_overrides.cc). Registered once per process,
 /// whatever registry register_builtin_rules fills.

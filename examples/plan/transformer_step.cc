@@ -33,13 +33,9 @@ planner::StepProgram transformer_step_program() {
     update.warm_up();
     recorder.record_static(*model, update.optimizer());
     const auto [tokens, targets] = training_batch(config);
-    auto micro_step = [&, &tokens = tokens, &targets = targets] {
-      transformer_loss(model->forward(tokens), targets).backward();
-    };
-    micro_step();  // warm: see Note [Planner step]
     {
       auto guard = recorder.trace_forward_backward(*model, "Transformer");
-      micro_step();
+      transformer_loss(model->forward(tokens), targets).backward();
     }
     {
       auto guard = recorder.trace_update();

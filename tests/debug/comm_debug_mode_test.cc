@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/fake/fake_world.h"
+#include "core/dispatch/sharding_propagator.h"
 #include "core/dtensor.h"
 #include "testing/dtensor_test.h"
 #include "trace/trace_json.h"
@@ -320,6 +321,46 @@ TEST(CommDebugModeTest, LocalOpsOnlyWhenAsked) {
     };
     EXPECT_EQ(local_ops(CommDebugModeOptions{}), 0);
     EXPECT_GT(local_ops(CommDebugModeOptions{/*record_local_ops=*/true}), 0);
+  });
+}
+
+// Note [Shape runs are unobserved] (core/dispatch/sharding_propagator.cc):
+// the meta-device shape runs of a cold propagation cache are neither local
+// ops nor memory of the program, so a cold and a warm step record the same
+// ops and the same peak.
+TEST(CommDebugModeTest, ColdAndWarmPropagationCacheRecordTheSameOpsAndPeak) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    MLPModule model = make_tp_mlp(mesh);
+    DTensor x = distribute_tensor(torch::rand({8, 10}), mesh, {Replicate()});
+    auto step_ops = [&] {
+      CommDebugMode comm(CommDebugModeOptions{/*record_local_ops=*/true});
+      {
+        auto guard = comm.enter(*model);
+        nn::call(model, x).sum().backward();
+      }
+      model->zero_grad(/*set_to_none=*/true);  // the next step starts alike
+      std::vector<std::string> ops;
+      for (const trace::OpRecord& op : comm.trace().operations)
+        ops.push_back(op.name + " " + op.module + " " + trace::phase_name(op.phase));
+      const auto memory = comm.trace().memory;  // the fake world counts memory
+      EXPECT_EQ(memory.size(), 1u);
+      ops.push_back("peak " + std::to_string(memory.empty() ? -1 : memory.begin()->second.peak_bytes));
+      return ops;
+    };
+    clear_propagation_cache();
+    const uint64_t misses_before = propagation_cache_stats().misses;
+    const std::vector<std::string> cold = step_ops();
+    ASSERT_GT(propagation_cache_stats().misses, misses_before);  // the cold step did run shape inference
+    const uint64_t misses_after_cold = propagation_cache_stats().misses;
+    const std::vector<std::string> warm = step_ops();
+    EXPECT_EQ(propagation_cache_stats().misses, misses_after_cold);  // all hits
+    ASSERT_FALSE(warm.empty());
+    size_t first = 0;  // the first op that differs, for a readable failure
+    while (first < cold.size() && first < warm.size() && cold[first] == warm[first]) ++first;
+    EXPECT_EQ(cold.size(), warm.size());
+    EXPECT_EQ(first, cold.size()) << "op " << first << ": cold '" << (first < cold.size() ? cold[first] : "")
+                                  << "', warm '" << (first < warm.size() ? warm[first] : "") << "'";
   });
 }
 
