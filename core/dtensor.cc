@@ -74,8 +74,17 @@ std::vector<int64_t> global_strides_like(const std::vector<int64_t>& global_shap
 // (compute_global_tensor_info) derive them. Kept from the input (PyTorch's
 // Redistribute keeps the input's tensor_meta), they would claim a transposed
 // tensor, and a later view (aten::view, _reshape_alias) would be planned, or
-// refused, for a layout the local tensor does not have. A redistribution that only slices
-// (Replicate -> Shard) returns a view of the input and keeps its strides.
+// refused, for a layout the local tensor does not have.
+// The choice must not depend on this rank's piece: a slice (Replicate ->
+// Shard) is a view where the narrowed piece happens to be contiguous, and an
+// empty or size-1 piece is contiguous whatever its strides, so "is the
+// output a view of the input" differs between ranks of one uneven tensor.
+// Ranks with different global strides then take different paths (an
+// expanded gradient sliced to an uneven shard: AccumulateGrad stole it on
+// the rank holding the row and copied it, with an all_gather, on the ranks
+// holding none; differential program g18_01824). So any redistribution that
+// changes placements returns a contiguous local with contiguous global
+// strides on every rank; one that changes none keeps the input's.
 at::Tensor redistribute_dtensor_no_grad(const at::Tensor& t, const Placements& to,
                                         std::optional<c10::ScalarType> dtype) {
   DTensorImpl* impl = dtensor_impl(t);
@@ -87,9 +96,9 @@ at::Tensor redistribute_dtensor_no_grad(const at::Tensor& t, const Placements& t
   }
   at::Tensor out = redistribute_local(local, spec, to);
   DTensorSpec out_spec = spec.with_placements(to);
-  if (!out.is_alias_of(local)) {
-    // See Note [Global strides after a collective].
-    out_spec.meta.stride = global_strides_like(out_spec.meta.shape, out);
+  if (to != spec.placements) {  // See Note [Global strides after a collective].
+    if (!out.is_contiguous()) out = out.contiguous();
+    out_spec.meta.stride = contiguous_strides(out_spec.meta.shape);
   }
   return make_dtensor(out, out_spec);
 }

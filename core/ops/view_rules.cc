@@ -5,6 +5,8 @@
 #include <ATen/TensorUtils.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+
 #include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
 #include "core/ops/strategy_builders.h"
@@ -66,23 +68,63 @@ std::vector<int64_t> unsqueeze_map(const OpCall& call) {
   return map;
 }
 
-// squeeze / squeeze.dim: the input dims that survive, in order.
-std::vector<int64_t> squeeze_map(const OpCall& call) {
+// squeeze, squeeze.dim, squeeze.dims (and their in-place forms): the input
+// dims the op removes, ascending, decided by the GLOBAL shape: size 1, and
+// among the named dims when dims are given.
+std::vector<int64_t> squeezed_dims(const OpCall& call) {
   const auto& shape = call.inputs[0].meta.shape;
-  std::vector<int64_t> squeezed;
+  const int64_t ndim = in_ndim(call);
+  std::vector<int64_t> named;
   if (call.num_args() >= 2 && call.arg(1).isInt()) {
-    int64_t d = detail::wrap_dim(call.arg(1).toInt(), in_ndim(call));
-    if (!shape.empty() && shape[static_cast<size_t>(d)] == 1) squeezed.push_back(d);
+    named.push_back(detail::wrap_dim(call.arg(1).toInt(), ndim));
+  } else if (call.num_args() >= 2 && call.arg(1).isIntList()) {
+    for (int64_t d : call.arg(1).toIntVector()) named.push_back(detail::wrap_dim(d, ndim));
   } else {
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] == 1) squeezed.push_back(static_cast<int64_t>(d));
-    }
+    for (int64_t d = 0; d < ndim; ++d) named.push_back(d);
   }
+  std::vector<int64_t> squeezed;
+  for (int64_t d : named) {
+    const bool removed = d < static_cast<int64_t>(shape.size()) && shape[static_cast<size_t>(d)] == 1;
+    if (removed && std::find(squeezed.begin(), squeezed.end(), d) == squeezed.end()) squeezed.push_back(d);
+  }
+  std::sort(squeezed.begin(), squeezed.end());
+  return squeezed;
+}
+
+// The input dims that survive a squeeze, in order.
+std::vector<int64_t> squeeze_map(const OpCall& call) {
+  const std::vector<int64_t> squeezed = squeezed_dims(call);
   std::vector<int64_t> map;
   for (int64_t d = 0; d < in_ndim(call); ++d) {
     if (std::find(squeezed.begin(), squeezed.end(), d) == squeezed.end()) map.push_back(d);
   }
   return map;
+}
+
+// Note [Squeeze by the global shape]
+// A shard can have size 1 in a dim whose global size is not 1 (6 rows over
+// 4 ranks: 2, 2, 1, 1; 1 column over 2 ranks: 1, 0), and the op itself would
+// drop that dim on some ranks only: the ranks would disagree on the output's
+// rank and then on their collectives. The local kernel removes exactly the
+// dims the global op removes; those are never sharded (the rule gathers a
+// shard on a removed dim), so their local size is 1 too.
+constexpr const char* kSqueezeGlobalDims = "dtensor::squeeze_global_dims";
+
+void squeeze_global_dims(const LocalCall& local, std::vector<c10::IValue>* stack) {
+  const std::vector<int64_t> dims = squeezed_dims(local.call);
+  const bool in_place = local.call.self_input >= 0;
+  at::Tensor out = (*stack)[0].toTensor();
+  for (auto d = dims.rbegin(); d != dims.rend(); ++d) out = in_place ? out.squeeze_(*d) : out.squeeze(*d);
+  stack->clear();
+  stack->emplace_back(std::move(out));
+}
+
+ShardingRule squeeze_rule(ShardingRule rule) {
+  return [rule = std::move(rule)](const OpCall& call) {
+    ShardingPlan plan = rule(call);
+    plan.local_kernel = kSqueezeGlobalDims;
+    return plan;
+  };
 }
 
 // select.int(self, dim, index) and slice.Tensor(self, dim, ...): the dim is
@@ -174,8 +216,10 @@ void register_view_rules(ShardingRegistry& registry) {
   registry.add({"aten::permute"}, per_mesh_dim(dim_map_rule(permute_map)));
   registry.add({"aten::unsqueeze"}, per_mesh_dim(dim_map_rule(unsqueeze_map)));
   registry.add({"aten::unsqueeze_"}, in_place_view(dim_map_rule(unsqueeze_map)));
-  registry.add({"aten::squeeze", "aten::squeeze.dim"}, per_mesh_dim(dim_map_rule(squeeze_map)));
-  registry.add({"aten::squeeze_"}, in_place_view(dim_map_rule(squeeze_map)));
+  // Every overload (squeeze, .dim, .dims); See Note [Squeeze by the global shape].
+  registry.add({"aten::squeeze", "aten::squeeze.dim"}, squeeze_rule(per_mesh_dim(dim_map_rule(squeeze_map))));
+  registry.add({"aten::squeeze_"}, squeeze_rule(in_place_view(dim_map_rule(squeeze_map))));
+  registry.add_local_kernel(kSqueezeGlobalDims, squeeze_global_dims);
   registry.add({"aten::select.int"},
                per_mesh_dim(dim_map_rule([](const OpCall& c) { return index_map(c, true); })));
   registry.add({"aten::slice.Tensor"},

@@ -77,7 +77,8 @@ class Comparer {
            const json& theirs, int output = -1) {
     FieldDiff d{step, label_of(program_, step), field, detail, ""};
     DiffContext ctx{program_, step, field, ours, theirs, ours_, theirs_, reference_, output};
-    for (const Deviation& dev : deviations()) {
+    // A failure of ours is never a deviation (Note [Internal failures] in runner.cc).
+    for (const Deviation& dev : field == "internal" ? std::vector<Deviation>{} : deviations()) {
       if (dev.explains(ctx)) {
         d.deviation = dev.id;
         break;
@@ -107,6 +108,7 @@ class Comparer {
   }
 
   void step(int s, const json& a, const json& b) {
+    if (a.value("internal", false)) add(s, "internal", a.value("internal_error", std::string()), a, b);
     const bool ra = a.value("raised", false), rb = b.value("raised", false);
     if (ra != rb) {
       add(s, "raised", ra ? "ours raised: " + a.value("error", std::string()) :
@@ -153,9 +155,13 @@ class Comparer {
   }
 
   void run() {
-    against_reference();
     const json& ours = ours_;
     const json& theirs = theirs_;
+    if (ours.contains("internal_error")) {
+      add(-1, "internal", ours.at("internal_error").get<std::string>(), ours, theirs);
+      if (ours.at("steps").empty()) return;
+    }
+    against_reference();
     const bool ia = ours.value("inputs_raised", false), ib = theirs.value("inputs_raised", false);
     if (ia != ib) {
       add(-1, "raised", ia ? "ours raised making inputs: " + ours.value("error", std::string())

@@ -66,6 +66,32 @@ TEST(CompareTest, BytesAreComparedWhereTheCollectivesAgree) {
   EXPECT_FALSE(more.agrees());
 }
 
+// Note [Internal failures] (runner.cc): "both raised" agrees only for
+// refusals; a failure of ours is a difference no deviation row explains.
+TEST(CompareTest, OurInternalFailureNeverAgreesEvenWhenPyTorchRaisedToo) {
+  const json raised = json{{"raised", true}, {"error", "KeyError: 1"}};
+  json theirs = record({raised});
+  json refusal = record({json{{"raised", true}, {"error", "aten::mm: no strategy"}}});
+  EXPECT_TRUE(compare_records(program_with_steps(1), refusal, theirs, nullptr).agrees());
+
+  json internal = record({json{{"raised", true},
+                               {"error", "INTERNAL ASSERT FAILED"},
+                               {"internal", true},
+                               {"internal_error", "INTERNAL ASSERT FAILED"}}});
+  ProgramComparison c = compare_records(program_with_steps(1), internal, theirs, nullptr);
+  EXPECT_FALSE(c.agrees());
+  ASSERT_EQ(c.diffs.size(), 1u);
+  EXPECT_EQ(c.diffs[0].field, "internal");
+
+  json disagree = refusal;
+  disagree["internal_error"] = "ranks disagree at step 0: rank 0 'x', rank 1 'ok'";
+  c = compare_records(program_with_steps(1), disagree, theirs, nullptr);
+  EXPECT_FALSE(c.agrees());
+  ASSERT_FALSE(c.diffs.empty());
+  EXPECT_EQ(c.diffs[0].field, "internal");
+  EXPECT_EQ(c.diffs[0].deviation, "");
+}
+
 TEST(DeviationTest, FewerBytesRowOnlyWhenOursAreFewer) {
   json ours = record({step({{"all_to_all_single", 1}}, {out({"S(1)"}, {1.0})})});
   json theirs = record({step({{"shard_dim_alltoall", 1}}, {out({"S(1)"}, {1.0})})});

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <regex>
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
@@ -342,6 +343,21 @@ StepResult run_reference_step(const Step& step, std::vector<at::Tensor>& env,
   return {};
 }
 
+// Note [Internal failures]
+// A refusal (no strategy, an invalid placement, a shape error) is raised by
+// every rank at the same step with the same message: the rules decide on
+// global metadata only. Anything else on our side is a bug whatever PyTorch
+// does (tests/diff/README.md, "Scoring"): an internal assert, a failure one
+// rank caused in another (PeerFailureError), or ranks that took different
+// paths (one raised, another did not; a fake world collective mismatch or
+// timeout shows up this way). The record then carries "internal_error" (or
+// a step's "internal"), which the comparer reports as a difference no
+// deviation row can explain.
+bool is_internal_failure(const std::exception& e) {
+  if (dynamic_cast<const PeerFailureError*>(&e) != nullptr) return true;
+  return std::string(e.what()).find("INTERNAL ASSERT FAILED") != std::string::npos;
+}
+
 json run_on_rank(const Program& program) {
   std::vector<std::string> names = program.mesh_names;
   DeviceMesh mesh = DeviceMesh::init(c10::kCPU, program.mesh_shape, names);
@@ -384,6 +400,10 @@ json run_on_rank(const Program& program) {
     } catch (const std::exception& e) {
       rec["raised"] = true;
       rec["error"] = first_line(e.what());
+      if (is_internal_failure(e)) {
+        rec["internal"] = true;
+        rec["internal_error"] = rec["error"];
+      }
       record["steps"].push_back(rec);
       break;
     }
@@ -392,7 +412,20 @@ json run_on_rank(const Program& program) {
   return record;
 }
 
+// What a rank's record says about how each step ended: "ok", or the error
+// with rank numbers blanked (a refusal names the rank that raises it).
+std::vector<std::string> step_endings(const json& record) {
+  static const std::regex rank_number("rank [0-9]+");
+  auto ending = [](const std::string& error) { return std::regex_replace(error, rank_number, "rank #"); };
+  std::vector<std::string> out;
+  if (record.value("inputs_raised", false)) out.push_back("inputs: " + ending(record.value("error", std::string())));
+  for (const json& s : record.at("steps"))
+    out.push_back(s.value("raised", false) ? ending(s.value("error", std::string())) : "ok");
+  return out;
+}
+
 }  // namespace
+
 
 json run_reference(const Program& program) {
   json record = {{"id", program.id}, {"steps", json::array()}};
@@ -434,16 +467,40 @@ json run_reference(const Program& program) {
 }
 
 json run_program(const Program& program) {
-  json record;
+  std::vector<json> records(static_cast<size_t>(program.world_size));
   FakeWorldOptions options;
   options.timeout = std::chrono::milliseconds(5000);
-  run_fake_world(
-      program.world_size,
-      [&](World& world) {
-        json mine = run_on_rank(program);
-        if (world.rank() == 0) record = std::move(mine);
-      },
-      options);
+  try {
+    run_fake_world(
+        program.world_size,
+        [&](World& world) { records[static_cast<size_t>(world.rank())] = run_on_rank(program); },
+        options);
+  } catch (const std::exception& e) {  // a rank's function itself failed: See Note [Internal failures]
+    json record = {{"id", program.id}, {"steps", json::array()}};
+    record["internal_error"] = "the fake world failed: " + first_line(e.what());
+    return record;
+  }
+  json record = records[0];
+  const std::vector<std::string> endings = step_endings(record);
+  for (size_t r = 1; r < records.size(); ++r) {
+    if (step_endings(records[r]) == endings) continue;
+    const std::vector<std::string> other = step_endings(records[r]);
+    size_t k = 0;
+    while (k < endings.size() && k < other.size() && endings[k] == other[k]) ++k;
+    auto at = [&](const std::vector<std::string>& e) { return k < e.size() ? e[k] : std::string("(no step)"); };
+    const std::string why = "ranks disagree: rank 0 '" + at(endings) + "', rank " + std::to_string(r) + " '" +
+                            at(other) + "'";
+    // endings[0] is the inputs' when they raised; the step where the ranks parted gets the mark.
+    const size_t offset = record.value("inputs_raised", false) ? 1 : 0;
+    if (k >= offset && k - offset < record.at("steps").size()) {
+      json& step = record["steps"][k - offset];
+      step["internal"] = true;
+      step["internal_error"] = why;
+    } else {
+      record["internal_error"] = why;
+    }
+    break;
+  }
   return record;
 }
 

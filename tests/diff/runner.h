@@ -16,7 +16,10 @@ namespace dtensor::diff {
 /// tensor the step returns; for backward, the gradients of the tensors
 /// listed in "grads"; a local tensor's values are rank 0's). A step that
 /// raises ends the program, as in the Python runner. Malformed steps
-/// (unknown op, bad argument) raise like any error.
+/// (unknown op, bad argument) raise like any error. A failure that is a bug
+/// on our side whatever PyTorch does (Note [Internal failures] in runner.cc)
+/// marks the step where it happened ("internal": true and "internal_error")
+/// or, before any step, the record ("internal_error").
 nlohmann::json run_program(const Program& program);
 
 /// The single-device reference of `program`: the same steps on plain global

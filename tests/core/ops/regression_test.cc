@@ -3,7 +3,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "backends/fake/fake_world.h"
+#include "core/compat/torch_compat.h"
 #include "core/dtensor.h"
 #include "testing/collective_counter.h"
 
@@ -42,6 +48,52 @@ TEST(RegressionTest, TransposedGradientOfAShardedLeafStaysSharded) {
     EXPECT_EQ(grad.placements(), (Placements{Shard(0)}));
     EXPECT_TRUE(torch::equal(grad.full_tensor(), DTensor(z).full_tensor().t()));  // rank 0 data is the truth
   });
+}
+
+// view_rules.cc ran squeeze on the local shards, which drops every local
+// size-1 dim: with 6 rows over 4 ranks (2, 2, 1, 1) or 1 column over 2
+// (1, 0), some ranks dropped a dim the global op keeps and the ranks then
+// issued different collectives (differential program g18_00222: a fake world
+// collective mismatch). Each squeeze must equal the op on the full tensor, on
+// every rank, in values and gradients.
+TEST(RegressionTest, SqueezeFollowsTheGlobalShapeOnUnevenShards) {
+  struct Case {
+    std::vector<int64_t> mesh;
+    std::vector<int64_t> shape;
+    Placements placements;
+  };
+  const std::vector<Case> cases = {
+      {{4}, {6, 1}, {Shard(0)}},
+      {{4}, {5, 1, 3}, {Shard(0)}},
+      {{2}, {3, 1}, {Shard(1)}},
+      {{2, 2, 2}, {6, 1}, {Shard(1), Shard(0), Shard(0)}},  // g18_00222
+  };
+  for (const Case& c : cases) {
+    const int64_t world_size = c10::multiply_integers(c.mesh);
+    run_fake_world(world_size, [&](World&) {
+      auto mesh = DeviceMesh::init(c10::kCPU, c.mesh);
+      const at::Tensor full = torch::arange(c10::multiply_integers(c.shape), torch::kDouble).reshape(c.shape);
+      std::vector<std::pair<std::string, std::function<at::Tensor(const at::Tensor&)>>> ops = {
+          {"squeeze()", [](const at::Tensor& t) { return t.squeeze(); }},
+          {"squeeze(0)", [](const at::Tensor& t) { return t.squeeze(0); }},
+          {"squeeze(1)", [](const at::Tensor& t) { return t.squeeze(1); }},
+          {"squeeze_(0)", [](const at::Tensor& t) { return t.clone().squeeze_(0); }},
+      };
+#if DTENSOR_TORCH_AT_LEAST(2, 0)
+      ops.push_back({"squeeze({0, 1})", [](const at::Tensor& t) { return t.squeeze({0, 1}); }});
+#endif
+      for (const auto& [name, op] : ops) {
+        SCOPED_TRACE(name + " of " + c10::str(c10::IntArrayRef(c.shape)) + " " + to_string(c.placements));
+        const at::Tensor expected = op(full);
+        at::Tensor x = distribute_tensor(full, mesh, c.placements).requires_grad_(true);
+        at::Tensor y = op(x);
+        ASSERT_EQ(y.dim(), expected.dim());
+        EXPECT_TRUE(torch::equal(DTensor(y).full_tensor(), expected));
+        DTensor(y).redistribute(Placements(c.mesh.size(), Replicate())).to_local().sum().backward();
+        EXPECT_TRUE(torch::equal(DTensor(x.grad()).full_tensor(), torch::ones_like(full)));
+      }
+    });
+  }
 }
 
 }  // namespace
