@@ -37,10 +37,10 @@ std::shared_ptr<const CollectiveOrigin> OriginFrame::origin() const {
   o->cause = cause_;
   o->op = std::string(op_);
   o->input_index = input_index_;
-  if (from != nullptr) o->from_placements = to_string(*from);
-  if (to != nullptr) o->to_placements = to_string(*to);
+  if (from != nullptr) o->from_placements = *from;
+  if (to != nullptr) o->to_placements = *to;
   o->mesh_dim = mesh_dim;
-  if (step_from != nullptr && step_to != nullptr) o->step = step_from->to_string() + " -> " + step_to->to_string();
+  if (step_from != nullptr && step_to != nullptr) o->step = OriginStep{*step_from, *step_to};
   if (choices_ != nullptr && mesh_dim >= 0 && static_cast<size_t>(mesh_dim) < choices_->size()) {
     const StrategyChoice& c = (*choices_)[static_cast<size_t>(mesh_dim)];
     o->strategy = c.chosen;

@@ -6,12 +6,16 @@
 // and reports group and diff by it.
 //   CollectiveOrigin o;  // aten::mm needed input 1 as R on mesh dim 0
 //   o.cause = "implicit"; o.op = "aten::mm"; o.input_index = 1;
-//   o.from_placements = "[S(0)]"; o.to_placements = "[R]"; o.mesh_dim = 0; o.step = "S(0) -> R";
+//   o.from_placements = {Shard(0)}; o.to_placements = {Replicate()}; o.mesh_dim = 0;
+//   o.step = OriginStep{Shard(0), Replicate()};
 //   origin_summary(o);   // "implicit aten::mm input 1, S(0) -> R"
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "layout/placement.h"
 
 namespace dtensor {
 
@@ -31,6 +35,20 @@ inline constexpr const char* kDistributeModule = "distribute_module";
 inline constexpr const char* kDataParallel = "data_parallel";       // gradient sync of DDP/FSDP-like wrappers
 }  // namespace origin_cause
 
+/// One step of a redistribution on one mesh dim: S(0) -> R.
+struct OriginStep {
+  Placement from;
+  Placement to;
+  /// "S(0) -> R".
+  std::string to_string() const;
+  bool operator==(const OriginStep& o) const { return from == o.from && to == o.to; }
+  bool operator!=(const OriginStep& o) const { return !(*this == o); }
+};
+
+/// Reads OriginStep::to_string's form ("S(0) -> R"); throws LayoutError
+/// naming the text otherwise.
+OriginStep parse_origin_step(const std::string& text);
+
 /// The origin of one collective.
 struct CollectiveOrigin {
   /// True when the user asked for it (any cause but "implicit").
@@ -45,13 +63,13 @@ struct CollectiveOrigin {
   /// in argument order) whose placements changed; -1 when not applicable.
   int64_t input_index = -1;
   /// The whole redistribution this collective is a step of: placements
-  /// before and after, "[S(0), R]" -> "[R, R]" (placement.h text form).
-  std::string from_placements;
-  std::string to_placements;
+  /// before and after, [S(0), R] -> [R, R]; empty when unknown.
+  Placements from_placements;
+  Placements to_placements;
   /// The dim of the redistributed tensor's mesh this step ran over (-1 when
-  /// unknown), and the step itself on that dim, "S(0) -> R".
+  /// unknown), and the step itself on that dim, S(0) -> R.
   int64_t mesh_dim = -1;
-  std::string step;
+  std::optional<OriginStep> step;
   /// Implicit ones decided by a cost comparison (Note [Choosing among
   /// candidates] in core/dispatch/sharding_registry.cc): the strategy chosen
   /// on `mesh_dim`, "[S(0)], [R] -> [S(0)]" (input placements -> output
@@ -83,6 +101,9 @@ struct StrategyChoice {
   std::string rejected;  // the cheapest other feasible candidate; "" when none
   double rejected_cost = 0;
 };
+
+/// Placements as origins print them: "[S(0), R]", or "" when unknown (empty).
+std::string origin_placements_text(const Placements& placements);
 
 /// One line for tables and diffs:
 ///   implicit:  "implicit aten::addmm input 1, S(0) -> R"   (the step; the whole

@@ -62,10 +62,10 @@ Json origin_json(const CollectiveOriginRecord& o) {
   j["cause"] = o.cause;
   j["op"] = o.op;
   j["input_index"] = o.input_index;
-  j["from"] = o.from_placements;
-  j["to"] = o.to_placements;
+  j["from"] = origin_placements_text(o.from_placements);
+  j["to"] = origin_placements_text(o.to_placements);
   j["mesh_dim"] = o.mesh_dim;
-  j["step"] = o.step;
+  j["step"] = o.step ? o.step->to_string() : std::string();
   j["strategy"] = o.strategy;
   j["strategy_cost"] = o.strategy_cost;
   j["rejected_strategy"] = o.rejected_strategy;

@@ -285,9 +285,25 @@ class Reader {
       key(j, name, where, false, [&](const Json& v, const std::string& p) { *out = string(v, p); });
     };
     text("op", &o.op);
-    text("from", &o.from_placements);
-    text("to", &o.to_placements);
-    text("step", &o.step);
+    // Typed, from the writer's text form; "" is unknown. A text this reader
+    // cannot parse (a placement kind newer than it) is a schema error for
+    // strict reads; lenient ones leave that field unknown, keep the rest of
+    // the origin and warn.
+    auto typed = [&](const char* name, auto parse, auto* out) {
+      key(j, name, where, false, [&](const Json& v, const std::string& p) {
+        const std::string s = string(v, p);
+        if (s.empty()) return;
+        try {
+          *out = parse(s);
+        } catch (const std::exception& e) {
+          if (strict_) fail(p, e.what());
+          unread_origin_texts_.insert(s);
+        }
+      });
+    };
+    typed("from", [](const std::string& s) { return parse_placements(s); }, &o.from_placements);
+    typed("to", [](const std::string& s) { return parse_placements(s); }, &o.to_placements);
+    typed("step", [](const std::string& s) { return std::optional<OriginStep>(parse_origin_step(s)); }, &o.step);
     text("strategy", &o.strategy);
     text("rejected_strategy", &o.rejected_strategy);
     key(j, "input_index", where, false,
@@ -500,6 +516,9 @@ class Reader {
       result.warnings.push_back("events with phase \"" + phase +
                                 "\" (expected forward or backward) read as forward");
     }
+    for (const std::string& text : unread_origin_texts_) {
+      result.warnings.push_back("origin placements \"" + text + "\" this reader cannot parse read as unknown");
+    }
     result.trace = std::move(trace_);
     return result;
   }
@@ -522,6 +541,7 @@ class Reader {
   int64_t reference_rank_ = 0;
   int64_t op_rank_ = 0;
   std::set<std::string> odd_phases_;
+  std::set<std::string> unread_origin_texts_;  // lenient reads: origin texts left unknown
 };
 
 // nlohmann's "[json.exception.parse_error.101] parse error at ..." without the tag.

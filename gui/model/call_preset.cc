@@ -35,17 +35,15 @@ Parsed<CallPreset> call_preset(const trace::CommTrace& trace,
     result.error = "the trace names no mesh, so the transition cannot be replayed";
     return result;
   }
-  preset.placements = normalize_placements_text(origin.from_placements);
-  preset.target = normalize_placements_text(origin.to_placements);
+  if (origin.from_placements.empty() || origin.to_placements.empty()) {
+    result.error = "call #" + std::to_string(event.seq) + "'s origin names no placements to replay";
+    return result;
+  }
+  preset.placements = to_string(origin.from_placements);
+  preset.target = to_string(origin.to_placements);
   // A redistribution on a 1-D sub-mesh (a TP style on the tp dim of a 2-D
   // mesh) has one placement: replay it on that dim alone.
-  size_t count = 0;
-  try {
-    count = parse_placements(preset.placements).size();
-  } catch (const std::exception&) {
-    count = 0;  // parse_placements_text below names the problem
-  }
-  if (count == 1 && trace.mesh->shape.size() > 1 && event.mesh_dim >= 0 &&
+  if (origin.from_placements.size() == 1 && trace.mesh->shape.size() > 1 && event.mesh_dim >= 0 &&
       static_cast<size_t>(event.mesh_dim) < trace.mesh->shape.size()) {
     const size_t d = static_cast<size_t>(event.mesh_dim);
     const trace::MeshRecord& m = *trace.mesh;

@@ -354,9 +354,10 @@ void draw_call_row(ViewerState& state, const trace::CommTrace& trace, size_t ind
     if (o.input_index >= 0) where += " #" + std::to_string(o.input_index);
     ImGui::TextUnformatted(where.empty() ? "-" : where.c_str());
     ImGui::TableNextColumn();
-    ImGui::Text("%s -> %s", o.from_placements.c_str(), o.to_placements.c_str());
+    ImGui::Text("%s -> %s", origin_placements_text(o.from_placements).c_str(),
+                origin_placements_text(o.to_placements).c_str());
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(o.step.c_str());
+    ImGui::TextUnformatted(o.step ? o.step->to_string().c_str() : "");
   }
   if (!e.origin) ImGui::TableNextColumn(), ImGui::TableNextColumn();
   ImGui::TableNextColumn();

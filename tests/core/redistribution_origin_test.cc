@@ -20,6 +20,8 @@ namespace {
 
 using testing::CollectiveCounter;
 
+std::string step_text(const CollectiveOrigin& o) { return o.step ? o.step->to_string() : "(no step)"; }
+
 const CollectiveOrigin& origin_of(const CollectiveEvent& e) {
   static const CollectiveOrigin kNone;
   EXPECT_NE(e.origin, nullptr) << e.to_string() << " has no origin";
@@ -38,9 +40,9 @@ TEST(RedistributionOriginTest, ExplicitApisNameThemselves) {
     const CollectiveOrigin& d = origin_of(counter.events()[0]);
     EXPECT_TRUE(d.is_explicit);
     EXPECT_EQ(d.cause, "distribute_tensor");
-    EXPECT_EQ(d.to_placements, "[S(0)]");
+    EXPECT_EQ(to_string(d.to_placements), "[S(0)]");
     EXPECT_EQ(d.mesh_dim, 0);
-    EXPECT_EQ(d.step, "R -> S(0)");
+    EXPECT_EQ(step_text(d), "R -> S(0)");
     counter.clear();
 
     x.redistribute({Replicate()});
@@ -50,9 +52,9 @@ TEST(RedistributionOriginTest, ExplicitApisNameThemselves) {
     EXPECT_EQ(r.cause, "redistribute");
     EXPECT_EQ(r.op, "DTensor::redistribute");
     EXPECT_EQ(r.input_index, -1);
-    EXPECT_EQ(r.from_placements, "[S(0)]");
-    EXPECT_EQ(r.to_placements, "[R]");
-    EXPECT_EQ(r.step, "S(0) -> R");
+    EXPECT_EQ(to_string(r.from_placements), "[S(0)]");
+    EXPECT_EQ(to_string(r.to_placements), "[R]");
+    EXPECT_EQ(step_text(r), "S(0) -> R");
     EXPECT_EQ(origin_summary(r), "explicit redistribute (DTensor::redistribute), S(0) -> R");
     counter.clear();
 
@@ -85,7 +87,7 @@ TEST(RedistributionOriginTest, BackwardOfExplicitApisIsExplicit) {
     EXPECT_TRUE(o.is_explicit);
     EXPECT_EQ(o.cause, "redistribute_backward");
     EXPECT_EQ(o.op, "DTensor::redistribute backward");
-    EXPECT_EQ(o.step, "S(0) -> R");
+    EXPECT_EQ(step_text(o), "S(0) -> R");
     // Called from full_tensor: its backward names full_tensor.
     DTensor z = DTensor::from_local(local, mesh, {Shard(1)});
     at::Tensor full = z.full_tensor();
@@ -112,10 +114,10 @@ TEST(RedistributionOriginTest, ImplicitRedistributionNamesOpInputAndStrategies) 
     EXPECT_EQ(o.cause, "implicit");
     EXPECT_EQ(o.op, "aten::mm");
     EXPECT_EQ(o.input_index, 1);
-    EXPECT_EQ(o.from_placements, "[S(0)]");
-    EXPECT_EQ(o.to_placements, "[R]");
+    EXPECT_EQ(to_string(o.from_placements), "[S(0)]");
+    EXPECT_EQ(to_string(o.to_placements), "[R]");
     EXPECT_EQ(o.mesh_dim, 0);
-    EXPECT_EQ(o.step, "S(0) -> R");
+    EXPECT_EQ(step_text(o), "S(0) -> R");
     EXPECT_EQ(o.strategy, "S(0), R -> S(0)");
     EXPECT_GT(o.strategy_cost, 0);
     EXPECT_FALSE(o.rejected_strategy.empty());

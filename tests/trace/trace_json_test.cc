@@ -145,6 +145,33 @@ TEST(TraceJsonTest, BadOriginIsNamed) {
   }
 }
 
+// Origins are typed (Placements, OriginStep); a placement text this reader
+// cannot parse (a newer kind) is named by validation and left unknown, with a
+// warning, by a lenient read that keeps the rest of the origin.
+TEST(TraceJsonTest, OriginPlacementsAreTypedAndUnknownKindsDoNotFailALenientRead) {
+  const CommTrace trace = mlp_like_trace();
+  CommTrace back = comm_trace_from_json(comm_trace_to_json(trace));
+  ASSERT_TRUE(back.collectives[1].origin && back.collectives[1].origin->step);
+  EXPECT_EQ(back.collectives[1].origin->from_placements, (Placements{Shard(0)}));
+  EXPECT_EQ(*back.collectives[1].origin->step, (OriginStep{Shard(0), Replicate()}));
+
+  Json root = Json::parse(comm_trace_to_json(trace));
+  root["events"][1]["origin"]["from"] = "[_StridedShard(dim=0, sf=2)]";
+  root["events"][1]["origin"]["step"] = "S(0) => R";
+  const std::vector<std::string> errors = validate_comm_trace_json(root.dump());
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].rfind("$.events[1].origin.from: ", 0), 0u) << errors[0];
+  EXPECT_EQ(errors[1].rfind("$.events[1].origin.step: ", 0), 0u) << errors[1];
+  TraceRead lenient = read_comm_trace_json(root.dump());
+  ASSERT_TRUE(lenient.trace.collectives.size() > 1 && lenient.trace.collectives[1].origin);
+  const CollectiveOrigin& o = *lenient.trace.collectives[1].origin;
+  EXPECT_TRUE(o.from_placements.empty());
+  EXPECT_FALSE(o.step.has_value());
+  EXPECT_EQ(o.to_placements, (Placements{Replicate()}));
+  EXPECT_EQ(o.op, "aten::mm");
+  EXPECT_EQ(lenient.warnings.size(), 2u);
+}
+
 // A version-1 trace (written before origins existed, testdata/trace_v1.json)
 // still loads: its events have no origin.
 TEST(TraceJsonTest, SchemaVersionOneStillLoads) {

@@ -112,10 +112,10 @@ trace::CommTrace origin_trace() {
   origin.is_explicit = false;
   origin.cause = "implicit";
   origin.op = "aten::mm";
-  origin.step = "S(0) -> R";
+  origin.step = OriginStep{Shard(0), Replicate()};
   origin.input_index = 1;
-  origin.from_placements = "[S(0), S(0)]";
-  origin.to_placements = "[S(0), R]";
+  origin.from_placements = {Shard(0), Shard(0)};
+  origin.to_placements = {Shard(0), Replicate()};
   origin.mesh_dim = 1;
   e.origin = origin;
   trace.collectives.push_back(e);
@@ -133,8 +133,8 @@ TEST(CallPresetTest, OriginGivesMeshPlacementsAndGlobalShape) {
   EXPECT_EQ(preset.value->target, "[S(0), R]");
   // A TP style's redistribution on the tp sub-mesh: one placement.
   trace::CollectiveRecord sub = trace.collectives[0];
-  sub.origin->from_placements = "[S(0)]";
-  sub.origin->to_placements = "[R]";
+  sub.origin->from_placements = {Shard(0)};
+  sub.origin->to_placements = {Replicate()};
   Parsed<CallPreset> on_tp = call_preset(trace, sub);
   ASSERT_TRUE(on_tp.ok()) << on_tp.error;
   EXPECT_EQ(on_tp.value->mesh, "tp=2");
@@ -248,10 +248,10 @@ TEST(OriginsTraceTest, OriginsFromTheRealWriterLoad) {
   origin.cause = "implicit";
   origin.op = "aten::addmm";
   origin.input_index = 1;
-  origin.from_placements = "[S(0)]";
-  origin.to_placements = "[R]";
+  origin.from_placements = {Shard(0)};
+  origin.to_placements = {Replicate()};
   origin.mesh_dim = 0;
-  origin.step = "S(0) -> R";
+  origin.step = OriginStep{Shard(0), Replicate()};
   origin.strategy = "[R], [S(0)] -> [S(0)]";
   origin.strategy_cost = 250064;
   origin.rejected_strategy = "[S(0)], [R] -> [P(sum)]";
