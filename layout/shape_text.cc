@@ -6,23 +6,17 @@
 #include <string>
 
 #include "layout/layout_error.h"
+#include "layout/text.h"
 
 namespace dtensor {
 namespace {
 
 constexpr const char* kSpace = " \t\r\n";
 
-std::string trim(std::string_view text) {
-  const size_t first = text.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) return "";
-  const size_t last = text.find_last_not_of(kSpace);
-  return std::string(text.substr(first, last - first + 1));
-}
-
 // Splits `text` into tokens at commas, 'x' between digits, and whitespace,
 // after dropping one pair of enclosing [] or (). Empty tokens are dropped.
 std::vector<std::string> split_tokens(std::string_view text) {
-  std::string body = trim(text);
+  std::string body = trim_space(text);
   if (body.size() >= 2 && ((body.front() == '[' && body.back() == ']') ||
                            (body.front() == '(' && body.back() == ')'))) {
     body = body.substr(1, body.size() - 2);
@@ -77,7 +71,7 @@ std::string join_name_separators(std::string_view text) {
 
 std::vector<int64_t> parse_extents(std::string_view text) {
   const std::vector<std::string> tokens = split_tokens(text);
-  if (tokens.empty()) throw LayoutError("no sizes in '" + trim(text) + "'; expected e.g. \"8, 6\"");
+  if (tokens.empty()) throw LayoutError("no sizes in '" + trim_space(text) + "'; expected e.g. \"8, 6\"");
   std::vector<int64_t> extents;
   for (const std::string& token : tokens) {
     const std::optional<int64_t> extent = parse_extent(token);
@@ -90,23 +84,23 @@ std::vector<int64_t> parse_extents(std::string_view text) {
 MeshShape parse_mesh_shape(std::string_view text) {
   const std::vector<std::string> tokens = split_tokens(join_name_separators(text));
   if (tokens.empty()) {
-    throw LayoutError("no mesh dims in '" + trim(text) +
+    throw LayoutError("no mesh dims in '" + trim_space(text) +
                       "'; expected e.g. \"2, 2\" or \"dp=2, tp=2\"");
   }
   std::vector<int64_t> sizes;
   std::vector<std::string> names;
   for (const std::string& token : tokens) {
     const size_t sep = token.find_first_of("=:");
-    if (sep != std::string::npos) names.push_back(trim(token.substr(0, sep)));
+    if (sep != std::string::npos) names.push_back(trim_space(token.substr(0, sep)));
     const std::optional<int64_t> size =
-        parse_extent(sep == std::string::npos ? token : trim(token.substr(sep + 1)));
+        parse_extent(sep == std::string::npos ? token : trim_space(token.substr(sep + 1)));
     if (!size || *size < 1)
       throw LayoutError("'" + token + "' is not a mesh dim size (a whole number >= 1)");
     sizes.push_back(*size);
   }
   if (!names.empty() && names.size() != sizes.size()) {
     throw LayoutError("name every dim (\"dp=2, tp=2\") or none (\"2, 2\"), not some: '" +
-                      trim(text) + "'");
+                      trim_space(text) + "'");
   }
   return MeshShape::create(std::move(sizes), std::move(names));
 }

@@ -63,4 +63,12 @@ std::string format_rank_list(const std::vector<int64_t>& ranks) {
   return out;
 }
 
+std::string trim_space(std::string_view text) {
+  constexpr const char* kSpace = " \t\r\n";
+  const size_t first = text.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return "";
+  const size_t last = text.find_last_not_of(kSpace);
+  return std::string(text.substr(first, last - first + 1));
+}
+
 }  // namespace dtensor

@@ -1,14 +1,16 @@
 // Text formatting shared by the layout printers, the comm reports and the
-// viewer: times, byte sizes, rank lists. Pure C++, no LibTorch.
+// viewer: times, byte sizes, rank lists, whitespace. Pure C++, no LibTorch.
 //   format_us(5.0096);                  // "5.010"
 //   format_bytes(1536);                 // "1.5 KiB"
 //   format_bytes(1536, 2);              // "1.50 KiB"
 //   format_duration_us(1234.0);         // "1.23 ms"
 //   format_rank_list({0, 1, 2, 5});     // "0-2, 5"
+//   trim_space("  S(0) ");              // "S(0)"
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dtensor {
@@ -31,5 +33,8 @@ std::string format_bytes(double bytes, int decimals = -1);
 /// Ascending ranks with runs of 3 or more shortened: {0, 1, 2, 5} -> "0-2, 5",
 /// {0, 1} -> "0, 1", {} -> "". Precondition: `ranks` is sorted ascending.
 std::string format_rank_list(const std::vector<int64_t>& ranks);
+
+/// `text` without the ASCII whitespace (space, tab, CR, LF) at both ends.
+std::string trim_space(std::string_view text);
 
 }  // namespace dtensor

@@ -5,19 +5,9 @@
 
 #include "layout/shape_text.h"
 #include "layout/shard_layout.h"
+#include "layout/text.h"
 
 namespace dtensor::gui {
-namespace {
-
-// Trims ASCII whitespace from both ends.
-std::string trim(std::string_view text) {
-  size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return "";
-  size_t last = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(first, last - first + 1));
-}
-
-}  // namespace
 
 Parsed<std::vector<int64_t>> parse_shape_text(std::string_view text) {
   Parsed<std::vector<int64_t>> result;
@@ -62,9 +52,9 @@ Parsed<MeshShape> parse_mesh_text(std::string_view text) {
 }
 
 std::string normalize_placements_text(std::string_view text) {
-  std::string body = trim(text);
+  std::string body = trim_space(text);
   if (body.size() < 2 || body.front() != '(' || body.back() != ')') return body;
-  body = trim(body.substr(1, body.size() - 2));
+  body = trim_space(body.substr(1, body.size() - 2));
   if (!body.empty() && body.back() == ',') body.pop_back();
   return "[" + body + "]";
 }
