@@ -7,6 +7,8 @@
 #   tools/setup.sh debian     # also Debian's LibTorch 1.13 and torchrun 1.13, for
 #                             # the DTENSOR_LIBTORCH=debian build (tools/test.sh's
 #                             # last stage; ~200 more packages the demo never needs)
+#   tools/setup.sh pytorch-2.15   # also PyTorch 2.15 (Python) in its own venv: the
+#                                 # reference of the 2.15 goldens (tests/diff)
 # Environment: DTENSOR_HOME (default ~/.cache/dtensor), PYTHON (default python3).
 # See Note [LibTorch from the PyPI wheel].
 set -euo pipefail
@@ -27,7 +29,8 @@ case "${1:-}" in
       libtorch-dev           # Debian's LibTorch 1.13 (CPU): DTENSOR_LIBTORCH=debian
       python3-torch          # torchrun 1.13, for the DTENSOR_LIBTORCH=debian build
     ) ;;
-  *) echo "usage: tools/setup.sh [debian]" >&2; exit 2 ;;
+  pytorch-2.15) ;;
+  *) echo "usage: tools/setup.sh [debian | pytorch-2.15]" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -62,25 +65,41 @@ fi
 #   - the pure-Python dependencies (sympy, networkx, ...) are installed as usual.
 # ~1.7 GB on disk, ~30 s on this machine. $DTENSOR_HOME/libtorch links to the
 # wheel's torch/ directory: third_party/system_libs.bzl builds against it.
-TORCH_VERSION=2.11.0
 DTENSOR_HOME="${DTENSOR_HOME:-$HOME/.cache/dtensor}"
-VENV="$DTENSOR_HOME/venv-torch-$TORCH_VERSION"
-PY="$VENV/bin/python"
-installed_version() { "$PY" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null; }
-if [[ "$(installed_version || true)" == "$TORCH_VERSION" ]]; then
-  echo "setup: PyTorch $TORCH_VERSION present in $VENV"
-else
-  echo "setup: installing PyTorch $TORCH_VERSION (LibTorch and Python) into $VENV"
+
+# install_torch VERSION CUDA_WHEEL...: PyTorch VERSION into
+# $DTENSOR_HOME/venv-torch-VERSION, --no-deps, with the small CUDA wheels its
+# libtorch_cuda needs to load and its pure-Python dependencies.
+install_torch() {
+  local version="$1" venv="$DTENSOR_HOME/venv-torch-$1"
+  shift
+  local got
+  got="$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)"
+  if [[ $got == "$version" ]]; then
+    echo "setup: PyTorch $version present in $venv"
+    return
+  fi
+  echo "setup: installing PyTorch $version (LibTorch and Python) into $venv"
   mkdir -p "$DTENSOR_HOME"
-  "${PYTHON:-python3}" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "torch==$TORCH_VERSION" \
-    "nvidia-cusparselt-cu13==0.8.0" "nvidia-nvshmem-cu13==3.4.5" nvidia-cufile
+  "${PYTHON:-python3}" -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "torch==$version" "$@"
   # --no-warn-conflicts: pip would list torch's CUDA wheels left out above
   # as "ERROR: ... dependency conflicts"; leaving them out is the point.
-  "$VENV/bin/pip" install -q --disable-pip-version-check --no-warn-conflicts filelock "typing-extensions>=4.10" \
-    "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5" "setuptools<82" numpy
-  v="$(installed_version)" || { echo "setup: import torch failed in $VENV" >&2; exit 1; }
-  [[ $v == "$TORCH_VERSION" ]] || { echo "setup: got torch $v, wanted $TORCH_VERSION" >&2; exit 1; }
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-warn-conflicts filelock "typing-extensions>=4.13" \
+    "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5" "setuptools>=77,<82" numpy
+  got="$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])')" ||
+    { echo "setup: import torch failed in $venv" >&2; exit 1; }
+  [[ $got == "$version" ]] || { echo "setup: got torch $got, wanted $version" >&2; exit 1; }
+}
+
+TORCH_VERSION=2.11.0
+VENV="$DTENSOR_HOME/venv-torch-$TORCH_VERSION"
+PY="$VENV/bin/python"
+install_torch "$TORCH_VERSION" "nvidia-cusparselt-cu13==0.8.0" "nvidia-nvshmem-cu13==3.4.5" nvidia-cufile
+# 2.15's libtorch_cuda needs NCCL 2.30 (newer than the system's 2.28).
+if [[ ${1:-} == pytorch-2.15 ]]; then
+  install_torch 2.15.0 "nvidia-cusparselt-cu13==0.8.1" "nvidia-nvshmem-cu13==3.7.2" "nvidia-nccl-cu13==2.30.7" \
+    nvidia-cufile
 fi
 # Python's safetensors reads our checkpoints in tests/core:checkpoint_test.
 "$PY" -c 'import safetensors' 2>/dev/null ||
