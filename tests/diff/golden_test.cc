@@ -1,8 +1,9 @@
-// Runs the checked-in corpus (tests/diff/testdata) on the fake world and
-// compares it with PyTorch's recorded results, without Python: values must
-// agree with PyTorch (or PyTorch must be the one that is wrong, by the
-// single-device run) and with the single-device run, and every other
-// difference must be a deviation row or listed in known_divergences.txt.
+// Runs the checked-in corpus (tests/diff/testdata) on the fake world once and
+// compares it with the records of each PyTorch version (2.11 and 2.15),
+// without Python: values must agree with PyTorch (or PyTorch must be the one
+// that is wrong, by the single-device run) and with the single-device run,
+// and every other difference must be a deviation row or listed in that
+// version's known_divergences-<version>.txt.
 // Regenerate the goldens: tests/diff/regenerate_goldens.sh (README.md).
 #include <gtest/gtest.h>
 
@@ -11,6 +12,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "tests/diff/compare.h"
 #include "tests/diff/runner.h"
@@ -43,8 +46,15 @@ std::string shard_name(const char* stem, int shard) {
   return out.str();
 }
 
-std::set<std::string> known_divergences() {
-  std::ifstream in(testdata("known_divergences.txt"));
+// The PyTorch versions the corpus is recorded with (files
+// pytorch-<version>_NN.json, known_divergences-<version>.txt).
+const std::vector<std::string>& reference_versions() {
+  static const std::vector<std::string> versions = {"2.11", "2.15"};
+  return versions;
+}
+
+std::set<std::string> known_divergences(const std::string& version) {
+  std::ifstream in(testdata("known_divergences-" + version + ".txt"));
   std::set<std::string> out;
   std::string line;
   while (std::getline(in, line)) {
@@ -53,24 +63,34 @@ std::set<std::string> known_divergences() {
   return out;
 }
 
-class GoldenShard : public ::testing::TestWithParam<int> {};
+struct Ours {
+  json record;
+  json reference;
+};
 
-TEST_P(GoldenShard, AgreesWithPyTorch) {
-  const int shard = GetParam();
-  const json doc = read_json(shard_name("pytorch", shard));
+// Our records and the single-device runs of one shard, by program id.
+std::map<std::string, Ours> run_shard(const std::vector<Program>& programs) {
+  std::map<std::string, Ours> out;
+  for (const Program& p : programs) out[p.id] = Ours{run_program(p), run_reference(p)};
+  return out;
+}
+
+void check_against(const std::string& version, int shard, const std::vector<Program>& programs,
+                   const std::map<std::string, Ours>& ours) {
+  SCOPED_TRACE("PyTorch " + version);
+  const json doc = read_json(shard_name(("pytorch-" + version).c_str(), shard));
   ASSERT_EQ(doc.value("format", ""), kFormat);
-  ASSERT_EQ(doc.value("producer", "").rfind("pytorch 2.11", 0), 0u) << doc.value("producer", "");
+  ASSERT_EQ(doc.value("producer", "").rfind("pytorch " + version, 0), 0u) << doc.value("producer", "");
   std::map<std::string, json> theirs;
   for (const json& r : doc.at("records")) theirs[r.at("id").get<std::string>()] = r;
-  const std::vector<Program> programs = parse_programs(read_json(shard_name("programs", shard)));
-  ASSERT_FALSE(programs.empty());
-  const std::set<std::string> known = known_divergences();
+  const std::set<std::string> known = known_divergences(version);
   std::set<std::string> expected, found;
   std::vector<ProgramComparison> comparisons;
   for (const Program& p : programs) {
     SCOPED_TRACE(p.id);
-    ASSERT_TRUE(theirs.count(p.id)) << "no PyTorch record; regenerate the goldens";
-    comparisons.push_back(compare_records(p, run_program(p), theirs[p.id], run_reference(p)));
+    ASSERT_TRUE(theirs.count(p.id)) << "no PyTorch " << version << " record; regenerate the goldens";
+    const Ours& o = ours.at(p.id);
+    comparisons.push_back(compare_records(p, o.record, theirs[p.id], o.reference));
     for (const FieldDiff& d : comparisons.back().diffs) {
       if (d.deviation.empty() && (d.field == "values" || d.field == "reference")) {
         ADD_FAILURE() << p.id << " step " << d.step << " " << d.step_label << " " << d.field << ": " << d.detail;
@@ -88,10 +108,21 @@ TEST_P(GoldenShard, AgreesWithPyTorch) {
   for (const std::string& k : expected) {
     if (!found.count(k)) fixed << "  " << k << "\n";
   }
-  EXPECT_TRUE(extra.str().empty()) << "new differences from PyTorch (fix them, or add a deviation row):\n"
+  EXPECT_TRUE(extra.str().empty()) << "new differences from PyTorch " << version
+                                   << " (fix them, or add a deviation row):\n"
                                    << extra.str() << comparison_report(comparisons);
   EXPECT_TRUE(fixed.str().empty()) << "listed divergences that no longer occur (remove them from "
-                                      "known_divergences.txt):\n" << fixed.str();
+                                      "known_divergences-" << version << ".txt):\n" << fixed.str();
+}
+
+class GoldenShard : public ::testing::TestWithParam<int> {};
+
+TEST_P(GoldenShard, AgreesWithPyTorch) {
+  const int shard = GetParam();
+  const std::vector<Program> programs = parse_programs(read_json(shard_name("programs", shard)));
+  ASSERT_FALSE(programs.empty());
+  const std::map<std::string, Ours> ours = run_shard(programs);
+  for (const std::string& version : reference_versions()) check_against(version, shard, programs, ours);
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, GoldenShard, ::testing::Range(0, kShards));

@@ -1,31 +1,37 @@
 #!/usr/bin/env bash
 # Regenerates the differential-test goldens with real PyTorch (tests/diff/README.md):
 # the corpus (generate_programs.py: 8 shards of op programs, a 9th of
-# structured ones), PyTorch's records (pytorch_runner.py, one process per
-# shard, in parallel), and known_divergences.txt (diff_runner).
-#   tests/diff/regenerate_goldens.sh            # PYTHON defaults to the venv of tools/setup.sh
-#   PYTHON=/path/to/python SEED=18 COUNT=2400 tests/diff/regenerate_goldens.sh
+# structured ones), one PyTorch version's records (pytorch_runner.py, one
+# process per shard, in parallel: pytorch-<version>_NN.json), and that
+# version's known_divergences-<version>.txt (diff_runner).
+#   tests/diff/regenerate_goldens.sh 2.15      # the venv $DTENSOR_HOME/venv-torch-2.15.0
+#   tests/diff/regenerate_goldens.sh 2.11      # the venv of tools/setup.sh
+#   PYTHON=/path/to/python SEED=18 COUNT=2400 tests/diff/regenerate_goldens.sh 2.15
+# A new SEED or COUNT changes the programs: regenerate every version then.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PYTHON="${PYTHON:-$HOME/.cache/dtensor/venv-torch-2.11.0/bin/python}"
+VERSION="${1:?usage: regenerate_goldens.sh VERSION (2.11 or 2.15)}"
+PYTHON="${PYTHON:-${DTENSOR_HOME:-$HOME/.cache/dtensor}/venv-torch-$VERSION.0/bin/python}"
 SEED="${SEED:-18}"
 COUNT="${COUNT:-2400}"
 SHARDS=8  # of op programs; shard $SHARDS holds the structured programs
 OUT=tests/diff/testdata
-"$PYTHON" -c "import torch; print('reference: pytorch', torch.__version__)"
+got="$("$PYTHON" -c "import torch; print(torch.__version__.split('+')[0])")"
+[[ $got == "$VERSION".* ]] || { echo "regenerate_goldens: $PYTHON has torch $got, not $VERSION" >&2; exit 1; }
+echo "reference: pytorch $got"
 python3 tests/diff/generate_programs.py --seed "$SEED" --count "$COUNT" --shards "$SHARDS" --out "$OUT"
 jobs="${JOBS:-$(nproc)}"
 for s in $(seq -f %02g 0 "$SHARDS"); do
   echo "$s"
-done | xargs -P "$jobs" -I{} sh -c "\"$PYTHON\" tests/diff/pytorch_runner.py $OUT/programs_{}.json $OUT/pytorch_{}.json 2>/dev/null"
+done | xargs -P "$jobs" -I{} sh -c "\"$PYTHON\" tests/diff/pytorch_runner.py $OUT/programs_{}.json $OUT/pytorch-${VERSION}_{}.json 2>/dev/null"
 bazel build //tests/diff:diff_runner
-known="$OUT/known_divergences.txt"
+known="$OUT/known_divergences-$VERSION.txt"
 {
-  echo "# Differences from PyTorch that are neither fixed nor a deviation row (README.md, \"Open divergences\")."
+  echo "# Differences from PyTorch $VERSION that are neither fixed nor a deviation row (README.md, \"Open divergences\")."
   echo "# One line per program step and field: id step op field. Written by regenerate_goldens.sh."
 } > "$known"
 for s in $(seq -f %02g 0 "$SHARDS"); do
-  bazel-bin/tests/diff/diff_runner --programs "$OUT/programs_$s.json" --pytorch "$OUT/pytorch_$s.json" \
+  bazel-bin/tests/diff/diff_runner --programs "$OUT/programs_$s.json" --pytorch "$OUT/pytorch-${VERSION}_$s.json" \
     --write-known "$known" --report "$OUT/report_$s.txt" > /dev/null 2>&1 || true
 done
 cat "$OUT"/report_*.txt | grep "^[0-9]* programs" 
