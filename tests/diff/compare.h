@@ -51,7 +51,7 @@ bool values_agree(const nlohmann::json& a, const nlohmann::json& b);
 nlohmann::json normalized_comms(const nlohmann::json& counts);
 
 /// One line per unexplained difference, "id step label field" (no values:
-/// stable across reruns), as tests/diff/testdata/known_divergences.txt lists
+/// stable across reruns), as tests/diff/testdata/known_divergences-<version>.txt list
 /// them.
 std::vector<std::string> unexplained_keys(const ProgramComparison& comparison);
 

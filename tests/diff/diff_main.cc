@@ -3,7 +3,7 @@
 //   bazel run //tests/diff:diff_runner -- --programs P.json --pytorch R.json --report out.txt
 //   diff_runner --programs P.json --records ours.json          # our records only
 //   diff_runner --programs P.json --pytorch R.json --only g18_00012 --verbose
-//   diff_runner ... --write-known known_divergences.txt   # appends the unexplained differences
+//   diff_runner ... --write-known known_divergences-2.15.txt   # appends the unexplained differences
 #include <chrono>
 #include <fstream>
 #include <iostream>
