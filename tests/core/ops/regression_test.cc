@@ -96,5 +96,29 @@ TEST(RegressionTest, SqueezeFollowsTheGlobalShapeOnUnevenShards) {
   }
 }
 
+// core/dtensor.cc kept a redistribution's input strides when its output was
+// a view of the input, which depends on the rank's piece of an uneven tensor:
+// the expanded gradient of sum() sliced to [1, 4, 4] S(0) on 4 ranks is a
+// copy on the rank holding the row and an (empty) view on the others, so the
+// ranks disagreed on the gradient's global strides, and AccumulateGrad took
+// it as is on one rank and copied it, with an all_gather, on the others: a
+// collective mismatch (differential program g18_01824). Every rank must make
+// the same collectives and hold the same gradient.
+TEST(RegressionTest, GradientOfAnUnevenShardIsLaidOutAlikeOnEveryRank) {
+  std::vector<int64_t> collectives(4, -1);
+  run_fake_world(4, [&](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    at::Tensor x = distribute_tensor(torch::rand({1, 4, 4}, torch::kDouble), mesh, {Shard(0)}).requires_grad_(true);
+    testing::CollectiveCounter count(world);
+    DTensor(x).redistribute({Shard(0)}).sum().backward();
+    collectives[static_cast<size_t>(world.rank())] = count.total();
+    const DTensor grad(x.grad());
+    EXPECT_EQ(grad.placements(), (Placements{Shard(0)}));
+    EXPECT_EQ(grad.strides(), (c10::IntArrayRef{16, 4, 1}));
+    EXPECT_TRUE(torch::equal(grad.full_tensor(), torch::ones({1, 4, 4}, torch::kDouble)));
+  });
+  EXPECT_EQ(collectives, std::vector<int64_t>(4, collectives[0]));
+}
+
 }  // namespace
 }  // namespace dtensor
