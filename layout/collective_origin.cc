@@ -9,7 +9,8 @@ std::string OriginStep::to_string() const { return from.to_string() + " -> " + t
 
 OriginStep parse_origin_step(const std::string& text) {
   const size_t arrow = text.find(" -> ");
-  DTENSOR_LAYOUT_CHECK(arrow != std::string::npos, "origin step '", text, "': expected 'FROM -> TO', e.g. 'S(0) -> R'");
+  DTENSOR_LAYOUT_CHECK(arrow != std::string::npos, "origin step '", text,
+                       "': expected 'FROM -> TO', e.g. 'S(0) -> R'");
   return OriginStep{parse_placement(text.substr(0, arrow)), parse_placement(text.substr(arrow + 4))};
 }
 
@@ -21,7 +22,8 @@ std::string origin_summary(const CollectiveOrigin& o) {
   std::string out = o.is_explicit ? "explicit " + o.cause : std::string("implicit");
   if (!o.op.empty()) out += o.is_explicit ? " (" + o.op + ")" : " " + o.op;
   if (o.input_index >= 0) out += " input " + std::to_string(o.input_index);
-  const std::string whole = origin_placements_text(o.from_placements) + " -> " + origin_placements_text(o.to_placements);
+  const std::string whole =
+      origin_placements_text(o.from_placements) + " -> " + origin_placements_text(o.to_placements);
   if (o.step) {
     out += ", " + o.step->to_string();
     if (o.from_placements.size() > 1) out += " (" + whole + ")";

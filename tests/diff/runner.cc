@@ -347,7 +347,7 @@ StepResult run_reference_step(const Step& step, std::vector<at::Tensor>& env,
 // A refusal (no strategy, an invalid placement, a shape error) is raised by
 // every rank at the same step with the same message: the rules decide on
 // global metadata only. Anything else on our side is a bug whatever PyTorch
-// does (tests/diff/README.md, "Scoring"): an internal assert, a failure one
+// does (tests/diff/README.md, "scoring of raises"): an internal assert, a failure one
 // rank caused in another (PeerFailureError), or ranks that took different
 // paths (one raised, another did not; a fake world collective mismatch or
 // timeout shows up this way). The record then carries "internal_error" (or
@@ -426,7 +426,6 @@ std::vector<std::string> step_endings(const json& record) {
 
 }  // namespace
 
-
 json run_reference(const Program& program) {
   json record = {{"id", program.id}, {"steps", json::array()}};
   std::vector<at::Tensor> env;
@@ -483,8 +482,8 @@ json run_program(const Program& program) {
   json record = records[0];
   const std::vector<std::string> endings = step_endings(record);
   for (size_t r = 1; r < records.size(); ++r) {
-    if (step_endings(records[r]) == endings) continue;
     const std::vector<std::string> other = step_endings(records[r]);
+    if (other == endings) continue;
     size_t k = 0;
     while (k < endings.size() && k < other.size() && endings[k] == other[k]) ++k;
     auto at = [&](const std::vector<std::string>& e) { return k < e.size() ? e[k] : std::string("(no step)"); };
