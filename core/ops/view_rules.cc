@@ -84,10 +84,10 @@ std::vector<int64_t> squeezed_dims(const OpCall& call) {
   }
   std::vector<int64_t> squeezed;
   for (int64_t d : named) {
-    const bool removed = d < static_cast<int64_t>(shape.size()) && shape[static_cast<size_t>(d)] == 1;
-    if (removed && std::find(squeezed.begin(), squeezed.end(), d) == squeezed.end()) squeezed.push_back(d);
+    if (d < static_cast<int64_t>(shape.size()) && shape[static_cast<size_t>(d)] == 1) squeezed.push_back(d);
   }
   std::sort(squeezed.begin(), squeezed.end());
+  squeezed.erase(std::unique(squeezed.begin(), squeezed.end()), squeezed.end());
   return squeezed;
 }
 

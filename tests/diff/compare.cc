@@ -78,10 +78,12 @@ class Comparer {
     FieldDiff d{step, label_of(program_, step), field, detail, ""};
     DiffContext ctx{program_, step, field, ours, theirs, ours_, theirs_, reference_, output};
     // A failure of ours is never a deviation (Note [Internal failures] in runner.cc).
-    for (const Deviation& dev : field == "internal" ? std::vector<Deviation>{} : deviations()) {
-      if (dev.explains(ctx)) {
-        d.deviation = dev.id;
-        break;
+    if (field != "internal") {
+      for (const Deviation& dev : deviations()) {
+        if (dev.explains(ctx)) {
+          d.deviation = dev.id;
+          break;
+        }
       }
     }
     out_->diffs.push_back(std::move(d));
