@@ -157,8 +157,9 @@ struct ToLocalBackward : torch::autograd::Node {
   }
 };
 
-template <typename NodeT>
-void attach(const at::Tensor& input, at::Tensor& output, std::shared_ptr<NodeT> node) {
+// NodePtr: compat::AutogradNodePtr of a node type.
+template <typename NodePtr>
+void attach(const at::Tensor& input, at::Tensor& output, const NodePtr& node) {
   node->set_next_edges(torch::autograd::collect_next_edges(input));
   torch::autograd::set_history(output, node);
 }
@@ -307,23 +308,25 @@ at::Tensor DTensor::to_local(std::optional<Placements> grad_placements) const {
 namespace {
 
 // Note [Redistribute to Partial is internal]
-// As in PyTorch's DTensor.redistribute, the public API refuses to make a NEW
-// Partial on any mesh dim (Replicate -> Partial would divide values by the
-// group size, Shard -> Partial zero-fills: layouts only sharding propagation
-// and backward passes need). Keeping an existing Partial unchanged on a mesh
-// dim ([P, S(0)] -> [P, S(1)]) is allowed. Internal callers (sharding
-// propagation, backward nodes, to_local's grad_placements) go through
-// redistribute_local / redistribute_dtensor_no_grad, which still plan every
-// transition the layout planner knows.
+// As in PyTorch 2.15's DTensor.redistribute, the public API makes a NEW
+// Partial on a mesh dim only from a Shard and only P(sum): the local zero-fill
+// of Note [Placement transitions] (layout/transitions.h). Replicate -> Partial
+// (which divides values by the group size) and the other reduce ops are for
+// sharding propagation and backward passes, which go through
+// redistribute_local / redistribute_dtensor_no_grad. Keeping an existing
+// Partial unchanged on a mesh dim ([P, S(0)] -> [P, S(1)]) is allowed.
+// (PyTorch 2.11 refused Shard -> Partial(sum) too.)
 void check_no_new_partial(const DTensorSpec& s, const Placements& to) {
   for (size_t i = 0; i < to.size(); ++i) {
     if (!to[i].is_partial() || s.placements[i] == to[i]) continue;
+    if (s.placements[i].is_shard() && to[i].reduce_op() == ReduceOp::kSum) continue;
     TORCH_CHECK(false, "DTensor::redistribute on rank ", s.mesh.global_rank(), ": can not redistribute ",
                 c10::toString(s.meta.dtype), c10::IntArrayRef(s.meta.shape), " on ", s.mesh.to_string(),
                 " from ", dtensor::to_string(s.placements), " to ", dtensor::to_string(to), ": mesh dim ", i,
                 " would become ", to[i].to_string(), " (was ", s.placements[i].to_string(),
-                "); redistributing to a new Partial is for internal use only (as in PyTorch). "
-                "Keep the existing Partial on that dim, or redistribute to Replicate or Shard");
+                "); only Shard to Partial(sum) redistribution is supported (as in PyTorch). "
+                "Keep the existing Partial on that dim, redistribute to Replicate or Shard, or "
+                "make the Partial(sum) from a Shard");
   }
 }
 

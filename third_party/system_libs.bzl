@@ -17,14 +17,17 @@ def _symlink_dir(ctx, src, dst):
 # In order: $LIBTORCH (any LibTorch tree with include/ and lib/: a CUDA one on
 # a GPU host, a PyTorch package's torch/ directory); DTENSOR_LIBTORCH=debian
 # (Debian's libtorch-dev 1.13 under /usr); else the PyPI wheel's LibTorch that
-# tools/setup.sh installs and links at ~/.cache/dtensor/libtorch (2.11).
+# tools/setup.sh installs and links at ~/.cache/dtensor/libtorch (2.15).
 # :torch links only libtorch_cpu and libc10 (the CPU build needs nothing
 # else, even from a CUDA LibTorch); :torch_cuda adds libtorch_cuda and
 # libc10_cuda for --config=cuda. defs.bzl tells BUILD files the version.
 def _libtorch_root(ctx):
     env = ctx.os.environ
     if env.get("LIBTORCH", ""):
-        root = env["LIBTORCH"]
+        if not ctx.path(env["LIBTORCH"]).exists:
+            fail("LIBTORCH=%s does not exist (a LibTorch tree with include/ and lib/)" % env["LIBTORCH"])
+        # The real path: a wheel's NCCL and torchrun are found from it by "..".
+        root = str(ctx.path(env["LIBTORCH"]).realpath)
         return root, root + "/include", root + "/lib"
     choice = env.get("DTENSOR_LIBTORCH", "")
     if choice == "debian":
@@ -57,6 +60,37 @@ def _libtorch_version(ctx, include_root):
 def _link(rpath, libs):
     return rpath + ["-Wl,--no-as-needed"] + libs + ["-Wl,--as-needed", "-lpthread"]
 
+# Note [One NCCL]
+# A process loads one libnccl.so.2, whichever its executable finds first, and
+# LibTorch's libtorch_cuda then uses that one too. PyTorch 2.15's wheel is
+# built with NCCL 2.30 and ships it (site-packages/nvidia/nccl, the wheel
+# tools/setup.sh installs beside torch); the CUDA toolkit here has 2.28, which
+# 2.11's wheel uses. So @libtorch//:nccl is the NCCL of the LibTorch in use:
+# the wheel's when there is one (its nccl.h, and its lib first in the runpath),
+# else the toolkit's (@cuda//:nccl). backends/nccl links this target.
+def _nccl_target(ctx, root):
+    wheel = ctx.path(root + "/../nvidia/nccl")
+    if not ctx.path(str(wheel) + "/lib/libnccl.so.2").exists:
+        return """
+alias(
+    name = "nccl",
+    actual = "@cuda//:nccl",
+    visibility = ["//visibility:public"],
+)
+"""
+    ctx.symlink(str(wheel.realpath) + "/include", "nccl/include")
+    lib = str(wheel.realpath) + "/lib"
+    return """
+cc_library(
+    name = "nccl",
+    hdrs = glob(["nccl/include/**"]),
+    includes = ["nccl/include"],
+    linkopts = ["-L{lib}", "-Wl,-rpath,{lib}", "-l:libnccl.so.2"],
+    deps = ["@cuda//:cudart"],
+    visibility = ["//visibility:public"],
+)
+""".replace("{lib}", lib)
+
 def _libtorch_repository_impl(ctx):
     root, include_root, lib_dir = _libtorch_root(ctx)
     for d in ["ATen", "c10", "caffe2", "torch"]:
@@ -82,6 +116,7 @@ cc_library(
 )
 """.format(linkopts = repr(_link(rpath, ["-ltorch_cuda", "-lc10_cuda"])))
     ctx.file("BUILD", """
+{nccl_target}
 cc_library(
     name = "torch",
     hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.cuh"]),
@@ -92,7 +127,11 @@ cc_library(
     visibility = ["//visibility:public"],
 )
 {cuda_target}
-""".format(linkopts = repr(_link(rpath, ["-ltorch_cpu", "-lc10"])), cuda_target = cuda_target))
+""".format(
+        linkopts = repr(_link(rpath, ["-ltorch_cpu", "-lc10"])),
+        cuda_target = cuda_target,
+        nccl_target = _nccl_target(ctx, root),
+    ))
     # A PyTorch package (site-packages/torch) has its torchrun in ../../../../bin.
     torchrun = ctx.path(root + "/../../../../bin/torchrun")
     ctx.file("defs.bzl", "\n".join([

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what dtensor builds and tests with: Debian's packages (Bazel,
-# GoogleTest, the viewer's libraries) and PyTorch 2.11 from PyPI (its LibTorch
+# GoogleTest, the viewer's libraries) and PyTorch 2.15 from PyPI (its LibTorch
 # is the default build; its Python is the reference the differential tests
-# run). Idempotent: a second run installs nothing.
+# are recorded with). Idempotent: a second run installs nothing.
 #   tools/setup.sh            # as root, or with sudo available
 #   tools/setup.sh debian     # also Debian's LibTorch 1.13 and torchrun 1.13, for
 #                             # the DTENSOR_LIBTORCH=debian build (tools/test.sh's
 #                             # last stage; ~200 more packages the demo never needs)
-#   tools/setup.sh pytorch-2.15   # also PyTorch 2.15 (Python) in its own venv: the
-#                                 # reference of the 2.15 goldens (tests/diff)
+#   tools/setup.sh pytorch-2.11   # also PyTorch 2.11 in its own venv, linked at
+#                                 # $DTENSOR_HOME/libtorch-2.11: tools/test.sh's 2.11
+#                                 # stage builds with it (the LibTorch of the GPU hosts),
+#                                 # and it records the 2.11 goldens (tests/diff)
 # Environment: DTENSOR_HOME (default ~/.cache/dtensor), PYTHON (default python3).
 # See Note [LibTorch from the PyPI wheel].
 set -euo pipefail
@@ -29,8 +31,8 @@ case "${1:-}" in
       libtorch-dev           # Debian's LibTorch 1.13 (CPU): DTENSOR_LIBTORCH=debian
       python3-torch          # torchrun 1.13, for the DTENSOR_LIBTORCH=debian build
     ) ;;
-  pytorch-2.15) ;;
-  *) echo "usage: tools/setup.sh [debian | pytorch-2.15]" >&2; exit 2 ;;
+  pytorch-2.11) ;;
+  *) echo "usage: tools/setup.sh [debian | pytorch-2.11]" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -52,19 +54,21 @@ else
 fi
 
 # Note [LibTorch from the PyPI wheel]
-# PyPI's torch 2.11 wheel for Linux is the CUDA 13.0 build; it holds a whole
+# PyPI's torch wheels for Linux (2.11, 2.15) are CUDA 13.0 builds; each holds a whole
 # LibTorch (torch/include, torch/lib, torch/share/cmake). It goes into a
 # virtual environment outside the repository, with --no-deps:
 #   - the C++ CPU build links only libtorch_cpu and libc10, which need nothing
 #     from the wheel's dependencies (libtorch_cpu's libcudart.so.13 and
 #     libcupti.so.13 come from the machine's CUDA 13 toolkit);
-#   - `import torch` (the differential tests, torchrun 2.11) also loads
+#   - `import torch` (the differential tests, torchrun) also loads
 #     libtorch_cuda, which needs cuSPARSELt, NVSHMEM and cuFile on top of the
-#     toolkit: three small wheels, not the 3 GB of cuDNN/cuBLAS/NCCL wheels
-#     the full dependency list would download again;
+#     toolkit: small wheels, not the 3 GB of cuDNN/cuBLAS wheels the full
+#     dependency list would download again. 2.15's libtorch_cuda also needs
+#     NCCL 2.30, newer than the toolkit's 2.28: its nvidia-nccl wheel is
+#     installed, and @libtorch//:nccl links that one (Note [One NCCL]);
 #   - the pure-Python dependencies (sympy, networkx, ...) are installed as usual.
-# ~1.7 GB on disk, ~30 s on this machine. $DTENSOR_HOME/libtorch links to the
-# wheel's torch/ directory: third_party/system_libs.bzl builds against it.
+# ~2.1 GB on disk, ~40 s on this machine. $DTENSOR_HOME/libtorch links to the
+# default wheel's torch/ directory: third_party/system_libs.bzl builds against it.
 DTENSOR_HOME="${DTENSOR_HOME:-$HOME/.cache/dtensor}"
 
 # install_torch VERSION CUDA_WHEEL...: PyTorch VERSION into
@@ -92,14 +96,24 @@ install_torch() {
   [[ $got == "$version" ]] || { echo "setup: got torch $got, wanted $version" >&2; exit 1; }
 }
 
-TORCH_VERSION=2.11.0
+# link_torch PYTHON LINK: LINK -> the torch/ directory of PYTHON's PyTorch.
+link_torch() {
+  local dir
+  dir="$("$1" -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
+  if [[ "$(readlink "$2" || true)" != "$dir" ]]; then
+    ln -sfn "$dir" "$2"
+  fi
+}
+
+TORCH_VERSION=2.15.0
 VENV="$DTENSOR_HOME/venv-torch-$TORCH_VERSION"
 PY="$VENV/bin/python"
-install_torch "$TORCH_VERSION" "nvidia-cusparselt-cu13==0.8.0" "nvidia-nvshmem-cu13==3.4.5" nvidia-cufile
-# 2.15's libtorch_cuda needs NCCL 2.30 (newer than the system's 2.28).
-if [[ ${1:-} == pytorch-2.15 ]]; then
-  install_torch 2.15.0 "nvidia-cusparselt-cu13==0.8.1" "nvidia-nvshmem-cu13==3.7.2" "nvidia-nccl-cu13==2.30.7" \
-    nvidia-cufile
+install_torch "$TORCH_VERSION" "nvidia-cusparselt-cu13==0.8.1" "nvidia-nvshmem-cu13==3.7.2" "nvidia-nccl-cu13==2.30.7" \
+  nvidia-cufile
+if [[ ${1:-} == pytorch-2.11 ]]; then
+  # 2.11's libtorch_cuda loads the toolkit's NCCL 2.28.
+  install_torch 2.11.0 "nvidia-cusparselt-cu13==0.8.0" "nvidia-nvshmem-cu13==3.4.5" nvidia-cufile
+  link_torch "$DTENSOR_HOME/venv-torch-2.11.0/bin/python" "$DTENSOR_HOME/libtorch-2.11"
 fi
 # Python's safetensors reads our checkpoints in tests/core:checkpoint_test.
 "$PY" -c 'import safetensors' 2>/dev/null ||
@@ -109,7 +123,4 @@ fi
 rm -f "$DTENSOR_HOME/python"
 printf '#!/bin/sh\nexec "%s" "$@"\n' "$PY" >"$DTENSOR_HOME/python"
 chmod +x "$DTENSOR_HOME/python"
-TORCH_DIR="$("$PY" -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
-if [[ "$(readlink "$DTENSOR_HOME/libtorch" || true)" != "$TORCH_DIR" ]]; then
-  ln -sfn "$TORCH_DIR" "$DTENSOR_HOME/libtorch"
-fi
+link_torch "$PY" "$DTENSOR_HOME/libtorch"

@@ -3,14 +3,15 @@
 #   tools/test.sh                   # all tests that need no GPU (what CI runs)
 #   tools/test.sh //tests/core/...  # a subset, against the default LibTorch only
 # A full run (no targets given) is, in order:
-#   1. every test against PyTorch 2.11's LibTorch (the default build);
+#   1. every test against PyTorch 2.15's LibTorch (the default build);
 #   2. the ASan+UBSan subset (tools/sanitize.sh ci)    DTENSOR_SANITIZE=0 skips it;
 #   3. the CUDA configuration of the backends, built (nothing here runs it)
 #                                                               DTENSOR_CUDA=0 skips it;
 #   4. the build-sync check, and examples/consumer built against the installed
 #      CMake package and as a Bazel workspace using @dtensor  DTENSOR_CONSUMERS=0 skips it;
-#   5. the core, backends and examples suites against Debian's LibTorch 1.13,
-#      in their own Bazel output base                           DTENSOR_DEBIAN=0 skips it.
+#   5. the core, backends and examples suites against PyTorch 2.11's LibTorch
+#      (what the GPU hosts run), in their own Bazel output base  DTENSOR_2_11=0 skips it;
+#   6. the same suites against Debian's LibTorch 1.13, likewise  DTENSOR_DEBIAN=0 skips it.
 # It ends with a `targets: N passed, M failed` line over all of them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -80,19 +81,37 @@ if (($# == 0)); then
     count "$log"
   fi
 
+  # The suites that must build and pass against every supported LibTorch.
+  suites=(//tests/core/... //tests/backends/... //tests/examples/...)
+  # other_libtorch NAME ENV...: those suites with the LibTorch that ENV selects
+  # (Note [Which LibTorch]), in an output base of their own (one per checkout,
+  # as Bazel's own): switching LibTorch in the main one would rebuild it all.
+  # The disk cache is shared.
+  other_libtorch() {
+    local name="$1"
+    shift
+    local bazel=(env -u LIBTORCH -u DTENSOR_LIBTORCH "$@" bazel
+                 --output_base="${DTENSOR_HOME:-$HOME/.cache/dtensor}/bazel-$name-$(pwd | md5sum | cut -c1-8)")
+    "${bazel[@]}" run --symlink_prefix=/ --ui_event_filters=-info,-stdout,-stderr --noshow_progress \
+      //tools/build_info || worst=1
+    "${bazel[@]}" test --keep_going --cache_test_results=no --test_summary=short --symlink_prefix=/ \
+      "${suites[@]}" 2>&1 | tee "$log"
+    note_status "${PIPESTATUS[0]}"
+    count "$log"
+    # The server would hold ~1 GB until CI ends.
+    "${bazel[@]}" shutdown
+  }
+
+  if [[ ${DTENSOR_2_11:-1} != 0 ]]; then
+    stage "core, backends and examples against PyTorch 2.11's LibTorch"
+    tools/setup.sh pytorch-2.11 || worst=1
+    other_libtorch 2.11 LIBTORCH="${DTENSOR_HOME:-$HOME/.cache/dtensor}/libtorch-2.11"
+  fi
+
   if [[ ${DTENSOR_DEBIAN:-1} != 0 ]]; then
     stage "core, backends and examples against Debian's LibTorch 1.13"
     tools/setup.sh debian || worst=1
-    # Its own output base (one per checkout, as Bazel's own): switching
-    # LibTorch in the main one would rebuild it all. The disk cache is shared.
-    debian=(env -u LIBTORCH DTENSOR_LIBTORCH=debian bazel
-            --output_base="${DTENSOR_HOME:-$HOME/.cache/dtensor}/bazel-debian-$(pwd | md5sum | cut -c1-8)")
-    "${debian[@]}" run --symlink_prefix=/ --ui_event_filters=-info,-stdout,-stderr --noshow_progress \
-      //tools/build_info || worst=1
-    "${debian[@]}" test --keep_going --cache_test_results=no --test_summary=short --symlink_prefix=/ \
-      //tests/core/... //tests/backends/... //tests/examples/... 2>&1 | tee "$log"
-    note_status "${PIPESTATUS[0]}"
-    count "$log"
+    other_libtorch debian DTENSOR_LIBTORCH=debian
   fi
 fi
 
