@@ -35,6 +35,22 @@ at::Tensor local_chunk(const at::Tensor& local, const DTensorSpec& spec, int mes
   return local.narrow(dim, span.offset, span.size).contiguous();
 }
 
+// Shard(dim) -> Partial(sum) along mesh dim `mesh_dim`: this rank's shard at
+// its torch.chunk offset in zeros of the group's extent, so the sum over the
+// group is the gathered tensor (PyTorch 2.15's Shard._to_partial_tensor).
+at::Tensor local_zero_fill(const at::Tensor& local, const DTensorSpec& spec, int mesh_dim, int64_t dim) {
+  const int64_t extent = group_extent(spec, mesh_dim, dim);
+  ChunkSpan span = chunk_span(extent, spec.mesh.size(mesh_dim), spec.mesh.get_local_rank(mesh_dim));
+  TORCH_INTERNAL_ASSERT(span.size == local.size(dim), "local_zero_fill: rank ", spec.mesh.global_rank(),
+                        " holds ", local.size(dim), " of dim ", dim, ", its chunk of ", extent,
+                        " is ", span.size);
+  std::vector<int64_t> shape = local.sizes().vec();
+  shape[static_cast<size_t>(dim)] = extent;
+  at::Tensor out = at::zeros(shape, local.options());
+  out.narrow(dim, span.offset, span.size).copy_(local);
+  return out;
+}
+
 // One step of a plan: the transition's collective (core/collectives) or local op.
 // See Note [Placement transitions] in layout/transitions.h.
 at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const RedistributeStep& step) {
@@ -61,6 +77,8 @@ at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const Re
       // Replicate -> Partial(sum): every rank holds value / n so the sum is the value.
       if (step.to.reduce_op() == ReduceOp::kSum) return local / mesh.size(i);
       return local;
+    case StepKind::kLocalZeroFill:
+      return local_zero_fill(local, before, i, step.from.shard_dim());
     case StepKind::kLocalRelabel:
       return local;
   }

@@ -85,8 +85,9 @@ void check_not_refused(const char* caller, const Problem& p) {
                          "dim size) and P(avg) (keep the value) can be made from R or S. A ", b,
                          " comes only from an op producing partial results: redistribute to ",
                          "R instead");
-    // See Note [No P(sum) under a pending P(product)] in redistribute_plan.h.
-    if (b.reduce_op() != ReduceOp::kSum) continue;
+    // See Note [No P(sum) under a pending P(product)] in redistribute_plan.h:
+    // from a Shard, P(sum) is a zero-fill, which divides nothing.
+    if (b.reduce_op() != ReduceOp::kSum || a.is_shard()) continue;
     for (int j = 0; j < p.mesh.ndim(); ++j) {
       const Placement& kept = p.to[static_cast<size_t>(j)];
       DTENSOR_LAYOUT_CHECK(j == i || p.mesh.size(j) == 1 || !kept.is_partial() ||
@@ -199,7 +200,7 @@ class PlanSearch {
       for (int t = 0; t < width; ++t) {
         const Placement& target = alphabet_[static_cast<size_t>(t)];
         if (target == state[static_cast<size_t>(i)]) continue;
-        std::optional<StepKind> kind = legal_step(state, p_.mesh, i, target);
+        std::optional<StepKind> kind = legal_step(state, p_.mesh, i, target, &p_.to);
         if (!kind) continue;
         Placements next = state;
         next[static_cast<size_t>(i)] = target;
@@ -306,8 +307,10 @@ RedistributePlan greedy_plan(const Problem& p, const PlanOptions& options) {
     std::optional<StepKind> kind = transition_kind(from, target, p.mesh.size(i));
     if (kind) {
       add(i, target, *kind);
+    } else if (from.is_shard() && target.is_partial() && target.reduce_op() == ReduceOp::kSum) {
+      add(i, target, StepKind::kLocalZeroFill);  // as 2.15's executor does
     } else if (from.is_shard() && is_creatable_partial(target)) {
-      add(i, Replicate(), StepKind::kAllGather);  // S -> P as S -> R -> P
+      add(i, Replicate(), StepKind::kAllGather);  // S -> P(avg) as S -> R -> P(avg)
       add(i, target, StepKind::kLocalPartition);
     } else {
       throw LayoutError(detail::str_cat("greedy_reference_plan: internal error: no step for ", from,

@@ -34,14 +34,20 @@ namespace dtensor {
 //   R    -> P(avg) local: keep the value (the avg of n equal values)
 //   R    -> P(max|min|product)  refused: no redistribute can create them
 //   P(a) -> P(b), a != b        refused: reduce first (to R), then re-partition
-//   S(d) -> P      no direct edge (PyTorch refuses it); the search routes it
-//                  as S(d) -> R (all_gather) then R -> P (local)
+//   S(d) -> P(sum) local zero-fill (PyTorch 2.15's explicit-only step)  if i is
+//                  innermost for d and P(sum) is the target on mesh dim i:
+//                  the shard at its offset in zeros, so the sum over the
+//                  group is the gathered tensor. Moves nothing, but each rank
+//                  holds the full extent of d; never an intermediate step
+//   S(d) -> P(avg) no direct edge; the search routes it as S(d) -> R
+//                  (all_gather) then R -> P(avg) (local)
 // On a size-1 mesh dim every change (including P(a) -> P(b) and R -> P(max),
 // which are exact when one rank holds the whole value) is a local relabel
 // (StepKind::kLocalRelabel): recorded so that executors track placements, but
 // never a collective.
 // Note [No P(sum) under a pending P(product)]
-// R -> P(sum) divides every rank's value by n. That is exact under pending
+// R -> P(sum) divides every rank's value by n (S -> P(sum) by zero-fill does
+// not, and stays legal). That is exact under pending
 // P(sum|avg|max|min) on other mesh dims (they commute with a positive
 // scale), but not under a pending P(product) on another mesh dim of size > 1:
 // each of its m factors would be divided, dividing the product by n^m. So

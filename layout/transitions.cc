@@ -51,6 +51,10 @@ bool creates_allowed_partial(const Placement&, const Placement& to) {
   return is_creatable_partial(to);
 }
 
+bool makes_sum_partial(const Placement&, const Placement& to) {
+  return to.reduce_op() == ReduceOp::kSum;
+}
+
 // One direct change of a mesh dim of size > 1. See Note [Placement transitions].
 struct TransitionRow {
   Kind from;
@@ -58,20 +62,25 @@ struct TransitionRow {
   StepKind step;
   bool from_shard_innermost;  // the S(d) left must be the innermost split of d
   bool to_shard_innermost;    // the S(d) made must be the innermost split of d
+  bool destination_only;      // only where `to` is the plan's target on that mesh dim
   bool (*allowed)(const Placement& from, const Placement& to);  // extra condition, or null
   Buffers (*buffers)(std::vector<int64_t> shape, int64_t n, const Placement& from,
                      const Placement& to, int64_t element_size);  // null: a local step
 };
 
 constexpr TransitionRow kTransitions[] = {
-    {Kind::kShard, Kind::kReplicate, StepKind::kAllGather, true, false, nullptr, gather_buffers},
-    {Kind::kShard, Kind::kShard, StepKind::kAllToAll, true, true, nullptr, all_to_all_buffers},
-    {Kind::kReplicate, Kind::kShard, StepKind::kLocalChunk, false, true, nullptr, nullptr},
-    {Kind::kReplicate, Kind::kPartial, StepKind::kLocalPartition, false, false,
+    {Kind::kShard, Kind::kReplicate, StepKind::kAllGather, true, false, false, nullptr,
+     gather_buffers},
+    {Kind::kShard, Kind::kShard, StepKind::kAllToAll, true, true, false, nullptr,
+     all_to_all_buffers},
+    {Kind::kReplicate, Kind::kShard, StepKind::kLocalChunk, false, true, false, nullptr, nullptr},
+    {Kind::kReplicate, Kind::kPartial, StepKind::kLocalPartition, false, false, false,
      creates_allowed_partial, nullptr},
-    {Kind::kPartial, Kind::kReplicate, StepKind::kAllReduce, false, false, nullptr,
+    {Kind::kShard, Kind::kPartial, StepKind::kLocalZeroFill, true, false, true, makes_sum_partial,
+     nullptr},
+    {Kind::kPartial, Kind::kReplicate, StepKind::kAllReduce, false, false, false, nullptr,
      all_reduce_buffers},
-    {Kind::kPartial, Kind::kShard, StepKind::kReduceScatter, false, true, nullptr,
+    {Kind::kPartial, Kind::kShard, StepKind::kReduceScatter, false, true, false, nullptr,
      reduce_scatter_buffers},
 };
 
@@ -119,6 +128,8 @@ const char* step_kind_name(StepKind kind) {
       return "local_chunk";
     case StepKind::kLocalPartition:
       return "local_partition";
+    case StepKind::kLocalZeroFill:
+      return "local_zero_fill";
     case StepKind::kLocalRelabel:
       return "local";
     default:
@@ -138,6 +149,7 @@ std::optional<CollectiveKind> step_collective(StepKind kind) {
       return CollectiveKind::kReduceScatterTensor;
     case StepKind::kLocalChunk:
     case StepKind::kLocalPartition:
+    case StepKind::kLocalZeroFill:
     case StepKind::kLocalRelabel:
       return std::nullopt;
   }
@@ -153,16 +165,17 @@ bool is_creatable_partial(const Placement& p) {
 std::optional<StepKind> transition_kind(const Placement& from, const Placement& to, int64_t n) {
   if (n == 1) return StepKind::kLocalRelabel;  // one rank: data unchanged
   const TransitionRow* row = find_row(from, to);
-  if (!row) return std::nullopt;
+  if (!row || row->destination_only) return std::nullopt;
   return row->step;
 }
 
 std::optional<StepKind> legal_step(const Placements& state, const MeshShape& mesh, int i,
-                                   const Placement& to) {
+                                   const Placement& to, const Placements* goal) {
   const Placement& from = state[static_cast<size_t>(i)];
   if (mesh.size(i) == 1) return StepKind::kLocalRelabel;
   const TransitionRow* row = find_row(from, to);
   if (!row) return std::nullopt;
+  if (row->destination_only && (!goal || (*goal)[static_cast<size_t>(i)] != to)) return std::nullopt;
   if (row->from_shard_innermost && !is_innermost(state, mesh, i, from.shard_dim())) return std::nullopt;
   if (row->to_shard_innermost && !is_innermost(state, mesh, i, to.shard_dim())) return std::nullopt;
   // See Note [No P(sum) under a pending P(product)] in redistribute_plan.h.

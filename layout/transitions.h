@@ -28,6 +28,7 @@ enum class StepKind {
   kReduceScatter,   // P(op) -> S(d)
   kLocalChunk,      // R -> S(d): keep this rank's torch.chunk piece
   kLocalPartition,  // R -> P(sum): divide by the mesh dim size; R -> P(avg): keep
+  kLocalZeroFill,   // S(d) -> P(sum): the shard at its offset in zeros of the full extent
   kLocalRelabel,    // any change on a size-1 mesh dim: data unchanged
 };
 
@@ -40,10 +41,17 @@ enum class StepKind {
 //   S(d)   S(e)        all_to_all       all_to_all_single       d and e innermost
 //   R      S(d)        local chunk      -                       d innermost
 //   R      P(sum|avg)  local partition  -                       no pending P(product) for sum
+//   S(d)   P(sum)      local zero-fill  -                       d innermost; destination only
 //   P(op)  R           all_reduce(op)   all_reduce              -
 //   P(op)  S(d)        reduce_scatter   reduce_scatter_tensor   d innermost
-// Pairs with no row have no direct step: S -> P (the planner routes it through
-// R, PyTorch refuses it), P(a) -> P(b) and R -> P(max|min|product) (refused).
+// Pairs with no row have no direct step: S -> P(avg) (the planner routes it
+// through R), P(a) -> P(b) and R -> P(max|min|product) (refused).
+// "Destination only" (PyTorch 2.15's explicit-only Shard -> Partial("sum")):
+// a plan may take that step only on a mesh dim whose TARGET is P(sum), never
+// as an intermediate, and strategies never pay for it (transition_kind has no
+// kind for it, as 2.15 gives it infinite strategy cost): it moves no bytes but
+// allocates the full extent on every rank. Zero-fill is exact under any other
+// pending Partial (the zeros add nothing, and each shard sits apart).
 // On a size-1 mesh dim every change is a local relabel. Bytes per rank follow
 // Note [Comm cost model] in comm_cost.h on the padded buffer the executor
 // sends; the cost is CommCostModel's alpha-beta time of those bytes.
@@ -52,8 +60,8 @@ enum class StepKind {
 // (a call into core/collectives).
 
 // The name PyTorch's functional collectives (and CommDebugMode) use for the
-// collective kinds; local kinds give "local_chunk", "local_partition" and
-// "local". Example: step_kind_name(StepKind::kAllToAll) == "all_to_all_single".
+// collective kinds; local kinds give "local_chunk", "local_partition",
+// "local_zero_fill" and "local". Example: step_kind_name(StepKind::kAllToAll) == "all_to_all_single".
 const char* step_kind_name(StepKind kind);
 
 // True for the four kinds that communicate. Example: is_collective(kLocalChunk) == false.
@@ -64,16 +72,19 @@ bool is_collective(StepKind kind);
 std::optional<CollectiveKind> step_collective(StepKind kind);
 
 // The kind of changing a mesh dim of size n from `from` to `to`, ignoring
-// nesting (the table's row); nullopt when no direct step exists. A change to
-// the same placement is not a transition: callers skip it.
+// nesting (the table's row); nullopt when no direct step exists or the row is
+// destination only (what a sharding strategy may ask for). A change to the
+// same placement is not a transition: callers skip it.
 // Example: transition_kind(Partial(), Shard(1), 2) == kReduceScatter.
 std::optional<StepKind> transition_kind(const Placement& from, const Placement& to, int64_t n);
 
-// The kind of changing mesh dim i of `state` to `to`, with the nesting and
-// P(product) conditions of the table; nullopt when illegal.
+// The kind of changing mesh dim i of `state` to `to` in a plan towards `goal`,
+// with the nesting, P(product) and destination-only conditions of the table;
+// nullopt when illegal. Without a goal, destination-only rows are illegal.
 // Example: ([S(0), S(0)], Mesh(2, 2), 0, R) -> nullopt (mesh dim 1 still splits dim 0).
+// Example: ([R, S(0)], Mesh(2, 2), 1, P(sum), goal [R, P(sum)]) -> kLocalZeroFill.
 std::optional<StepKind> legal_step(const Placements& state, const MeshShape& mesh, int i,
-                                   const Placement& to);
+                                   const Placement& to, const Placements* goal = nullptr);
 
 // True for the Partials that R can be turned into locally: P(sum), P(avg).
 bool is_creatable_partial(const Placement& p);

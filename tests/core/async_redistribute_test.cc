@@ -21,7 +21,7 @@ namespace dtensor {
 namespace {
 
 using testing::all_placement_lists;
-using testing::makes_new_partial;
+using testing::public_redistribute_refuses;
 using testing::trace;
 
 // What a collective event says about the data moved, without the sequence
@@ -41,7 +41,7 @@ TEST(AsyncRedistributeTest, SameResultsCollectivesAndGradientsAsSynchronous) {
   const auto lists = all_placement_lists(2, {Replicate(), Shard(0), Shard(1), Partial()});
   int64_t expected_pairs = 0;
   for (const Placements& from : lists) {
-    for (const Placements& to : lists) expected_pairs += makes_new_partial(from, to) ? 0 : 1;
+    for (const Placements& to : lists) expected_pairs += public_redistribute_refuses(from, to) ? 0 : 1;
   }
   std::atomic<int64_t> pairs{0};
   run_fake_world(4, [&](World& world) {
@@ -49,7 +49,7 @@ TEST(AsyncRedistributeTest, SameResultsCollectivesAndGradientsAsSynchronous) {
     const at::Tensor weights = at::arange(30, at::kDouble).view({5, 6});
     for (const Placements& from : lists) {
       for (const Placements& to : lists) {
-        if (makes_new_partial(from, to)) continue;
+        if (public_redistribute_refuses(from, to)) continue;
         SCOPED_TRACE(trace(from, to, {5, 6}));
         std::vector<at::Tensor> locals, grads;
         std::vector<std::vector<std::string>> events;

@@ -11,6 +11,7 @@
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
 #include "core/redistribute.h"
+#include "debug/comm_debug_mode.h"
 #include "tests/core/test_util.h"
 
 namespace dtensor {
@@ -21,7 +22,7 @@ using testing::expected_local;
 using testing::placement_alphabet;
 using testing::trace;
 using testing::without_partial;
-using testing::makes_new_partial;
+using testing::public_redistribute_refuses;
 using testing::redistribute_or_internal;
 
 struct MeshCase {
@@ -204,8 +205,8 @@ TEST(RedistributeTest, ReplicateToPartialDividesForSumOnlyInternally) {
   });
 }
 
-// See Note [Redistribute to Partial is internal] (core/dtensor.cc): PyTorch's
-// public redistribute refuses a new Partial on any mesh dim.
+// See Note [Redistribute to Partial is internal] (core/dtensor.cc): PyTorch
+// 2.15's public redistribute makes a new Partial only as Shard -> P(sum).
 TEST(RedistributeTest, PublicRedistributeToNewPartialIsRefused) {
   run_fake_world(4, [](World&) {
     auto mesh1 = DeviceMesh::init(c10::kCPU, {4});
@@ -215,22 +216,58 @@ TEST(RedistributeTest, PublicRedistributeToNewPartialIsRefused) {
       ADD_FAILURE() << "R -> P(sum) must be refused";
     } catch (const c10::Error& e) {
       const std::string msg = e.what();
-      for (const char* part : {"[R]", "[P(sum)]", "[8]", "rank", "internal use only"}) {
+      for (const char* part : {"[R]", "[P(sum)]", "[8]", "rank", "only Shard to Partial(sum)"}) {
         EXPECT_NE(msg.find(part), std::string::npos) << part << " missing in: " << msg;
       }
     }
+    DTensor s = distribute_tensor(at::arange(8, at::kDouble), mesh1, {Shard(0)});
+    EXPECT_THROW(s.redistribute({Partial(ReduceOp::kAvg)}), c10::Error);
+    EXPECT_THROW(s.redistribute({Partial(ReduceOp::kMax)}), c10::Error);
     auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
     at::Tensor g = at::arange(16, at::kDouble).reshape({4, 4});
     DTensor sr = distribute_tensor(g, mesh, {Shard(0), Replicate()});
-    DTensor ss = distribute_tensor(g, mesh, {Shard(0), Shard(1)});
     EXPECT_THROW(sr.redistribute({Shard(0), Partial()}), c10::Error);
     EXPECT_THROW(sr.redistribute({Replicate(), Partial()}), c10::Error);
-    EXPECT_THROW(ss.redistribute({Replicate(), Partial()}), c10::Error);
     // Keeping an existing Partial on its mesh dim is allowed.
     DTensor p = DTensor::from_local(at::ones({2, 4}, at::kDouble), mesh, {Partial(), Shard(0)});
     DTensor q = p.redistribute({Partial(), Shard(1)});
     EXPECT_EQ(to_string(q.placements()), "[P(sum), S(1)]");
     EXPECT_TRUE(at::equal(q.full_tensor(), at::full({4, 4}, 2.0, at::kDouble)));
+  });
+}
+
+// PyTorch 2.15's explicit Shard -> Partial(sum): each rank's shard at its
+// offset in zeros, no collective; the backward reduce-scatters the gradient.
+TEST(RedistributeTest, ShardToPartialSumIsALocalZeroFill) {
+  run_fake_world(4, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
+    const int64_t r0 = mesh.get_local_rank(0), r1 = mesh.get_local_rank(1);
+    at::Tensor g = at::arange(1, 21, at::kDouble).reshape({5, 4});
+    // [S(0), S(1)] -> [P(sum), S(1)]: dim 0 (uneven, 3 + 2) zero-filled on mesh dim 0.
+    DTensor ss = distribute_tensor(g, mesh, {Shard(0), Shard(1)});
+    ss.requires_grad_(true);
+    debug::CommDebugMode comm;
+    DTensor ps = [&] {
+      auto guard = comm.enter();
+      return ss.redistribute({Partial(), Shard(1)});
+    }();
+    EXPECT_EQ(comm.get_total_counts(), 0);
+    EXPECT_EQ(to_string(ps.placements()), "[P(sum), S(1)]");
+    at::Tensor local = ps.local_tensor();
+    ASSERT_EQ(local.sizes().vec(), (std::vector<int64_t>{5, 2}));
+    at::Tensor mine = g.slice(1, 2 * r1, 2 * r1 + 2);
+    at::Tensor want = at::zeros({5, 2}, at::kDouble);
+    const int64_t begin = r0 == 0 ? 0 : 3, size = r0 == 0 ? 3 : 2;
+    want.narrow(0, begin, size).copy_(mine.narrow(0, begin, size));
+    EXPECT_TRUE(at::equal(local, want)) << local;
+    EXPECT_TRUE(at::equal(ps.full_tensor(), g));
+    // [S(0), S(0)] -> [P(sum), P(sum)]: the inner split first, then the outer.
+    DTensor pp = distribute_tensor(g, mesh, {Shard(0), Shard(0)}).redistribute({Partial(), Partial()});
+    EXPECT_EQ(pp.local_tensor().sizes().vec(), (std::vector<int64_t>{5, 4}));
+    EXPECT_TRUE(at::equal(pp.full_tensor(), g));
+    // The gradient of the zero-fill is the reduce-scatter of the output's.
+    ps.sum().backward();
+    EXPECT_TRUE(at::equal(DTensor(ss.grad()).full_tensor(), at::ones({5, 4}, at::kDouble)));
   });
 }
 
@@ -276,7 +313,7 @@ void check_gradients(const std::vector<int64_t>& mesh_shape, const std::vector<i
   run_fake_world(num_ranks(mesh_shape), [&](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, mesh_shape);
     for (const auto& [from, to] : pairs_to_test(all_placement_lists(mesh.ndim(), alphabet), max_pairs, seed)) {
-      if (makes_new_partial(from, to)) continue;  // refused: see redistribute_or_internal
+      if (public_redistribute_refuses(from, to)) continue;  // refused: see redistribute_or_internal
       for (bool partial_grad : {false, true}) {
         const Placements grad_placements = partial_grad ? to : without_partial(to);
         if (partial_grad && grad_placements == without_partial(to)) continue;

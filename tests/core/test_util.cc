@@ -40,15 +40,16 @@ std::string trace(const Placements& from, const Placements& to, const std::vecto
   return out.str();
 }
 
-bool makes_new_partial(const Placements& from, const Placements& to) {
+bool public_redistribute_refuses(const Placements& from, const Placements& to) {
   for (size_t i = 0; i < to.size(); ++i) {
-    if (to[i].is_partial() && !(from[i] == to[i])) return true;
+    if (!to[i].is_partial() || from[i] == to[i]) continue;
+    if (!(from[i].is_shard() && to[i].reduce_op() == ReduceOp::kSum)) return true;
   }
   return false;
 }
 
 DTensor redistribute_or_internal(const DTensor& x, const Placements& to) {
-  if (!makes_new_partial(x.placements(), to)) return x.redistribute(to);
+  if (!public_redistribute_refuses(x.placements(), to)) return x.redistribute(to);
   EXPECT_THROW(x.redistribute(to), c10::Error);
   FromLocalOptions options;
   options.shape = x.spec().meta.shape;

@@ -21,12 +21,13 @@
 
 namespace dtensor::testing {
 
-/// True when `to` makes a new Partial on some mesh dim (a Partial that
-/// differs from `from` there): the public redistribute refuses that (See Note
-/// [Redistribute to Partial is internal] in core/dtensor.cc).
-bool makes_new_partial(const Placements& from, const Placements& to);
+/// True when the public redistribute refuses `from` -> `to` for making a new
+/// Partial on some mesh dim (a Partial that differs from `from` there), unless
+/// it is P(sum) made from a Shard (See Note [Redistribute to Partial is
+/// internal] in core/dtensor.cc; as PyTorch 2.15).
+bool public_redistribute_refuses(const Placements& from, const Placements& to);
 
-/// x.redistribute(to), or, for a new Partial, checks that the public API
+/// x.redistribute(to), or, for a new Partial it refuses, checks that the public API
 /// refuses it (EXPECT) and takes the internal path sharding propagation uses
 /// (redistribute_local) instead. Collectives are the same either way.
 DTensor redistribute_or_internal(const DTensor& x, const Placements& to);

@@ -111,6 +111,14 @@ std::optional<Layouts> run_group(const RedistributeStep& step, const Layouts& pi
     case StepKind::kLocalPartition:
       if (!step.from.is_replicate() || !step.to.is_partial() || !all_same(pieces)) break;
       return out;
+    case StepKind::kLocalZeroFill: {
+      // Every rank holds the whole extent (its shard among zeros).
+      if (!step.from.is_shard() || !step.to.is_partial()) break;
+      std::optional<ShardLayout> whole = gather(pieces, static_cast<size_t>(step.from.shard_dim()));
+      if (!whole) break;
+      for (int64_t k = 0; k < n; ++k) out[k] = *whole;
+      return out;
+    }
     case StepKind::kLocalRelabel:
       if (n != 1) break;
       return out;
@@ -230,8 +238,39 @@ TEST(RedistributePlanTest, PartialToShardUsesReduceScatter) {
             (std::vector<StepKind>{StepKind::kReduceScatter, StepKind::kReduceScatter}));
 }
 
-TEST(RedistributePlanTest, ShardToPartialGathersThenPartitionsLocally) {
+// PyTorch 2.15's explicit-only Shard -> Partial(sum): a local zero-fill.
+TEST(RedistributePlanTest, ShardToPartialSumIsALocalZeroFill) {
   const auto plan = plan_redistribute({8}, 4, MeshShape::create({4}), P("S(0)"), P("P(sum)"));
+  EXPECT_EQ(kinds_of(plan), std::vector<StepKind>{StepKind::kLocalZeroFill});
+  EXPECT_EQ(plan.num_collectives(), 0);
+  const MeshShape mesh = MeshShape::create({2, 2});
+  // Mesh dim 0 may zero-fill only once mesh dim 1 no longer splits dim 0.
+  const auto nested = plan_redistribute({5, 4}, 4, mesh, P("S(0),S(0)"), P("P(sum),S(0)"));
+  EXPECT_TRUE(simulate({5, 4}, mesh, nested));
+  EXPECT_EQ(nested.num_collectives(), 1) << nested.to_string();
+  const auto both = plan_redistribute({5, 4}, 4, mesh, P("S(0),S(0)"), P("P(sum),P(sum)"));
+  EXPECT_EQ(kinds_of(both), (std::vector<StepKind>{StepKind::kLocalZeroFill, StepKind::kLocalZeroFill}));
+  EXPECT_EQ(both.steps[0].mesh_dim, 1);
+  EXPECT_TRUE(simulate({5, 4}, mesh, both));
+  // The greedy reference zero-fills too, as 2.15's executor does.
+  EXPECT_EQ(kinds_of(greedy_reference_plan({8}, 4, MeshShape::create({4}), P("S(0)"), P("P(sum)"))),
+            std::vector<StepKind>{StepKind::kLocalZeroFill});
+}
+
+TEST(RedistributePlanTest, ZeroFillOnlyOntoThePlansOwnTarget) {
+  const MeshShape mesh = MeshShape::create({4});
+  EXPECT_EQ(legal_step(P("S(0)"), mesh, 0, Partial()), std::nullopt);
+  const Placements goal = P("P(sum)");
+  EXPECT_EQ(legal_step(P("S(0)"), mesh, 0, Partial(), &goal), StepKind::kLocalZeroFill);
+  const Placements other = P("R");
+  EXPECT_EQ(legal_step(P("S(0)"), mesh, 0, Partial(), &other), std::nullopt);
+  // Strategies never pay for it (PyTorch 2.15 gives it infinite strategy cost).
+  EXPECT_EQ(transition_kind(Shard(0), Partial(), 4), std::nullopt);
+  EXPECT_EQ(transition_cost_bytes({8}, 4, mesh, P("S(0)"), 0, Partial()), std::nullopt);
+}
+
+TEST(RedistributePlanTest, ShardToPartialAvgGathersThenPartitionsLocally) {
+  const auto plan = plan_redistribute({8}, 4, MeshShape::create({4}), P("S(0)"), P("P(avg)"));
   EXPECT_EQ(kinds_of(plan),
             (std::vector<StepKind>{StepKind::kAllGather, StepKind::kLocalPartition}));
 }
@@ -363,6 +402,7 @@ TEST(CommCostTest, StepKindNamesMatchFunctionalCollectives) {
   EXPECT_STREQ(step_kind_name(StepKind::kReduceScatter), "reduce_scatter_tensor");
   EXPECT_STREQ(step_kind_name(StepKind::kLocalChunk), "local_chunk");
   EXPECT_STREQ(step_kind_name(StepKind::kLocalPartition), "local_partition");
+  EXPECT_STREQ(step_kind_name(StepKind::kLocalZeroFill), "local_zero_fill");
   EXPECT_STREQ(step_kind_name(StepKind::kLocalRelabel), "local");
   EXPECT_TRUE(is_collective(StepKind::kReduceScatter));
   EXPECT_FALSE(is_collective(StepKind::kLocalRelabel));

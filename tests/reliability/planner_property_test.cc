@@ -37,7 +37,8 @@ bool needs_collective(StepKind kind) {
 // The reason `step` breaks Note [Redistribute step legality], or "" when legal.
 // `check_products`: apply Note [No P(sum) under a pending P(product)] (the
 // greedy reference, like PyTorch's planner, does not).
-std::string step_problem(const RedistributeStep& step, const MeshShape& mesh, bool check_products) {
+std::string step_problem(const RedistributeStep& step, const MeshShape& mesh, const Placements& goal,
+                         bool check_products) {
   const int i = step.mesh_dim;
   if (i < 0 || i >= mesh.ndim()) return "mesh dim out of range";
   if (step.before.size() != static_cast<size_t>(mesh.ndim()) || step.after.size() != step.before.size())
@@ -65,6 +66,10 @@ std::string step_problem(const RedistributeStep& step, const MeshShape& mesh, bo
   if (a.is_replicate() && b.is_partial() &&
       (b.reduce_op() == ReduceOp::kSum || b.reduce_op() == ReduceOp::kAvg))
     want = StepKind::kLocalPartition;
+  // PyTorch 2.15's explicit-only zero-fill: only onto the plan's own P(sum) target.
+  if (a.is_shard() && b.is_partial() && b.reduce_op() == ReduceOp::kSum &&
+      inner_in_before(a.shard_dim()) && goal[static_cast<size_t>(i)] == b)
+    want = StepKind::kLocalZeroFill;
   if (want == StepKind::kLocalPartition && b.reduce_op() == ReduceOp::kSum && check_products) {
     // Note [No P(sum) under a pending P(product)]: dividing the factors of a
     // pending product would divide the product by n^m.
@@ -89,7 +94,7 @@ std::string plan_problem(const RedistributePlan& plan, const MeshShape& mesh, co
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const RedistributeStep& step = plan.steps[k];
     if (step.before != state) return "step " + std::to_string(k) + " does not start where the last ended";
-    const std::string problem = step_problem(step, mesh, check_products);
+    const std::string problem = step_problem(step, mesh, to, check_products);
     if (!problem.empty()) return "step " + std::to_string(k) + " (" + step.to_string() + "): " + problem;
     if (step.bytes_per_rank < 0) return "negative bytes";
     collectives += needs_collective(step.kind) ? 1 : 0;

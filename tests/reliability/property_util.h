@@ -99,8 +99,8 @@ inline Placements random_placements(PropertyRng& rng, const MeshShape& mesh, int
 // Whether plan_redistribute must refuse normalized `from` -> `to` (See Note
 // [Redistribute step legality]): on a mesh dim of size > 1, a Partial target
 // that differs from the source is refused when the source is a Partial too or
-// the target is not P(sum)/P(avg), or P(sum) would be created while another
-// mesh dim keeps a P(product).
+// the target is not P(sum)/P(avg), or P(sum) would be created from R while
+// another mesh dim keeps a P(product).
 inline bool must_refuse(const MeshShape& mesh, const Placements& from, const Placements& to) {
   for (int i = 0; i < mesh.ndim(); ++i) {
     const Placement& a = from[static_cast<size_t>(i)];
@@ -109,7 +109,8 @@ inline bool must_refuse(const MeshShape& mesh, const Placements& from, const Pla
     if (a.is_partial()) return true;
     if (b.reduce_op() != ReduceOp::kSum && b.reduce_op() != ReduceOp::kAvg) return true;
     // Note [No P(sum) under a pending P(product)]: P(sum) cannot be created
-    // while another mesh dim keeps a P(product).
+    // from R while another mesh dim keeps a P(product) (from S it is a zero-fill).
+    if (a.is_shard()) continue;
     for (int j = 0; j < mesh.ndim(); ++j) {
       const Placement& kept = to[static_cast<size_t>(j)];
       if (j != i && mesh.size(j) > 1 && b.reduce_op() == ReduceOp::kSum && kept.is_partial() &&
@@ -117,16 +118,6 @@ inline bool must_refuse(const MeshShape& mesh, const Placements& from, const Pla
         return true;
       }
     }
-  }
-  return false;
-}
-
-// Whether the public DTensor::redistribute refuses `from` -> `to` although the
-// planner would plan it: a new Partial on any mesh dim (See Note [Redistribute
-// to Partial is internal] in core/dtensor.cc; as PyTorch's redistribute).
-inline bool public_api_refuses(const Placements& from, const Placements& to) {
-  for (size_t i = 0; i < to.size(); ++i) {
-    if (to[i].is_partial() && !(from[i] == to[i])) return true;
   }
   return false;
 }

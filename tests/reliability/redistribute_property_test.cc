@@ -22,6 +22,7 @@
 #include "core/dtensor.h"
 #include "layout/shard_layout.h"
 #include "core/redistribute.h"
+#include "tests/core/test_util.h"
 #include "tests/reliability/property_util.h"
 
 namespace dtensor::reliability {
@@ -123,14 +124,14 @@ void run_case(PropertyRng& rng, int64_t world_size, std::map<std::vector<int64_t
     fail("a refused transition did not throw");
   }
   DTensor out = source;
-  if (public_api_refuses(norm_from, norm_to)) {
+  if (testing::public_redistribute_refuses(norm_from, norm_to)) {
     // Refused by the public API; sharding propagation still makes new
     // Partials through the internal path, checked here.
     bool refused = false;
     try {
       source.redistribute(to);
     } catch (const c10::Error& e) {
-      refused = std::string(e.what()).find("internal use only") != std::string::npos;
+      refused = std::string(e.what()).find("only Shard to Partial(sum)") != std::string::npos;
     }
     if (!refused) fail("a new Partial target was not refused by DTensor::redistribute");
     out = DTensor::from_local(redistribute_local(source.local_tensor(), source.spec(), to), mesh, to,
