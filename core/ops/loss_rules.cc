@@ -54,6 +54,21 @@ bool evenly_split(const OpCall& call, int mesh_dim, int64_t d, int64_t t) {
   return call.inputs[1].meta.shape[static_cast<size_t>(t)] % parts == 0;
 }
 
+// Whether nll_loss's forward may split a Replicate self dim `d` on this mesh
+// dim to follow a target sharded on its dim `t` there (PyTorch 2.15 does;
+// 2.11 followed self only). Not a Partial self (2.15 all_reduces it rather
+// than reduce_scattering it, g18_02300), not for "mean" (Note [Mean losses
+// over shards]), and not when another mesh dim splits `d` already: the nested
+// split would need the target resharded too (g18_01985).
+bool follows_target(const OpCall& call, int mesh_dim, int64_t d, int64_t t, int64_t reduction) {
+  if (placement_of(call, 1, mesh_dim) != Shard(t) || !placement_of(call, 0, mesh_dim).is_replicate()) return false;
+  if (reduction == kReductionMean) return false;
+  for (int m = 0; m < call.mesh_ndim(); ++m) {
+    if (m != mesh_dim && placement_of(call, 0, m).is_shard(d)) return false;
+  }
+  return true;
+}
+
 DimRule nll_forward_dim_rule() {
   return [](const OpCall& call, int mesh_dim) {
     const int64_t channel = channel_dim(call, 0);
@@ -62,11 +77,9 @@ DimRule nll_forward_dim_rule() {
     for (int64_t d = 0; d < detail::input_ndim(call, 0); ++d) {
       if (d == channel) continue;
       const int64_t t = target_dim(d, channel);
-      // Only a shard that self already has, as PyTorch's strategy follows
-      // self: a new shard (a Partial self reduce_scattered, a Replicate one
-      // split to match a sharded target) leaves a sharded or Partial loss
-      // that later steps reduce again (issue #18's differential test).
-      if (placement_of(call, 0, mesh_dim) != Shard(d)) continue;
+      // A shard that self already has, or the target's (follows_target).
+      const Placement& self = placement_of(call, 0, mesh_dim);
+      if (self != Shard(d) && !follows_target(call, mesh_dim, d, t, reduction)) continue;
       DimStrategy s = detail::all_replicate(call);
       s.inputs[0] = Shard(d);
       s.inputs[1] = Shard(t);
@@ -154,8 +167,10 @@ ShardingRule nll_forward_rule() {
 }
 
 // nll_loss_backward(grad_output, self, target, weight?, reduction,
-// ignore_index, total_weight): total_weight replicated (it divides the
-// gradient for "mean"), grad_output sharded like the target for "none".
+// ignore_index, total_weight): total_weight replicated for "mean" (it divides
+// the gradient); for "sum" and "none" the kernel ignores it, so a Partial(sum)
+// one stays as it is (as in PyTorch 2.15); grad_output sharded like the
+// target for "none".
 DimRule nll_backward_rule() {
   return [](const OpCall& call, int mesh_dim) {
     const int64_t channel = channel_dim(call, 1);
@@ -177,6 +192,10 @@ DimRule nll_backward_rule() {
       s.inputs[0] = g;
       s.outputs[0] = g;
       candidates.push_back(s);
+    }
+    const size_t total_weight = call.inputs.size() - 1;
+    if (reduction != kReductionMean && placement_of(call, total_weight, mesh_dim) == Partial()) {
+      for (DimStrategy& s : candidates) s.inputs[total_weight] = Partial();
     }
     return candidates;
   };

@@ -1,6 +1,7 @@
 // Pointwise operators with broadcasting: a sharded dim of any input shards the
-// output; Partial survives only where the op is linear in it.
-//   [S(0)] + [R] (broadcast row) -> S(0);  P(sum) + P(sum) -> P(sum);  P * R -> P
+// output; Partial survives where the op commutes with its reduction.
+//   [S(0)] + [R] (broadcast row) -> S(0);  P(sum) + P(sum) -> P(sum);  P * R -> P;
+//   floor(P(max)) -> P(max);  P(avg) + R -> P(avg)
 #include <c10/util/Exception.h>
 
 #include "core/ops/arg_parsing.h"
@@ -13,13 +14,41 @@ namespace {
 using detail::placement_of;
 
 // Note [Partial through pointwise ops]
-// sum_r(a_r) + sum_r(b_r) = sum_r(a_r + b_r): additive ops keep Partial(sum)
-// when every input is Partial(sum) (a Replicate operand would be added n
-// times). c * sum_r(a_r) = sum_r(c * a_r): multiplicative ops keep Partial
-// when exactly one input, the linear one, is Partial and the rest Replicate.
-// avg behaves like sum for both. Any other op (relu, exp, ...) needs the
-// reduced value: its Partial inputs are reduced first.
-enum class Linearity { kNone, kAdditive, kMultiplicative, kFirstArgLinear };
+// Which Partial placements an op carries through, as rows of PyTorch 2.15's
+// single-dim pointwise rules (_ops/_pointwise_ops.py): {out, in_0, in_1, ...}.
+//   linear:    sum_r(a_r) + sum_r(b_r) = sum_r(a_r + b_r), c * sum_r(a_r) = sum_r(c * a_r);
+//              avg behaves like sum; a Replicate operand of an add would be
+//              added n times under P(sum), once under P(avg|max|min).
+//   monotone:  f(max_r a_r) = max_r f(a_r) for f non-decreasing on its whole
+//              domain (floor, exp, tanh, ...); non-increasing f swaps max and min.
+//   max/min:   max(max_r a_r, b) = max_r max(a_r, b), and max distributes over min.
+// A row applies when every Partial it names for an input is that input's
+// current placement, or Replicate made Partial locally (R -> P(sum|avg)); the
+// other inputs are redistributed to the row's placements. Ops with no row
+// (relu of a P(sum), ...) reduce their Partial inputs first.
+using PartialRow = std::vector<Placement>;
+using PartialRows = std::vector<PartialRow>;
+
+const Placement kR = Replicate();
+const Placement kSum = Partial(ReduceOp::kSum);
+const Placement kAvg = Partial(ReduceOp::kAvg);
+const Placement kMax = Partial(ReduceOp::kMax);
+const Placement kMin = Partial(ReduceOp::kMin);
+
+const PartialRows kUnaryLinear = {{kSum, kSum}, {kAvg, kAvg}};
+const PartialRows kAdditive = {{kSum, kSum, kSum}, {kAvg, kAvg, kAvg}, {kAvg, kAvg, kR},
+                               {kMax, kMax, kR},   {kMin, kMin, kR},   {kAvg, kR, kAvg}};
+const PartialRows kMultiplicative = {{kSum, kSum}, {kAvg, kAvg}, {kSum, kSum, kR},
+                                     {kAvg, kAvg, kR}, {kSum, kR, kSum}, {kAvg, kR, kAvg}};
+const PartialRows kFirstArgLinear = {{kSum, kSum}, {kAvg, kAvg}, {kSum, kSum, kR}, {kAvg, kAvg, kR}};
+const PartialRows kNonDecreasing = {{kMax, kMax}, {kMin, kMin}};
+const PartialRows kNegation = {{kSum, kSum}, {kAvg, kAvg}, {kMin, kMax}, {kMax, kMin}};
+const PartialRows kMonotoneBinary = {{kMax, kMax, kR}, {kMax, kR, kMax}, {kMin, kMin, kR}, {kMin, kR, kMin}};
+
+PartialRows with(PartialRows rows, const PartialRow& extra) {
+  rows.push_back(extra);
+  return rows;
+}
 
 struct Broadcast {
   int64_t out_ndim;
@@ -46,10 +75,6 @@ DimStrategy sharded_on(const OpCall& call, int64_t out_dim, const Broadcast& b) 
     s.outputs.push_back(out.shape == *b.out_shape ? Shard(out_dim) : Replicate());
   }
   return s;
-}
-
-bool linear_partial(const Placement& p) {
-  return p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg);
 }
 
 // Note [Partial through a broadcast]
@@ -88,42 +113,46 @@ bool reduce_broadcast_partial(const OpCall& call, size_t i) {
   return in < out;
 }
 
-// Candidates that keep a Partial input Partial (See Note [Partial through
-// pointwise ops]). Multiplicative ops with several Partial inputs get one
-// candidate per Partial input (that one stays Partial, the others are reduced
-// to Replicate): P * P costs one all_reduce, as in PyTorch, not two.
-std::vector<DimStrategy> partial_candidates(const OpCall& call, int mesh_dim, Linearity lin) {
-  std::vector<size_t> partial;
-  for (size_t i = 0; i < call.inputs.size(); ++i) {
-    const Placement& p = placement_of(call, i, mesh_dim);
-    if (p.is_partial()) partial.push_back(i);
-  }
-  if (partial.empty() || lin == Linearity::kNone) return {};
+// Whether input `i`, now `current`, may take `wanted` for a row: the same
+// placement, or a Replicate made P(sum|avg) locally.
+bool row_accepts(const Placement& current, const Placement& wanted) {
+  if (!wanted.is_partial()) return true;  // Replicate: redistributed to it
+  if (current == wanted) return true;
+  return current.is_replicate() && (wanted.reduce_op() == ReduceOp::kSum || wanted.reduce_op() == ReduceOp::kAvg);
+}
+
+// Candidates that keep Partial inputs Partial: the rows of `rows` with one
+// placement per input that keep at least one current Partial (See Note
+// [Partial through pointwise ops]).
+std::vector<DimStrategy> partial_candidates(const OpCall& call, int mesh_dim, const PartialRows& rows) {
   std::vector<DimStrategy> out;
-  if (lin == Linearity::kAdditive) {
-    const Placement p = placement_of(call, partial[0], mesh_dim);
-    if (!linear_partial(p)) return {};
+  for (const PartialRow& row : rows) {
+    if (row.size() != call.inputs.size() + 1) continue;
+    bool keeps = false, accepted = true;
+    size_t partial_inputs = 0, kept_input = 0;
+    for (size_t i = 0; i < call.inputs.size() && accepted; ++i) {
+      const Placement& current = placement_of(call, i, mesh_dim);
+      const Placement& wanted = row[i + 1];
+      accepted = row_accepts(current, wanted);
+      if (wanted.is_partial()) {
+        ++partial_inputs;
+        kept_input = i;
+        keeps = keeps || current == wanted;
+      }
+    }
+    if (!accepted || !keeps) continue;
+    // See Note [Partial through a broadcast].
+    if (partial_inputs == 1 && reduce_broadcast_partial(call, kept_input)) continue;
     DimStrategy s;
-    for (size_t i = 0; i < call.inputs.size(); ++i) s.inputs.push_back(p);  // all must be Partial
-    s.outputs.assign(call.outputs.size(), p);
-    out.push_back(std::move(s));
-    return out;
-  }
-  for (size_t kept : partial) {
-    if (lin == Linearity::kFirstArgLinear && kept != 0) continue;
-    const Placement p = placement_of(call, kept, mesh_dim);
-    if (!linear_partial(p)) continue;
-    if (reduce_broadcast_partial(call, kept)) continue;  // See Note [Partial through a broadcast]
-    DimStrategy s;
-    for (size_t i = 0; i < call.inputs.size(); ++i) s.inputs.push_back(i == kept ? p : Replicate());
-    s.outputs.assign(call.outputs.size(), p);
+    s.inputs.assign(row.begin() + 1, row.end());
+    s.outputs.assign(call.outputs.size(), row[0]);
     out.push_back(std::move(s));
   }
   return out;
 }
 
-DimRule pointwise(Linearity lin) {
-  return [lin](const OpCall& call, int mesh_dim) {
+DimRule pointwise(PartialRows rows = {}) {
+  return [rows = std::move(rows)](const OpCall& call, int mesh_dim) {
     TORCH_CHECK(!call.outputs.empty(), call.describe(), ": pointwise op without outputs");
     Broadcast b{static_cast<int64_t>(call.outputs[0].shape.size()), &call.outputs[0].shape};
     std::vector<DimStrategy> candidates;
@@ -137,34 +166,7 @@ DimRule pointwise(Linearity lin) {
         candidates.push_back(sharded_on(call, out_dim, b));
       }
     }
-    for (DimStrategy& partial : partial_candidates(call, mesh_dim, lin)) candidates.push_back(std::move(partial));
-    return candidates;
-  };
-}
-
-// maximum / minimum keep Partial(max) / Partial(min): max(max_r a_r, b) =
-// max_r max(a_r, b). Inputs that are Partial(op) stay, the others become
-// Replicate (a Partial of another kind is reduced), as PyTorch's
-// partial_preserving_ops do.
-std::optional<DimStrategy> preserving_candidate(const OpCall& call, int mesh_dim, ReduceOp op) {
-  DimStrategy s;
-  bool any = false;
-  for (size_t i = 0; i < call.inputs.size(); ++i) {
-    const Placement& p = placement_of(call, i, mesh_dim);
-    const bool keep = p.is_partial() && p.reduce_op() == op;
-    any = any || keep;
-    s.inputs.push_back(keep ? p : Replicate());
-  }
-  if (!any) return std::nullopt;
-  s.outputs.assign(call.outputs.size(), Partial(op));
-  return s;
-}
-
-DimRule preserving(ReduceOp op) {
-  DimRule base = pointwise(Linearity::kNone);
-  return [base, op](const OpCall& call, int mesh_dim) {
-    std::vector<DimStrategy> candidates = base(call, mesh_dim);
-    if (auto c = preserving_candidate(call, mesh_dim, op)) candidates.push_back(*c);
+    for (DimStrategy& partial : partial_candidates(call, mesh_dim, rows)) candidates.push_back(std::move(partial));
     return candidates;
   };
 }
@@ -178,7 +180,7 @@ std::vector<std::string> with_inplace(const std::vector<std::string>& names) {
 }  // namespace
 
 void register_pointwise_rules(ShardingRegistry& registry) {
-  registry.add(with_inplace({"aten::add", "aten::sub"}), per_mesh_dim(pointwise(Linearity::kAdditive)));
+  registry.add(with_inplace({"aten::add", "aten::sub"}), per_mesh_dim(pointwise(kAdditive)));
   // Not linear (See Note [Partial through pointwise ops]): adding a scalar to
   // every rank's partial value adds it n times; rounding divisions and
   // masked_fill with a value are not linear either. Exact overloads win over
@@ -187,38 +189,45 @@ void register_pointwise_rules(ShardingRegistry& registry) {
                 "aten::sub_.Scalar", "aten::sub.Scalar_out", "aten::rsub", "aten::div.Tensor_mode",
                 "aten::div_.Tensor_mode", "aten::div.out_mode", "aten::div.Scalar_mode",
                 "aten::div_.Scalar_mode", "aten::div.Scalar_mode_out"},
-               per_mesh_dim(pointwise(Linearity::kNone)));
-  registry.add(with_inplace({"aten::mul"}), per_mesh_dim(pointwise(Linearity::kMultiplicative)));
-  registry.add(with_inplace({"aten::div", "aten::true_divide"}),
-               per_mesh_dim(pointwise(Linearity::kFirstArgLinear)));
-  registry.add(with_inplace({"aten::neg"}), per_mesh_dim(pointwise(Linearity::kMultiplicative)));
+               per_mesh_dim(pointwise()));
+  registry.add(with_inplace({"aten::mul"}), per_mesh_dim(pointwise(kMultiplicative)));
+  registry.add(with_inplace({"aten::div", "aten::true_divide"}), per_mesh_dim(pointwise(kFirstArgLinear)));
+  registry.add(with_inplace({"aten::neg"}), per_mesh_dim(pointwise(kNegation)));
   // Linear in their first (gradient) argument, given the others replicated.
   registry.add({"aten::threshold_backward", "aten::gelu_backward", "aten::silu_backward",
                 "aten::sigmoid_backward", "aten::tanh_backward", "aten::hardtanh_backward",
                 "aten::leaky_relu_backward", "aten::elu_backward", "aten::softplus_backward"},
-               per_mesh_dim(pointwise(Linearity::kFirstArgLinear)));
-  registry.add({"aten::masked_fill", "aten::masked_fill_"}, per_mesh_dim(pointwise(Linearity::kNone)));
+               per_mesh_dim(pointwise(kFirstArgLinear)));
+  registry.add({"aten::masked_fill", "aten::masked_fill_"}, per_mesh_dim(pointwise()));
+  // Non-decreasing on their whole domain (not log, sqrt, asin, ...: a
+  // P(max)'s smaller values may leave the domain).
+  registry.add(with_inplace({"aten::relu", "aten::sigmoid", "aten::tanh", "aten::exp", "aten::sign",
+                             "aten::erf", "aten::expm1", "aten::floor", "aten::ceil", "aten::round",
+                             "aten::trunc", "aten::nan_to_num", "aten::sgn", "aten::exp2",
+                             "aten::atan", "aten::sinh"}),
+               per_mesh_dim(pointwise(kNonDecreasing)));
   registry.add(
-      with_inplace({"aten::abs", "aten::relu", "aten::sigmoid", "aten::tanh", "aten::exp",
-                    "aten::log", "aten::sqrt", "aten::rsqrt", "aten::sin", "aten::cos",
+      with_inplace({"aten::abs", "aten::log", "aten::sqrt", "aten::rsqrt", "aten::sin", "aten::cos",
                     "aten::pow", "aten::addcmul", "aten::addcdiv", "aten::lerp", "aten::clamp",
                     "aten::clamp_min", "aten::clamp_max", "aten::gelu", "aten::silu",
                     "aten::eq", "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge",
                     "aten::logical_not", "aten::logical_and", "aten::logical_or",
-                    "aten::reciprocal", "aten::sign", "aten::erf", "aten::log1p", "aten::expm1",
-                    "aten::floor", "aten::ceil", "aten::round", "aten::trunc", "aten::fmod",
+                    "aten::reciprocal", "aten::log1p", "aten::fmod",
                     "aten::remainder", "aten::atan2", "aten::hardtanh", "aten::leaky_relu",
-                    "aten::elu", "aten::softplus", "aten::nan_to_num", "aten::sgn",
+                    "aten::elu", "aten::softplus",
                     "aten::bitwise_and", "aten::bitwise_or", "aten::bitwise_xor",
-                    "aten::bitwise_not", "aten::square", "aten::log2", "aten::exp2",
-                    "aten::tan", "aten::asin", "aten::acos", "aten::atan", "aten::sinh",
-                    "aten::cosh", "aten::frac", "aten::xlogy", "aten::hypot"}),
-      per_mesh_dim(pointwise(Linearity::kNone)));
-  registry.add({"aten::maximum"}, per_mesh_dim(preserving(ReduceOp::kMax)));
-  registry.add({"aten::minimum"}, per_mesh_dim(preserving(ReduceOp::kMin)));
+                    "aten::bitwise_not", "aten::square", "aten::log2",
+                    "aten::tan", "aten::asin", "aten::acos", "aten::cosh", "aten::frac",
+                    "aten::xlogy", "aten::hypot"}),
+      per_mesh_dim(pointwise()));
+  // Monotone in both arguments: clamp_min/clamp_max by a tensor, maximum, minimum.
+  registry.add({"aten::maximum", "aten::clamp_min.Tensor", "aten::clamp_min_.Tensor"},
+               per_mesh_dim(pointwise(with(kMonotoneBinary, {kMax, kMax, kMax}))));
+  registry.add({"aten::minimum", "aten::clamp_max.Tensor", "aten::clamp_max_.Tensor"},
+               per_mesh_dim(pointwise(with(kMonotoneBinary, {kMin, kMin, kMin}))));
   registry.add({"aten::where", "aten::isnan", "aten::isinf",
                 "aten::isfinite", "aten::logical_xor"},
-               per_mesh_dim(pointwise(Linearity::kNone)));
+               per_mesh_dim(pointwise()));
 }
 
 }  // namespace dtensor

@@ -308,10 +308,16 @@ TEST(DispatchPlacementsTest, PartialMaxThroughNonLinearOpIsReducedFirst) {
     at::Tensor local = world.rank() == 0 ? at::tensor({-5.0, 2.0, -9.0, 0.0}) : at::tensor({-1.0, 1.0, -3.0, 4.0});
     DTensor p = DTensor::from_local(local, mesh, {Partial(ReduceOp::kMax)});
     testing::CollectiveCounter counter(world);
-    DTensor r = p.relu();
+    DTensor r = p.abs();  // not monotone: the max must be taken first
     EXPECT_EQ(r.placements(), parse_placements("R"));
     EXPECT_EQ(counter.counts(), (testing::Counts{{"all_reduce", 1}}));
-    EXPECT_TRUE(at::equal(r.full_tensor(), at::tensor({0.0, 2.0, 0.0, 4.0})));
+    EXPECT_TRUE(at::equal(r.full_tensor(), at::tensor({1.0, 2.0, 3.0, 4.0})));
+    // Non-decreasing ops commute with max: relu(max_r x_r) = max_r relu(x_r),
+    // so PyTorch 2.15 (and dtensor) keep the P(max).
+    DTensor kept = p.relu();
+    EXPECT_EQ(kept.placements(), parse_placements("P(max)"));
+    EXPECT_EQ(counter.counts(), (testing::Counts{{"all_reduce", 1}}));
+    EXPECT_TRUE(at::equal(kept.full_tensor(), at::tensor({0.0, 2.0, 0.0, 4.0})));
     DTensor doubled = p * 2.0;  // scaling a max-partial is not a sum-linear op
     EXPECT_TRUE(at::equal(doubled.full_tensor(), at::tensor({-2.0, 4.0, -6.0, 8.0})));
     DTensor added = p + p;
