@@ -13,6 +13,14 @@ namespace {
 
 using nlohmann::json;
 
+// "id step label": the step a difference is at.
+std::string step_key(const std::string& id, const FieldDiff& d) {
+  return id + " " + std::to_string(d.step) + " " + d.step_label;
+}
+
+// "id step label field": a difference's key in known_divergences-<version>.txt.
+std::string key_of(const std::string& id, const FieldDiff& d) { return step_key(id, d) + " " + d.field; }
+
 std::string label_of(const Program& p, int step) {
   if (step < 0 || step >= static_cast<int>(p.steps.size())) return "inputs";
   const Step& s = p.steps[static_cast<size_t>(step)];
@@ -207,9 +215,24 @@ ProgramComparison compare_records(const Program& program, const json& ours, cons
 std::vector<std::string> unexplained_keys(const ProgramComparison& c) {
   std::vector<std::string> out;
   for (const FieldDiff& d : c.diffs) {
-    if (d.deviation.empty()) out.push_back(c.id + " " + std::to_string(d.step) + " " + d.step_label + " " + d.field);
+    if (d.deviation.empty()) out.push_back(key_of(c.id, d));
   }
   return out;
+}
+
+std::set<std::string> changed_steps(const Program& program, const json& newer, const json& older) {
+  std::set<std::string> out;
+  for (const FieldDiff& d : compare_records(program, newer, older, json()).diffs) out.insert(step_key(program.id, d));
+  return out;
+}
+
+void mark_followed(ProgramComparison& comparison, const std::set<std::string>& changed,
+                   const std::string& newer_version) {
+  for (FieldDiff& d : comparison.diffs) {
+    if (d.deviation.empty() && changed.count(step_key(comparison.id, d))) {
+      d.deviation = "follows-pytorch-" + newer_version;
+    }
+  }
 }
 
 std::string comparison_report(const std::vector<ProgramComparison>& comparisons, size_t max_listed) {

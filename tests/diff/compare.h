@@ -7,6 +7,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,21 @@ nlohmann::json normalized_comms(const nlohmann::json& counts);
 /// stable across reruns), as tests/diff/testdata/known_divergences-<version>.txt list
 /// them.
 std::vector<std::string> unexplained_keys(const ProgramComparison& comparison);
+
+/// The "id step label" keys of every step where two PyTorch records of one
+/// program differ in any field, deviation rows aside: what changed from one
+/// PyTorch version to a newer one. Example: {"g18_00576 0 aten::trunc", ...}.
+std::set<std::string> changed_steps(const Program& program, const nlohmann::json& newer,
+                                    const nlohmann::json& older);
+
+/// dtensor follows the newest PyTorch it is recorded with (tests/diff/README.md):
+/// against an older version, an unexplained difference at a step that the
+/// newer version changed is expected (a new strategy there changes comms,
+/// bytes and placements together; the newer version's own check still holds
+/// dtensor to it). Marks those with the deviation
+/// "follows-pytorch-<newer_version>" so unexplained_keys skips them.
+void mark_followed(ProgramComparison& comparison, const std::set<std::string>& changed,
+                   const std::string& newer_version);
 
 /// A readable report of many comparisons: totals, differences by field and by
 /// op, deviation rows used, and the first `max_listed` unexplained differences.

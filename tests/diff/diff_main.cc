@@ -4,6 +4,8 @@
 //   diff_runner --programs P.json --records ours.json          # our records only
 //   diff_runner --programs P.json --pytorch R.json --only g18_00012 --verbose
 //   diff_runner ... --write-known known_divergences-2.15.txt   # appends the unexplained differences
+//   diff_runner --programs P.json --pytorch .json --newer .json --newer-version 2.15
+//       # against an older PyTorch: what the newer one changed is expected (mark_followed)
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -26,7 +28,8 @@ json read_json(const std::string& path) {
 
 int usage() {
   std::cerr << "usage: diff_runner --programs P.json [--pytorch R.json] [--records OUT.json] "
-               "[--report OUT.txt] [--list N] [--write-known APPEND.txt] [--only ID] [--verbose]\n";
+               "[--report OUT.txt] [--list N] [--write-known APPEND.txt] [--newer R.json --newer-version V] "
+               "[--only ID] [--verbose]\n";
   return 2;
 }
 
@@ -49,10 +52,17 @@ int main(int argc, char** argv) {
   try {
     using namespace dtensor::diff;
     std::vector<Program> programs = parse_programs(read_json(opt["programs"]));
-    std::map<std::string, json> theirs;
-    if (opt.count("pytorch")) {
-      const json doc = read_json(opt["pytorch"]);  // named: a temporary would dangle in the loop
-      for (const json& r : doc.at("records")) theirs[r.at("id").get<std::string>()] = r;
+    auto records_of = [](const std::string& path) {
+      std::map<std::string, json> out;
+      const json doc = read_json(path);  // named: a temporary would dangle in the loop
+      for (const json& r : doc.at("records")) out[r.at("id").get<std::string>()] = r;
+      return out;
+    };
+    std::map<std::string, json> theirs, newer;
+    if (opt.count("pytorch")) theirs = records_of(opt["pytorch"]);
+    if (opt.count("newer")) {
+      if (!opt.count("newer-version")) return usage();
+      newer = records_of(opt["newer"]);
     }
     json records = json::array();
     std::vector<ProgramComparison> comparisons;
@@ -74,6 +84,9 @@ int main(int argc, char** argv) {
         if (verbose) std::cout << "single  " << reference.dump() << "\n";
         try {
           comparisons.push_back(compare_records(p, ours, theirs[p.id], reference));
+          if (newer.count(p.id)) {
+            mark_followed(comparisons.back(), changed_steps(p, newer[p.id], theirs[p.id]), opt["newer-version"]);
+          }
         } catch (const std::exception& e) {
           throw std::runtime_error(p.id + " (comparing): " + e.what());
         }

@@ -4,8 +4,10 @@
 # structured ones), one PyTorch version's records (pytorch_runner.py, one
 # process per shard, in parallel: pytorch-<version>_NN.json), and that
 # version's known_divergences-<version>.txt (diff_runner).
-#   tests/diff/regenerate_goldens.sh 2.15      # the venv $DTENSOR_HOME/venv-torch-2.15.0
-#   tests/diff/regenerate_goldens.sh 2.11      # the venv of tools/setup.sh
+#   tests/diff/regenerate_goldens.sh 2.15      # the venv of tools/setup.sh (the followed version)
+#   tests/diff/regenerate_goldens.sh 2.11      # the venv of tools/setup.sh pytorch-2.11
+# Against an older version than the followed one, steps the followed version
+# changed are expected to differ (diff_runner --newer).
 #   PYTHON=/path/to/python SEED=18 COUNT=2400 tests/diff/regenerate_goldens.sh 2.15
 # A new SEED or COUNT changes the programs: regenerate every version then.
 set -euo pipefail
@@ -25,14 +27,20 @@ for s in $(seq -f %02g 0 "$SHARDS"); do
   echo "$s"
 done | xargs -P "$jobs" -I{} sh -c "\"$PYTHON\" tests/diff/pytorch_runner.py $OUT/programs_{}.json $OUT/pytorch-${VERSION}_{}.json 2>/dev/null"
 bazel build //tests/diff:diff_runner
+FOLLOWED=2.15  # golden_test.cc's reference_versions().back()
 known="$OUT/known_divergences-$VERSION.txt"
 {
   echo "# Differences from PyTorch $VERSION that are neither fixed nor a deviation row (README.md, \"Open divergences\")."
+  [[ $VERSION == "$FOLLOWED" ]] ||
+    echo "# Steps PyTorch $FOLLOWED changed are expected to differ here: dtensor follows $FOLLOWED (diff_runner --newer)."
   echo "# One line per program step and field: id step op field. Written by regenerate_goldens.sh."
 } > "$known"
 for s in $(seq -f %02g 0 "$SHARDS"); do
+  newer=()
+  [[ $VERSION == "$FOLLOWED" ]] ||
+    newer=(--newer "$OUT/pytorch-${FOLLOWED}_$s.json" --newer-version "$FOLLOWED")
   bazel-bin/tests/diff/diff_runner --programs "$OUT/programs_$s.json" --pytorch "$OUT/pytorch-${VERSION}_$s.json" \
-    --write-known "$known" --report "$OUT/report_$s.txt" > /dev/null 2>&1 || true
+    "${newer[@]}" --write-known "$known" --report "$OUT/report_$s.txt" > /dev/null 2>&1 || true
 done
 cat "$OUT"/report_*.txt | grep "^[0-9]* programs" 
 rm -f "$OUT"/report_*.txt
