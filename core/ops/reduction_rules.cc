@@ -69,29 +69,13 @@ bool partial_passes(const ReductionKind& kind, ReduceOp op) {
 }
 
 // Note [An extremum of a Partial it cannot keep]
-// amin of [P(sum), S(0)] over dim 0 must reduce the P(sum) first. Per mesh
-// dim alone, the S(0) could then become P(min) (one all_reduce, no gather),
-// but the result is a Partial(min) that each use reduces again, and an
-// extremum's backward is such a use: LibTorch's formula compares the saved
-// result with self (`result == self`). With the loss's `sum()` before it,
-// that is two all_reduces of the result where a replicated result needs none
-// (g18_01204: 5 collectives over the program, PyTorch 4). PyTorch's
-// common_reduction_strategy makes the whole reduction non-linear as soon as
-// one input Partial differs from the reduction's op: every Partial and every
-// shard of a reduced dim is replicated. We do the same for amax/amin/max/min
-// only. The price: a forward-only amin of such an input issues the all_gather
-// PyTorch issues (one collective more than the per-dim choice). sum, mean and
-// prod keep the per-dim choice: their backward does not read the result, and
-// there it only saves collectives (a `sum()` of [P(min), S(0)] would gather).
-bool extremum_of_mismatched_partial(const OpCall& call, const ReductionKind& kind) {
-  if (kind.linear || !kind.partial_op) return false;
-  if (*kind.partial_op != ReduceOp::kMax && *kind.partial_op != ReduceOp::kMin) return false;
-  for (const Placement& p : call.inputs[0].placements) {
-    if (p.is_partial() && !partial_passes(kind, p.reduce_op())) return true;
-  }
-  return false;
-}
-
+// amin of [P(sum), S(0)] over dim 0 must reduce the P(sum) first; the S(0)
+// then becomes P(min) (one all_reduce, no gather). PyTorch 2.11's
+// common_reduction_strategy replicated every Partial and every shard of a
+// reduced dim as soon as one input Partial differed from the reduction's op
+// (an all_gather more in forward, and a replicated result its backward did not
+// reduce again: g18_01204, 4 collectives over the program against 5); PyTorch
+// 2.15 makes the per-mesh-dim choice, as we do (g18_01204, g18_01698, g18_01786).
 DimRule reduction(ReductionKind kind) {
   return [kind](const OpCall& call, int mesh_dim) {
     const int64_t ndim = static_cast<int64_t>(call.inputs[0].meta.shape.size());
@@ -108,8 +92,7 @@ DimRule reduction(ReductionKind kind) {
         int64_t removed = keepdim ? 0 : std::count_if(dims.begin(), dims.end(), [d](int64_t r) { return r < d; });
         s.outputs.assign(call.outputs.size(), Shard(d - removed));
         candidates.push_back(s);
-      } else if (kind.partial_op && partial_allowed(call, *kind.partial_op, d) &&
-                 !extremum_of_mismatched_partial(call, kind)) {
+      } else if (kind.partial_op && partial_allowed(call, *kind.partial_op, d)) {
         s.outputs.assign(call.outputs.size(), Partial(*kind.partial_op));
         candidates.push_back(s);
       }
