@@ -11,6 +11,7 @@
 
 #include "debug/chrome_trace.h"
 #include "debug/report/comm_report.h"
+#include "debug/report/upgrade_report.h"
 #include "layout/flags.h"
 #include "trace/trace_json.h"
 
@@ -43,14 +44,18 @@ unless --markdown is given).
   --update                with --expect: rewrite GOLDEN with this run instead
   --list                  list the registered programs
   --diff BEFORE AFTER     compare two report JSON files (--json of two runs) without running
-                          anything: what changed and why (origins), then counts and bytes
+                          anything: what changed and why (origins), then counts and bytes.
+                          Given two PyTorch versions' recordings of the same programs
+                          (tests/diff/testdata/pytorch-<version>_NN.json): the upgrade report,
+                          the collectives, placements and refusals each step changes
+  --programs FILE         with --diff of recordings: the programs (ops and inputs per step)
 exit status: 0 ok, 1 golden mismatch, 2 usage or run error
 )";
 
 struct Args {
   ReportOptions options;
   std::string markdown, json, trace_json, chrome_trace, expect;
-  std::string diff_before, diff_after;
+  std::string diff_before, diff_after, programs;
   int noise_level = 3;
   bool update = false;
   bool list = false;
@@ -86,7 +91,8 @@ bool parse(int argc, char** argv, Args& args, std::string& error) {
       .custom("--diff", 2, [&](const std::vector<std::string>& v) {
         args.diff_before = v[0];
         args.diff_after = v[1];
-      });
+      })
+      .value("--programs", &args.programs);
   if (!flags.parse(argc, argv, error)) return false;
   if (args.update && args.expect.empty()) {
     error = "--update needs --expect GOLDEN (the file to rewrite)";
@@ -95,10 +101,29 @@ bool parse(int argc, char** argv, Args& args, std::string& error) {
   return true;
 }
 
-// --diff: two runs' report JSONs, what changed and why.
+// The name of a recording: its producer ("pytorch 2.15.0+cu132"), else its path.
+std::string producer_of(const nlohmann::json& doc, const std::string& path) {
+  return doc.value("producer", path);
+}
+
+// --diff: two runs' report JSONs, what changed and why; or two PyTorch
+// versions' recordings of the same programs, what the upgrade changes.
 int diff_files(const Args& args) {
-  const GoldenComparison cmp =
-      compare_report_json(trace::read_text_file(args.diff_before), trace::read_text_file(args.diff_after));
+  const std::string before_text = trace::read_text_file(args.diff_before);
+  const std::string after_text = trace::read_text_file(args.diff_after);
+  const nlohmann::json before = nlohmann::json::parse(before_text, nullptr, /*allow_exceptions=*/false);
+  if (is_reference_records(before)) {
+    const nlohmann::json after = nlohmann::json::parse(after_text);
+    nlohmann::json programs;
+    if (!args.programs.empty()) programs = nlohmann::json::parse(trace::read_text_file(args.programs));
+    const UpgradeReport report =
+        compare_reference_records(before, after, args.programs.empty() ? nullptr : &programs);
+    std::cout << upgrade_report_text(report, producer_of(before, args.diff_before),
+                                     producer_of(after, args.diff_after));
+    return report.changes.empty() ? 0 : kMismatch;
+  }
+  if (!args.programs.empty()) throw std::invalid_argument("--programs goes with --diff of two recordings");
+  const GoldenComparison cmp = compare_report_json(before_text, after_text);
   if (cmp.matches) {
     std::cout << "comm_report: " << args.diff_before << " and " << args.diff_after << " agree\n";
     return 0;

@@ -1,6 +1,8 @@
 // Field-by-field comparison of two records and the text report.
 #include "tests/diff/compare.h"
 
+#include "debug/report/upgrade_report.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -51,17 +53,7 @@ std::string values_diff(const json& a, const json& b) {
 // _dtensor.shard_dim_alltoall (an all_to_all_single underneath), and its
 // CommDebugMode counts it under that name; ours counts the all_to_all_single.
 // The comparer maps the name (deviation row "alltoall-name" documents it).
-json normalized_comms(const json& counts) {
-  json out = json::object();
-  if (!counts.is_object()) return out;
-  for (const auto& [k, v] : counts.items()) {
-    if (v.get<int64_t>() == 0) continue;
-    const std::string name = k == "shard_dim_alltoall" ? "all_to_all_single" : k;
-    const int64_t before = out.contains(name) ? out.at(name).get<int64_t>() : 0;
-    out[name] = before + v.get<int64_t>();
-  }
-  return out;
-}
+json normalized_comms(const json& counts) { return debug::normalized_collective_counts(counts); }
 
 bool values_agree(const json& a, const json& b) { return values_diff(a, b).empty(); }
 
