@@ -279,9 +279,19 @@ DTensor DTensor::from_local(const at::Tensor& local, const DeviceMesh& mesh, Pla
     at::AutoDispatchBelowADInplaceOrView guard;
     out = make_dtensor(data.alias(), spec);
   }
+  Placements grad_target = gradient_placements(placements);
+  if (options.grad_placements) {
+    grad_target = checked_placements(*options.grad_placements, mesh, spec.ndim(), "DTensor::from_local");
+    const std::vector<int64_t> grad_local = spec.with_placements(grad_target).local_shape();
+    TORCH_CHECK(grad_local == local.sizes().vec(), "DTensor::from_local on rank ", mesh.global_rank(),
+                ": grad_placements ", dtensor::to_string(grad_target), " give this rank a gradient of shape ",
+                c10::IntArrayRef(grad_local), " but the local tensor is ", local.sizes(), " (placements ",
+                dtensor::to_string(placements), ", global shape ", c10::IntArrayRef(shape), " on ",
+                mesh.to_string(), "); choose grad_placements that lay the gradient out like the local tensor");
+  }
   if (needs_grad(local)) {
     auto node = compat::make_autograd_node<FromLocalBackward>();
-    node->target = gradient_placements(placements);
+    node->target = std::move(grad_target);
     node->origin = CapturedOrigin::capture();
     attach(local, out, node);
   }

@@ -39,6 +39,11 @@ struct FromLocalOptions {
   /// the local shape assuming even shards).
   std::optional<std::vector<int64_t>> shape;
   std::optional<std::vector<int64_t>> stride;
+  /// How the gradient of `local` is laid out (PyTorch 2.15's from_local
+  /// grad_placements): the DTensor gradient is redistributed to these
+  /// placements and its local part returned. Default: the forward placements
+  /// with Partial read as Replicate. They must give `local`'s shape.
+  std::optional<Placements> grad_placements;
 };
 
 struct DistributeOptions {

@@ -123,7 +123,44 @@ DTensor make_random(const char* op, detail::RandomDistribution distribution,
               });
 }
 
+// The local part of PyTorch 2.15's linspace / logspace (_linspace_local_tensor):
+// the first local value is start + offset * step, so every rank computes the
+// values PyTorch computes on that rank.
+template <typename Spaced>
+DTensor spaced(const char* op, double start, double end, int64_t steps, const DeviceMesh& mesh,
+               Placements placements, const at::TensorOptions& options, Spaced spaced_op) {
+  TORCH_CHECK(steps >= 0, op, ": steps must be >= 0, got ", steps);
+  return make(op, {steps}, mesh, std::move(placements), options, dtype_of(options),
+              /*allow_partial=*/false, [&](const FactoryPlan& plan) {
+                const int64_t local_steps = plan.spec.local_shape()[0];
+                const int64_t offset = plan.spec.global_offset()[0];
+                double local_start = start, local_end = end;
+                if (local_steps > 0 && steps > 1) {
+                  const double step = (end - start) / static_cast<double>(steps - 1);
+                  local_start = start + static_cast<double>(offset) * step;
+                  local_end = local_start + step * static_cast<double>(local_steps - 1);
+                } else if (local_steps > 0) {
+                  local_end = start;
+                }
+                return spaced_op(local_start, local_end, local_steps, plan.local_options);
+              });
+}
+
 }  // namespace
+
+DTensor linspace(double start, double end, int64_t steps, const DeviceMesh& mesh, Placements placements,
+                 const at::TensorOptions& options) {
+  return spaced("dtensor::linspace", start, end, steps, mesh, std::move(placements), options,
+                [](double a, double b, int64_t k, const at::TensorOptions& o) { return at::linspace(a, b, k, o); });
+}
+
+DTensor logspace(double start, double end, int64_t steps, double base, const DeviceMesh& mesh,
+                 Placements placements, const at::TensorOptions& options) {
+  return spaced("dtensor::logspace", start, end, steps, mesh, std::move(placements), options,
+                [base](double a, double b, int64_t k, const at::TensorOptions& o) {
+                  return at::logspace(a, b, k, base, o);
+                });
+}
 
 DTensor zeros(const std::vector<int64_t>& size, const DeviceMesh& mesh, Placements placements,
               const at::TensorOptions& options) {

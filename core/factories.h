@@ -1,5 +1,6 @@
 // DTensor factories (PyTorch's torch.distributed.tensor.zeros/ones/empty/full/
-// rand/randn): each rank materialises only its own block of the global tensor.
+// rand/randn/linspace/logspace): each rank materialises only its own block of
+// the global tensor.
 //   auto w = dtensor::zeros({16, 8}, mesh, {Shard(0)}, at::TensorOptions().requires_grad(true));
 //   auto x = dtensor::full({4, 4}, 2.5, mesh, {Replicate()}, at::kDouble);
 //   dtensor::manual_seed(7);
@@ -72,5 +73,19 @@ DTensor rand(const std::vector<int64_t>& size, const DeviceMesh& mesh, Placement
 /// randn({5, 3}, mesh, {Shard(0)}, {}, RandomOptions{RandomMode::kOffsetBased, std::nullopt}).
 DTensor randn(const std::vector<int64_t>& size, const DeviceMesh& mesh, Placements placements,
               const at::TensorOptions& options = {}, const RandomOptions& random = {});
+
+/// `steps` values evenly spaced from `start` to `end` (PyTorch 2.15's
+/// torch.distributed.tensor.linspace): a 1-D DTensor whose rank holding
+/// elements [o, o + k) computes linspace(start + o * step, ..., k) with
+/// step = (end - start) / (steps - 1), as PyTorch's does, so values equal
+/// PyTorch's bit for bit (and at::linspace's to rounding). Example:
+/// linspace(0, 1, 5, mesh2, {Shard(0)}): rank 0 holds [0, 0.25, 0.5], rank 1 [0.75, 1].
+DTensor linspace(double start, double end, int64_t steps, const DeviceMesh& mesh, Placements placements,
+                 const at::TensorOptions& options = {});
+
+/// base ** linspace(start, end, steps), laid out like linspace (PyTorch 2.15's
+/// torch.distributed.tensor.logspace). Example: logspace(0, 3, 4, 10.0, mesh, {Shard(0)}).
+DTensor logspace(double start, double end, int64_t steps, double base, const DeviceMesh& mesh,
+                 Placements placements, const at::TensorOptions& options = {});
 
 }  // namespace dtensor

@@ -57,6 +57,33 @@ TEST(DistributeTensorTest, SrcDataRankMustBeInEveryMeshDimsGroup) {
   });
 }
 
+// PyTorch 2.15's from_local(grad_placements=...): the gradient of the local
+// tensor is laid out as asked, here a partial sum (no all_reduce needed).
+TEST(FromLocalTest, GradPlacementsLayOutTheLocalGradient) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    at::Tensor local = at::ones({2, 4}, at::kDouble).requires_grad_(true);
+    FromLocalOptions partial_grad;
+    partial_grad.grad_placements = Placements{Partial()};
+    DTensor x = DTensor::from_local(local, mesh, {Replicate()}, partial_grad);
+    x.sum().backward();
+    // The Replicate gradient of ones, as a Partial(sum): half on each rank.
+    EXPECT_TRUE(at::equal(local.grad(), at::full({2, 4}, 0.5, at::kDouble)));
+    at::Tensor plain = at::ones({2, 4}, at::kDouble).requires_grad_(true);
+    DTensor::from_local(plain, mesh, {Replicate()}).sum().backward();
+    EXPECT_TRUE(at::equal(plain.grad(), at::ones({2, 4}, at::kDouble)));  // the default: Replicate
+    // A layout that does not give the local shape is refused at once.
+    FromLocalOptions replicated_grad;
+    replicated_grad.grad_placements = Placements{Replicate()};
+    const std::string error = testing::error_of([&] {
+      DTensor::from_local(at::ones({2, 4}).requires_grad_(true), mesh, {Shard(0)}, replicated_grad);
+    });
+    for (const char* part : {"grad_placements [R]", "[4, 4]", "[2, 4]", "rank"}) {
+      EXPECT_NE(error.find(part), std::string::npos) << part << " missing in: " << error;
+    }
+  });
+}
+
 TEST(AliasFormTest, EntryPointsTakeTheAliasFormOnNamedMeshes) {
   run_fake_world(4, [](World& w) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2, 2}, {"dp", "tp"});

@@ -114,6 +114,34 @@ TEST(FactoriesTest, ZerosOnesFullHoldTheirLocalBlockAndGatherToTheGlobalTensor) 
   });
 }
 
+// PyTorch 2.15's linspace / logspace: each rank starts at start + offset * step.
+TEST(FactoriesTest, LinspaceAndLogspaceHoldTheirPieceOfTheGlobalRange) {
+  run_fake_world(4, [](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    // 5 steps over 4 ranks: 2, 2, 1, 0 elements.
+    DTensor lin = dtensor::linspace(-1.0, 3.0, 5, mesh, {Shard(0)}, at::kDouble);
+    const int64_t offsets[] = {0, 2, 4, 5}, counts[] = {2, 2, 1, 0};
+    const int r = world.rank();
+    const double step = 4.0 / 4;
+    EXPECT_TRUE(at::equal(lin.local_tensor(),
+                          at::linspace(-1.0 + offsets[r] * step, -1.0 + offsets[r] * step + step * (counts[r] - 1),
+                                       counts[r], at::kDouble)));
+    EXPECT_TRUE(at::allclose(lin.full_tensor(), at::linspace(-1.0, 3.0, 5, at::kDouble)));
+    DTensor log = dtensor::logspace(0.0, 3.0, 7, 2.0, mesh, {Replicate()}, at::kDouble);
+    EXPECT_TRUE(at::allclose(log.full_tensor(), at::logspace(0.0, 3.0, 7, 2.0, at::kDouble)));
+    auto mesh2 = DeviceMesh::init(c10::kCPU, {2, 2});
+    DTensor nested = dtensor::linspace(0.0, 1.0, 9, mesh2, {Shard(0), Shard(0)});
+    EXPECT_EQ(nested.scalar_type(), at::kFloat);  // the default dtype, as at::linspace
+    EXPECT_TRUE(at::allclose(nested.full_tensor(), at::linspace(0.0, 1.0, 9)));
+    EXPECT_TRUE(at::allclose(dtensor::linspace(2.0, 5.0, 1, mesh, {Shard(0)}).full_tensor(),
+                             at::linspace(2.0, 5.0, 1)));
+    EXPECT_NE(error_of([&] { dtensor::linspace(0, 1, -1, mesh, {Shard(0)}); }).find("steps must be >= 0"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { dtensor::linspace(0, 1, 4, mesh, {Partial()}); }).find("not a valid factory placement"),
+              std::string::npos);
+  });
+}
+
 TEST(FactoriesTest, EmptyAllocatesOnlyTheLocalBlock) {
   for_each_layout([](const DeviceMesh& mesh, const Shape& shape, const Placements& placements) {
     DTensor e = empty(shape, mesh, placements, at::kDouble);
