@@ -3,6 +3,7 @@
 //   bazel run //tests/diff:diff_runner -- --programs P.json --pytorch R.json --report out.txt
 //   diff_runner --programs P.json --records ours.json          # our records only
 //   diff_runner --programs P.json --pytorch R.json --only g18_00012 --verbose
+//   diff_runner --programs P.json --pytorch R.json --list-row pytorch-wrong-value  # explained by that row
 //   diff_runner ... --write-known known_divergences-2.15.txt   # appends the unexplained differences
 //   diff_runner --programs P.json --pytorch .json --newer .json --newer-version 2.15
 //       # against an older PyTorch: what the newer one changed is expected (mark_followed)
@@ -28,7 +29,8 @@ json read_json(const std::string& path) {
 
 int usage() {
   std::cerr << "usage: diff_runner --programs P.json [--pytorch R.json] [--records OUT.json] "
-               "[--report OUT.txt] [--list N] [--write-known APPEND.txt] [--newer R.json --newer-version V] "
+               "[--report OUT.txt] [--list N] [--list-row ROW] [--write-known APPEND.txt] "
+               "[--newer R.json --newer-version V] "
                "[--only ID] [--verbose]\n";
   return 2;
 }
@@ -101,6 +103,19 @@ int main(int argc, char** argv) {
       for (const auto& c : comparisons) {
         for (const std::string& k : unexplained_keys(c)) known << k << "\n";
       }
+    }
+    if (opt.count("list-row")) {
+      // Every difference a deviation row explains, e.g. --list-row pytorch-wrong-value
+      // (the upstream bugs with their reproducers).
+      for (const auto& c : comparisons) {
+        for (const FieldDiff& d : c.diffs) {
+          if (d.deviation == opt["list-row"]) {
+            std::cout << c.id << " step " << d.step << " " << d.step_label << " " << d.field << ": " << d.detail
+                      << "\n";
+          }
+        }
+      }
+      return 0;
     }
     if (!theirs.empty()) {
       std::string report = comparison_report(comparisons, opt.count("list") ? std::stoul(opt["list"]) : 40);
