@@ -35,20 +35,21 @@ const Placement kAvg = Partial(ReduceOp::kAvg);
 const Placement kMax = Partial(ReduceOp::kMax);
 const Placement kMin = Partial(ReduceOp::kMin);
 
+PartialRows with(PartialRows rows, const PartialRows& more) {
+  rows.insert(rows.end(), more.begin(), more.end());
+  return rows;
+}
+
+// One unary input (also a binary op with a scalar operand, as mul.Scalar).
 const PartialRows kUnaryLinear = {{kSum, kSum}, {kAvg, kAvg}};
 const PartialRows kAdditive = {{kSum, kSum, kSum}, {kAvg, kAvg, kAvg}, {kAvg, kAvg, kR},
                                {kMax, kMax, kR},   {kMin, kMin, kR},   {kAvg, kR, kAvg}};
-const PartialRows kMultiplicative = {{kSum, kSum}, {kAvg, kAvg}, {kSum, kSum, kR},
-                                     {kAvg, kAvg, kR}, {kSum, kR, kSum}, {kAvg, kR, kAvg}};
-const PartialRows kFirstArgLinear = {{kSum, kSum}, {kAvg, kAvg}, {kSum, kSum, kR}, {kAvg, kAvg, kR}};
+const PartialRows kMultiplicative =
+    with(kUnaryLinear, {{kSum, kSum, kR}, {kAvg, kAvg, kR}, {kSum, kR, kSum}, {kAvg, kR, kAvg}});
+const PartialRows kFirstArgLinear = with(kUnaryLinear, {{kSum, kSum, kR}, {kAvg, kAvg, kR}});
 const PartialRows kNonDecreasing = {{kMax, kMax}, {kMin, kMin}};
-const PartialRows kNegation = {{kSum, kSum}, {kAvg, kAvg}, {kMin, kMax}, {kMax, kMin}};
+const PartialRows kNegation = with(kUnaryLinear, {{kMin, kMax}, {kMax, kMin}});
 const PartialRows kMonotoneBinary = {{kMax, kMax, kR}, {kMax, kR, kMax}, {kMin, kMin, kR}, {kMin, kR, kMin}};
-
-PartialRows with(PartialRows rows, const PartialRow& extra) {
-  rows.push_back(extra);
-  return rows;
-}
 
 struct Broadcast {
   int64_t out_ndim;
@@ -192,9 +193,9 @@ void register_pointwise_rules(ShardingRegistry& registry) {
       per_mesh_dim(pointwise()));
   // Monotone in both arguments: clamp_min/clamp_max by a tensor, maximum, minimum.
   registry.add({"aten::maximum", "aten::clamp_min.Tensor", "aten::clamp_min_.Tensor"},
-               per_mesh_dim(pointwise(with(kMonotoneBinary, {kMax, kMax, kMax}))));
+               per_mesh_dim(pointwise(with(kMonotoneBinary, {{kMax, kMax, kMax}}))));
   registry.add({"aten::minimum", "aten::clamp_max.Tensor", "aten::clamp_max_.Tensor"},
-               per_mesh_dim(pointwise(with(kMonotoneBinary, {kMin, kMin, kMin}))));
+               per_mesh_dim(pointwise(with(kMonotoneBinary, {{kMin, kMin, kMin}}))));
   registry.add({"aten::where", "aten::isnan", "aten::isinf",
                 "aten::isfinite", "aten::logical_xor"},
                per_mesh_dim(pointwise()));
