@@ -66,7 +66,8 @@ std::set<std::string> changed_steps(const Program& program, const nlohmann::json
 /// against an older version, an unexplained difference at a step that the
 /// newer version changed is expected (a new strategy there changes comms,
 /// bytes and placements together; the newer version's own check still holds
-/// dtensor to it). Marks those with the deviation
+/// dtensor to it). Values, differences from the single-device run and
+/// internal failures are never marked. Marks those with the deviation
 /// "follows-pytorch-<newer_version>" so unexplained_keys skips them.
 void mark_followed(ProgramComparison& comparison, const std::set<std::string>& changed,
                    const std::string& newer_version);
