@@ -60,16 +60,24 @@ target_include_directories(dtensor_torch SYSTEM INTERFACE ${_torch_includes})
 target_compile_definitions(dtensor_torch INTERFACE _GLIBCXX_USE_CXX11_ABI=${TORCH_CXX11_ABI})
 # LibTorch is built with Gloo; its c10d Gloo headers need this define.
 target_compile_definitions(dtensor_torch INTERFACE USE_C10D_GLOO)
-# --no-as-needed: LibTorch registers its operators from static initialisers.
-target_link_libraries(dtensor_torch INTERFACE
-  "-Wl,--no-as-needed" "${DTENSOR_TORCH_CPU_LIBRARY}" "${DTENSOR_C10_LIBRARY}" "-Wl,--as-needed"
-  "-Wl,-rpath,${DTENSOR_TORCH_LIBRARY_DIR}" pthread)
+# --no-as-needed: LibTorch registers its operators from static initialisers,
+# so a library no symbol of ours names must still be loaded. One -Wl item per
+# library: CMake de-duplicates repeated flags, so a second
+# "-Wl,--no-as-needed" item vanished and libtorch_cuda was linked as-needed,
+# that is not at all (every CUDA op then failed on a GPU host).
+function(_dtensor_link_always target)
+  foreach(_lib IN LISTS ARGN)
+    target_link_libraries(${target} INTERFACE "-Wl,--no-as-needed,${_lib},--as-needed")
+  endforeach()
+endfunction()
+_dtensor_link_always(dtensor_torch "${DTENSOR_TORCH_CPU_LIBRARY}" "${DTENSOR_C10_LIBRARY}")
+target_link_libraries(dtensor_torch INTERFACE "-Wl,-rpath,${DTENSOR_TORCH_LIBRARY_DIR}" pthread)
 
 set(_torch_cuda_target "")
 if(DTENSOR_TORCH_CUDA_LIBRARY AND DTENSOR_C10_CUDA_LIBRARY)
   add_library(dtensor_torch_cuda INTERFACE)
   target_compile_definitions(dtensor_torch_cuda INTERFACE DTENSOR_TORCH_HAS_CUDA)
-  target_link_libraries(dtensor_torch_cuda INTERFACE dtensor_torch
-    "-Wl,--no-as-needed" "${DTENSOR_TORCH_CUDA_LIBRARY}" "${DTENSOR_C10_CUDA_LIBRARY}" "-Wl,--as-needed")
+  target_link_libraries(dtensor_torch_cuda INTERFACE dtensor_torch)
+  _dtensor_link_always(dtensor_torch_cuda "${DTENSOR_TORCH_CUDA_LIBRARY}" "${DTENSOR_C10_CUDA_LIBRARY}")
   set(_torch_cuda_target dtensor_torch_cuda)
 endif()

@@ -48,6 +48,12 @@ if [[ -z "${NCCL_ROOT:-}" ]]; then
   NCCL_ROOT="$(py 'import nvidia.nccl as n; print(list(n.__path__)[0])' || true)"
 fi
 
+# Headers a GPU host may lack (Gloo's, nlohmann/json): tools/gpu_deps.sh
+# copies them here from a machine that has them.
+if [[ -d "$ROOT/.gpu-deps/include" ]]; then
+  export CMAKE_INCLUDE_PATH="$ROOT/.gpu-deps/include${CMAKE_INCLUDE_PATH:+:$CMAKE_INCLUDE_PATH}"
+fi
+
 echo "gpu_build: LIBTORCH=$LIBTORCH ABI=${TORCH_CXX11_ABI:-auto} CUDA_HOME=$CUDA_HOME NCCL_ROOT=${NCCL_ROOT:-auto}"
 cmake -S "$ROOT" -B "$BUILD_DIR" -DDTENSOR_WITH_VIEWER=OFF \
   -DLIBTORCH="$LIBTORCH" \

@@ -12,6 +12,7 @@
 #include <vector>
 
 #ifdef DTENSOR_TORCH_HAS_CUDA
+#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -123,6 +124,11 @@ class CudaMemoryRegistry {
 
   void attach_once() {
     std::call_once(attached_, [this] {
+      // The caching allocator hands a tracker to the per-device allocators
+      // that exist when it is attached; they are made by CUDA's lazy init,
+      // which may not have run yet (no CUDA tensor so far). Before this, the
+      // tracker was dropped and every rank's GPU memory read 0 on a GPU host.
+      at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
       c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(
           [this](const TraceEntry& entry) { on_trace(entry); });
     });

@@ -198,7 +198,8 @@ void check_async_and_ordering(Communicator& comm, const at::TensorOptions& on_gp
       c10::cuda::getStreamFromPool(/*isHighPriority=*/false, on_gpu.device().index()));
 #endif
   at::Tensor big = at::ones({2048, 2048}, on_gpu);
-  at::Tensor t = at::mm(big, big).sum(1);  // 2048 everywhere, written by a kernel
+  // 2048 everywhere (each entry of big @ big), written by kernels on this stream.
+  at::Tensor t = at::mm(big, big).diagonal().contiguous();
   at::Tensor u = rank_input(comm.global_rank(), {7}, at::kFloat).to(on_gpu.device());
   auto w1 = comm.all_reduce(t, {ReduceOp::kSum, {}, /*async_op=*/true});
   auto w2 = comm.all_reduce(u, {ReduceOp::kMax, {}, /*async_op=*/true});
