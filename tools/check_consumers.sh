@@ -21,6 +21,17 @@ report() {  # NAME STATUS
   if (($2 == 0)); then echo "$1 PASSED"; else echo "$1 FAILED"; status=1; fi
 }
 
+# cuda_linked BUILD: with a CUDA LibTorch, libdtensor.so must load
+# libtorch_cuda (its CUDA kernels register from static initialisers; linked
+# as-needed it was dropped and every CUDA op failed on a GPU host).
+cuda_linked() {
+  grep -q '^DTENSOR_TORCH_CUDA_LIBRARY:FILEPATH=.*libtorch_cuda' "$1/CMakeCache.txt" || return 0
+  if ! readelf -d "$1/libdtensor.so" | grep -q 'NEEDED.*libtorch_cuda'; then
+    echo "check_consumers: $1/libdtensor.so does not load libtorch_cuda.so (linked as-needed?)" >&2
+    return 1
+  fi
+}
+
 cmake_consumer() {
   local build prefix consumer launcher=()
   build="$DTENSOR_HOME/cmake-build-$(echo "$ROOT" | md5sum | cut -c1-8)"
@@ -32,6 +43,7 @@ cmake_consumer() {
   cmake -S "$ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-g0 "${launcher[@]}" \
       -DLIBTORCH="$LIBTORCH" -DCMAKE_INSTALL_PREFIX="$prefix" -DDTENSOR_WERROR=ON &&
     cmake --build "$build" -j "$(nproc)" &&
+    cuda_linked "$build" &&
     cmake --install "$build" &&
     cmake -S "$ROOT/examples/consumer" -B "$consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" &&
     cmake --build "$consumer" &&
