@@ -6,7 +6,7 @@
 // set_local_and_spec, and its failure reported once. The stream path itself
 // runs on a GPU host (tests/backends/cuda). See Note [Async redistribution].
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <atomic>
 #include <stdexcept>

@@ -5,7 +5,7 @@
 // dim (the event's tag), and the ring bytes of the real buffers equal the
 // table's bytes_per_rank. Also: every DTensor path tags its collectives.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/collectives.h"

@@ -1,7 +1,7 @@
 // DeviceMesh over explicit rank arrays (a subset of the world, any order),
 // flattening dims, and the errors of both.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <string>
 

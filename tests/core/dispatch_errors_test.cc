@@ -2,7 +2,7 @@
 // and mesh, and says how to proceed; register_sharding and local_map are the
 // ways out for unsupported operators.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/dispatch/dispatch_mode.h"

@@ -4,7 +4,8 @@
 // of the output placements the rules promise (Partial linearity, reductions
 // over shards, in-place ops returning their DTensor).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/utils.h>
 
 #include <functional>
 #include <random>

@@ -2,7 +2,7 @@
 // within each mesh dim's group, as in PyTorch (Note [src_data_rank is a group
 // rank]); nullopt slices every rank's own copy.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <string>
 

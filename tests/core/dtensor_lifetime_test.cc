@@ -3,7 +3,9 @@
 // cycle through an autograd node would keep the impl, its mesh and the
 // world's groups alive, growing a long run's memory step by step).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/optimizer.h>
+#include <torch/utils.h>
 
 #include <functional>
 #include <string>

@@ -1,7 +1,12 @@
 // First end-to-end checks of DTensor on the fake world: round trips, an op,
 // and autograd through redistribute.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/optimizer.h>
+#include <torch/ordered_dict.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"

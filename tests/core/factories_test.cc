@@ -2,7 +2,7 @@
 // 2-D meshes (even and uneven), options (dtype, requires_grad), local-only
 // allocation in a huge solo world, and the errors users see.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <functional>
 #include <sstream>

@@ -2,7 +2,7 @@
 // take their first rank's data); ranks disagreeing on shape or dtype all
 // raise the same error naming both ranks; gradients still flow.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <mutex>
 #include <vector>

@@ -4,7 +4,13 @@
 // rowwise and replicated (data-parallel) layouts on 1-D meshes of 2 and 4,
 // and dp x tp on a 2x2 mesh.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/optimizer.h>
+#include <torch/optim/sgd.h>
+#include <torch/ordered_dict.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"

@@ -4,7 +4,7 @@
 #include "core/log.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <cstdlib>

@@ -4,7 +4,7 @@
 // See Note [DTensor random modes].
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <functional>
 #include <mutex>

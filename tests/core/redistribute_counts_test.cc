@@ -3,7 +3,7 @@
 // test_redistribute_shard_dim_multi_dim_mesh, test_partial_to_shard, ...),
 // forward and backward, with a CollectiveObserver on every rank's world.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"

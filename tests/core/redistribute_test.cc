@@ -3,7 +3,7 @@
 // local blocks, even and uneven shapes, size-1 mesh dims; gradients of
 // redistribute are the conjugate redistribution; refused transitions throw.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <optional>
 #include <random>

@@ -5,7 +5,7 @@
 // cheapest one rejected; strict mode raises, warns once per call site, or
 // allows, as PyTorch's ExplicitRedistributionContext.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <string>
 

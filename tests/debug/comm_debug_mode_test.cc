@@ -3,7 +3,8 @@
 #include "debug/comm_debug_mode.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>

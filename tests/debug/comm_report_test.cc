@@ -4,7 +4,8 @@
 #include "debug/report/comm_report.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 #include "debug/fake_world_trace.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <nlohmann/json.hpp>
 

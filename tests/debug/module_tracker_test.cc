@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/variable.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"

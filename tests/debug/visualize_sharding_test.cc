@@ -2,7 +2,7 @@
 #include "debug/visualize_sharding.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <atomic>
 #include <sstream>

@@ -3,7 +3,9 @@
 // without sequence parallelism, float64 and float32), and the collectives
 // per phase equal PyTorch's for the same program.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/optimizer.h>
+#include <torch/utils.h>
 
 #include <iostream>
 #include <mutex>

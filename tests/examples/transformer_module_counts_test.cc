@@ -4,7 +4,7 @@
 // collectives a TP style issues in its module's input/output transforms are
 // attributed to that module, as PyTorch's module tracker does.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <string>
 

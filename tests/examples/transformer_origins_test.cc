@@ -5,7 +5,9 @@
 // must move data itself, the op and input it did it for (implicit). Also:
 // strict mode passes on the TP Transformer's forward.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
 
 #include <map>
 #include <string>

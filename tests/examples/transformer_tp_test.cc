@@ -4,7 +4,10 @@
 // dp x tp; float64 and float32), and the collectives per phase equal
 // PyTorch's test_tp_examples counts.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/functional.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/optimizer.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <iostream>

@@ -3,7 +3,7 @@
 // device of another type is a clear error, and the single-device run keeps
 // its model. (The same on CUDA: tests/backends/cuda/cuda_transformer_check.)
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <string>
 #include <vector>

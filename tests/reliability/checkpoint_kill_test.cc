@@ -4,7 +4,7 @@
 // world's version (a rank's function throwing there) is checkpoint_crash_test.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cstdio>
 #include <cstdlib>

@@ -9,7 +9,8 @@
 //   cuda_async_check --bench --json PATH   # the overlap figures
 //   cuda_async_check --self-test-on-cpu    # the checks' logic on CPU ranks
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/utils.h>
 
 #ifdef DTENSOR_TORCH_HAS_CUDA
 #include <c10/cuda/CUDAFunctions.h>

@@ -6,7 +6,8 @@
 //   cuda_dtensor_check                     # needs a GPU; exits 77 without one
 //   cuda_dtensor_check --self-test-on-cpu  # the checks' logic on CPU ranks
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/utils.h>
 
 #include <cstring>
 #include <map>

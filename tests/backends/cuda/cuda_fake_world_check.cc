@@ -12,7 +12,8 @@
 // Backends only (no DTensor core), so that CI's CUDA configuration builds it
 // cheaply; DTensor on CUDA ranks is cuda_dtensor_check.cc.
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/utils.h>
 
 #include <chrono>
 #include <cstdio>

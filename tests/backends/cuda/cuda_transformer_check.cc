@@ -10,7 +10,11 @@
 //   cuda_transformer_check --bench --json PATH      # step time, N fake ranks vs one GPU
 //   cuda_transformer_check --self-test-on-cpu       # the checks' logic on CPU ranks
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/nn/module.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/optimizer.h>
+#include <torch/utils.h>
 
 #ifdef DTENSOR_TORCH_HAS_CUDA
 #include <c10/cuda/CUDAFunctions.h>

@@ -3,7 +3,7 @@
 // a corrupted byte is found on load, naming the file and the tensor; step
 // directories keep the newest N. (Killed processes: checkpoint_kill_test.)
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cstdint>
 #include <cstdlib>

@@ -2,7 +2,9 @@
 // sizes, meshes and placements and onto one device; Partial values; modules;
 // errors; and the files open in Python's safetensors.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
 
 #include <sys/wait.h>
 

@@ -2,7 +2,7 @@
 // DTensor ops of its own may clear the cache while the op that called it
 // still uses its plan (See Note [Cache eviction]).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/dispatch/sharding_propagator.h"

@@ -6,7 +6,7 @@
 #include "core/experimental/context_parallel.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <string>
 #include <vector>

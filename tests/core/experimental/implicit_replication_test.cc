@@ -2,7 +2,7 @@
 // the guard (except 0-dim ones) and treated as Replicate inside it; it also
 // rescues LibTorch 1.13 backward formulas that build plain zero tensors.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"

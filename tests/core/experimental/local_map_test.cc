@@ -2,7 +2,7 @@
 // with the declared placements, gradients through to_local / from_local,
 // and pass-through without DTensor inputs.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"

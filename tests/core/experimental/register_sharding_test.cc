@@ -2,7 +2,7 @@
 // one), expanded over every mesh dim, its cached decisions are dropped on
 // registration, and bad rules or names fail with clear errors.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/dispatch/sharding_registry.h"

@@ -2,7 +2,8 @@
 // core/dispatch/op_dispatcher.cc checks the guard) ops inside it running on
 // local shards while allowlisted ones keep dispatching.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <ATen/core/stack.h>
+#include <torch/utils.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 

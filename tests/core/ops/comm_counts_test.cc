@@ -1,7 +1,7 @@
 // Collectives per op for the layouts PyTorch DTensor's own tests pin down:
 // the same counts (and output placements) here, on a 1-D mesh of 4.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "core/compat/torch_compat.h"
 #include "tests/core/ops/op_harness.h"

@@ -3,7 +3,8 @@
 // every reduction; mse_loss. See Note [Mean losses over shards] for when a
 // batch-sharded mean is exact.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/functional.h>
+#include <torch/utils.h>
 
 #include "tests/core/ops/op_harness.h"
 

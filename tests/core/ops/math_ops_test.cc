@@ -2,7 +2,7 @@
 // amin, max/min.dim, argmax), var/std, norms, cumsum, softmax/log_softmax,
 // logsumexp, topk, sort, and the pointwise activations with their backward.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "tests/core/ops/op_harness.h"
 

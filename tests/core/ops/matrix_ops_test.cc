@@ -3,7 +3,8 @@
 // combination, linear, einsum's common patterns, scaled dot-product
 // attention sharded on batch and heads).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/functional.h>
+#include <torch/utils.h>
 
 #include "core/compat/torch_compat.h"
 #include "tests/core/ops/op_harness.h"

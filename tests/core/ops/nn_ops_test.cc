@@ -2,7 +2,7 @@
 // batch-sharded), layer norm and its backward, the RMS-norm composition, and
 // dropout (random: checked for consistency rather than against one device).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/random.h"

@@ -1,7 +1,7 @@
 // Regression tests for bugs the op harness found outside the rule families
 // (core/ops/view_rules.cc, core/ops/tensor_rules.cc).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <functional>
 #include <string>

@@ -3,7 +3,7 @@
 // gather): every placement of every input on a mesh of 4 and a sample on
 // 2x2, outputs and gradients against the single-device run.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "tests/core/ops/op_harness.h"
 

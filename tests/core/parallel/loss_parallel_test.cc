@@ -5,7 +5,9 @@
 #include "core/parallel/loss_parallel.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/enum.h>
+#include <torch/nn/functional.h>
+#include <torch/utils.h>
 
 #include <optional>
 #include <string>

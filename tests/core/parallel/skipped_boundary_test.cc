@@ -4,7 +4,12 @@
 // calls, backward, optimizer steps and no-grad code outside any scope stay
 // silent.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/optimizer.h>
+#include <torch/optim/sgd.h>
+#include <torch/utils.h>
 
 #include <mutex>
 #include <string>
