@@ -34,6 +34,9 @@ struct OpCall {
   std::vector<TensorArgPosition> positions;  // parallel to `inputs`
   std::vector<TensorMeta> outputs;      // global metadata of each tensor output
   int64_t self_input = -1;              // input written by an in-place/out= op, or -1
+  /// Set by derived out= rules (Note [Derived rules: out= and in-place
+  /// overloads]): output 0 must take these placements, the out tensor's.
+  const Placements* out_placements = nullptr;
 
   int mesh_ndim() const { return mesh.ndim(); }
   /// Argument `i` of the schema (non-tensor arguments: dims, scalars, flags).

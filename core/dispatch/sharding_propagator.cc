@@ -11,6 +11,7 @@
 
 #include "backends/rank_memory.h"
 #include "core/dispatch/dispatch_mode.h"
+#include "core/dispatch/derived_rules.h"
 #include "core/dispatch/sharding_registry.h"
 
 namespace dtensor {
@@ -140,6 +141,18 @@ std::vector<TensorMeta> output_metas_on(const OpCall& call, c10::DeviceType devi
   return metas;
 }
 
+// An out= call's local kernel would resize a local out of the wrong size
+// and leave its DTensor's global shape behind (silently wrong data): refuse.
+void check_out_shape(const OpCall& call) {
+  if (call.self_input < 0 || call.outputs.empty()) return;
+  const TensorArgPosition& pos = call.positions[static_cast<size_t>(call.self_input)];
+  if (pos.list_index >= 0 || !call.op->schema().arguments()[pos.arg_index].kwarg_only()) return;  // in-place self
+  const TensorMeta& out = call.inputs[static_cast<size_t>(call.self_input)].meta;
+  TORCH_CHECK(out.shape == call.outputs[0].shape, call.describe(), ": out has shape ",
+              c10::IntArrayRef(out.shape), " but the result has shape ", c10::IntArrayRef(call.outputs[0].shape),
+              "; a DTensor out is not resized: pass one of the result's shape");
+}
+
 size_t hash_key(const void* op, const std::vector<int64_t>& args,
                 const std::vector<DTensorSpec>& inputs, uint64_t generation, uint32_t modes) {
   size_t h = reinterpret_cast<size_t>(op) ^ static_cast<size_t>(generation) * 0x9e3779b97f4a7c15u;
@@ -165,7 +178,7 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
     }
   }
   ++cache.stats.misses;
-  auto rule = ShardingRegistry::global().find(std::string(call.name));
+  auto rule = find_rule(*call.op, std::string(call.name), ShardingRegistry::global());
   TORCH_CHECK(rule.has_value(), call.describe(), ": this operator has no DTensor sharding rule. "
               "Register one with dtensor::experimental::register_sharding(\"", call.name,
               "\", fn), run your code on local shards with dtensor::experimental::local_map, "
@@ -182,6 +195,7 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
     }
   }
   call.outputs = result->output_metas;
+  check_out_shape(call);
   result->plan = (*rule)(call);
   const ShardingPlan& plan = result->plan;
   TORCH_INTERNAL_ASSERT(plan.input_placements.size() == call.inputs.size(), call.name,

@@ -246,6 +246,7 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
       TORCH_INTERNAL_ASSERT(c.inputs.size() == call.inputs.size() &&
                             c.outputs.size() == call.outputs.size());
       if (!keeps_self(call, d, c)) continue;
+      if (call.out_placements != nullptr && !(c.outputs[0] == (*call.out_placements)[static_cast<size_t>(d)])) continue;
       double cost = strategy_cost(call, d, c);
       if (cost < kImpossible) ranked[static_cast<size_t>(d)].emplace_back(cost, &c);
       if (cost < best_cost) {
@@ -264,6 +265,8 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
                 call.self_input >= 0
                     ? " without changing the placement of the tensor written in place; "
                       "redistribute it first (e.g. to Replicate) or use the out-of-place op"
+                : call.out_placements != nullptr
+                    ? " with the out tensor's placement; redistribute out first or use the out-of-place op"
                     : "; redistribute the inputs first",
                 ". Candidates:", candidates_text(candidates));
     for (size_t i = 0; i < call.inputs.size(); ++i) plan.input_placements[i][d] = best->inputs[i];
@@ -323,6 +326,13 @@ std::optional<ShardingRule> ShardingRegistry::find(const std::string& full_name)
     it = rules_.find(full_name.substr(0, dot));
     if (it != rules_.end()) return it->second;
   }
+  return std::nullopt;
+}
+
+std::optional<ShardingRule> ShardingRegistry::find_exact(const std::string& full_name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = rules_.find(full_name);
+  if (it != rules_.end()) return it->second;
   return std::nullopt;
 }
 

@@ -54,6 +54,8 @@ class ShardingRegistry {
   void add(const std::vector<std::string>& op_names, ShardingRule rule);
   /// The rule for "aten::add.Tensor": the exact overload first, then the base name.
   std::optional<ShardingRule> find(const std::string& full_name) const;
+  /// The rule registered for exactly this name ("aten::add.out"), no base-name match.
+  std::optional<ShardingRule> find_exact(const std::string& full_name) const;
   /// Every name with a rule, sorted.
   std::vector<std::string> names() const;
   /// Registers the local kernel a plan names in ShardingPlan::local_kernel

@@ -47,15 +47,34 @@ DimRule whole_dims_rule(DimsSpec spec) {
     std::vector<int64_t> dims = worked_dims(call, spec);
     const bool keepdim = spec.keepdim_arg == kKeepsDims || detail::bool_arg(call, spec.keepdim_arg, false);
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
-    const Placement& p = placement_of(call, 0, mesh_dim);
-    if (p.is_shard() && std::find(dims.begin(), dims.end(), p.shard_dim()) == dims.end()) {
-      const int64_t o = keepdim ? p.shard_dim() : detail::dim_after_removal(p.shard_dim(), dims);
+    auto shard_on = [&](int64_t in_dim) {
+      const int64_t o = keepdim ? in_dim : detail::dim_after_removal(in_dim, dims);
       DimStrategy s = detail::all_replicate(call);
-      s.inputs[0] = p;
+      s.inputs[0] = Shard(in_dim);
       for (size_t i = 0; i < call.outputs.size(); ++i) {
         if (detail::output_ndim(call, i) > o) s.outputs[i] = Shard(o);
       }
       candidates.push_back(s);
+    };
+    auto worked = [&](int64_t d) { return std::find(dims.begin(), dims.end(), d) != dims.end(); };
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    if (p.is_shard() && !worked(p.shard_dim())) shard_on(p.shard_dim());
+    // An out= call whose out is sharded where the input is not: the input
+    // dim that output dim comes from (PyTorch offers every unworked dim).
+    if (call.out_placements != nullptr) {
+      const Placement& out = (*call.out_placements)[static_cast<size_t>(mesh_dim)];
+      if (out.is_shard()) {
+        int64_t in_dim = out.shard_dim();
+        for (int64_t d = 0, kept = 0; !keepdim && d < detail::input_ndim(call, 0); ++d) {
+          if (worked(d)) continue;
+          if (kept++ == out.shard_dim()) {
+            in_dim = d;
+            break;
+          }
+        }
+        const bool already = p.is_shard() && p.shard_dim() == in_dim;
+        if (in_dim < detail::input_ndim(call, 0) && !worked(in_dim) && !already) shard_on(in_dim);
+      }
     }
     return candidates;
   };

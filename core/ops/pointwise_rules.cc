@@ -137,6 +137,12 @@ DimRule pointwise(PartialRows rows = {}) {
         candidates.push_back(sharded_on(call, out_dim, b));
       }
     }
+    // An out= call's out tensor shards the output where no input does: PyTorch
+    // offers every dim (Note [Derived rules: out= and in-place overloads]).
+    if (call.out_placements != nullptr) {
+      const Placement& out = (*call.out_placements)[static_cast<size_t>(mesh_dim)];
+      if (out.is_shard() && out.shard_dim() < b.out_ndim) candidates.push_back(sharded_on(call, out.shard_dim(), b));
+    }
     for (DimStrategy& partial : partial_candidates(call, mesh_dim, rows)) candidates.push_back(std::move(partial));
     return candidates;
   };

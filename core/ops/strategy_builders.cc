@@ -110,6 +110,13 @@ void drop_shards_unless_an_input_is_sharded(const OpCall& call, std::vector<DimS
       if (p.is_shard()) return;
     }
   }
+  // An out= call's out tensor is an argument too, whose shards PyTorch fills
+  // placeholders with (Note [Derived rules: out= and in-place overloads]).
+  if (call.out_placements != nullptr) {
+    for (const Placement& p : *call.out_placements) {
+      if (p.is_shard()) return;
+    }
+  }
   auto shards = [](const DimStrategy& s) {
     return std::any_of(s.inputs.begin(), s.inputs.end(), [](const Placement& p) { return p.is_shard(); });
   };

@@ -631,6 +631,95 @@ def structured_program(g, pid):
             "inputs": inputs, "steps": steps}
 
 
+# ---------------------------------------------------------------- out= and in-place overloads
+# Programs of the overloads whose rule is derived from the functional one's
+# (Note [Derived rules: out= and in-place overloads] in
+# core/dispatch/derived_rules.h), and of out= overloads that share a rule
+# with it by name: the out tensor gets random Replicate/Shard placements,
+# which the result must keep.
+
+UNARY_OUT = ["abs", "neg", "relu", "sigmoid", "tanh", "exp", "sin", "cos", "gelu", "silu", "erf", "atan",
+             "sinh", "cosh", "expm1", "floor", "ceil", "round", "trunc", "sign", "frac", "tan", "asin",
+             "acos", "exp2"]
+POSITIVE_OUT = ["log", "sqrt", "rsqrt", "reciprocal", "log1p", "log2"]
+BINARY_OUT = ["add", "sub", "mul", "div", "maximum", "minimum", "atan2", "hypot"]
+
+
+def broadcast(a, b):
+    n = max(len(a), len(b))
+    a, b = [1] * (n - len(a)) + list(a), [1] * (n - len(b)) + list(b)
+    return [max(x, y) for x, y in zip(a, b)]
+
+
+def derived(g):
+    """Returns (inputs, steps, out_index): the out tensor is inputs[out_index] (None: in-place)."""
+    kind = g.rng.choice(["unary", "unary", "positive", "binary", "binary", "scalar", "grad_input",
+                         "grad_input", "matrix", "reduce", "inplace"])
+    s = g.shape()
+    if kind in ("unary", "positive"):
+        name = g.rng.choice(UNARY_OUT if kind == "unary" else POSITIVE_OUT)
+        x = g.pos(s) if kind == "positive" else g.t(s)
+        return [x, g.t(s)], [op(f"aten::{name}.out", T(0), out=T(1))], 1
+    if kind == "binary":
+        name = g.rng.choice(BINARY_OUT)
+        a, b = g.broadcast_pair()
+        second = g.pos(b) if name == "div" else g.t(b)
+        return [g.t(a), second, g.t(broadcast(a, b))], [op(f"aten::{name}.out", T(0), T(1), out=T(2))], 2
+    if kind == "scalar":
+        call = g.rng.choice([("clamp.out", [-0.2, 0.3], {}), ("leaky_relu.out", [0.1], {}),
+                             ("hardtanh.out", [-0.25, 0.25], {}), ("softplus.out", [1, 20], {}),
+                             ("elu.out", [], {}), ("gelu.out", [], {"approximate": "tanh"}),
+                             ("mul.Scalar_out", [2.5], {}), ("add.Scalar_out", [1.5], {})])
+        name, extra, kw = call
+        return [g.t(s), g.t(s)], [op(f"aten::{name}", T(0), *extra, out=T(1), **kw)], 1
+    if kind == "grad_input":
+        name, extra = g.rng.choice([("sigmoid_backward", []), ("tanh_backward", []), ("silu_backward", []),
+                                    ("gelu_backward", []), ("threshold_backward", [0.1]),
+                                    ("softplus_backward", [1, 20]), ("leaky_relu_backward", [0.1, False]),
+                                    ("hardtanh_backward", [-0.25, 0.25])])
+        return [g.t(s), g.t(s), g.t(s)], [op(f"aten::{name}.grad_input", T(0), T(1), *extra, grad_input=T(2))], 2
+    if kind == "matrix":
+        n, k, m = g.dims(3, 1, 6)
+        which = g.rng.choice(["mm", "addmm", "bmm", "mv"])
+        if which == "mm":
+            return [g.t([n, k]), g.t([k, m]), g.t([n, m])], [op("aten::mm.out", T(0), T(1), out=T(2))], 2
+        if which == "addmm":
+            return ([g.t([m]), g.t([n, k]), g.t([k, m]), g.t([n, m])],
+                    [op("aten::addmm.out", T(0), T(1), T(2), out=T(3))], 3)
+        if which == "bmm":
+            b = g.rng.randint(1, 4)
+            return ([g.t([b, n, k]), g.t([b, k, m]), g.t([b, n, m])],
+                    [op("aten::bmm.out", T(0), T(1), out=T(2))], 2)
+        return [g.t([n, k]), g.t([k]), g.t([n])], [op("aten::mv.out", T(0), T(1), out=T(2))], 2
+    if kind == "reduce":
+        d = g.rng.randrange(len(s))
+        which = g.rng.choice(["amax", "amin", "cumsum", "logsumexp"])
+        if which == "cumsum":
+            return [g.t(s), g.t(s)], [op("aten::cumsum.out", T(0), d, out=T(1))], 1
+        keep = g.rng.random() < 0.5
+        rs = [1 if i == d else x for i, x in enumerate(s)] if keep else [x for i, x in enumerate(s) if i != d]
+        return [g.t(s), g.t(rs)], [op(f"aten::{which}.out", T(0), [d], keep, out=T(1))], 1
+    which = g.rng.choice(["cumprod_", "round_.decimals", "clamp_.Tensor"])
+    if which == "cumprod_":
+        return [g.t(s)], [op("aten::cumprod_", T(0), g.rng.randrange(len(s)))], None
+    if which == "round_.decimals":
+        return [g.t(s)], [op("aten::round_.decimals", T(0), decimals=2)], None
+    return [g.t(s), g.t(s), g.t(s)], [op("aten::clamp_.Tensor", T(0), T(1), T(2))], None
+
+
+def derived_program(g, pid):
+    mesh_shape, names, world = g.rng.choice(MESHES)
+    inputs, steps, out = derived(g)
+    for i, spec in enumerate(inputs):
+        # The out tensor (and an in-place op's self) is written: no Partial.
+        written = i == out or (out is None and i == 0)
+        spec["placements"] = placement(g, len(spec["shape"]), len(mesh_shape), not written)
+    if g.rng.random() < 0.5:
+        steps.append({"kind": "full_tensor", "t": len(inputs)})
+    return {"id": pid, "world_size": world, "mesh": {"shape": list(mesh_shape), "names": names},
+            "inputs": inputs, "steps": steps}
+
+
 def write_shard(path, seed, progs):
     with open(path, "w") as f:
         json.dump({"format": FORMAT, "generator": f"generate_programs.py --seed {seed}",
@@ -644,6 +733,7 @@ def main():
     ap.add_argument("--count", type=int, default=2400)
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--structured", type=int, default=240, help="structured programs, in one more shard")
+    ap.add_argument("--derived", type=int, default=300, help="out= and in-place programs, in one more shard")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     g = Gen(random.Random(a.seed))
@@ -655,8 +745,12 @@ def main():
     gs = Gen(random.Random(a.seed * 1000 + 1))
     structured = [structured_program(gs, f"s{a.seed}_{i:04d}") for i in range(a.structured)]
     write_shard(os.path.join(a.out, f"programs_{a.shards:02d}.json"), a.seed, structured)
-    print(f"{len(progs)} op programs in {a.shards} shards and {len(structured)} structured programs "
-          f"in shard {a.shards} under {a.out}")
+    gd = Gen(random.Random(a.seed * 1000 + 2))
+    derived_progs = [derived_program(gd, f"d{a.seed}_{i:04d}") for i in range(a.derived)]
+    write_shard(os.path.join(a.out, f"programs_{a.shards + 1:02d}.json"), a.seed, derived_progs)
+    print(f"{len(progs)} op programs in {a.shards} shards, {len(structured)} structured programs "
+          f"in shard {a.shards} and {len(derived_progs)} out=/in-place programs in shard {a.shards + 1} "
+          f"under {a.out}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kShards = 9;  // 8 of op programs, 1 of structured ones (generate_programs.py)
+constexpr int kShards = 10;  // 8 of op programs, 1 of structured ones, 1 of out=/in-place ones (generate_programs.py)
 
 std::string testdata(const std::string& name) {
   const std::string rel = "tests/diff/testdata/" + name;

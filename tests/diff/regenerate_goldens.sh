@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the differential-test goldens with real PyTorch (tests/diff/README.md):
 # the corpus (generate_programs.py: 8 shards of op programs, a 9th of
-# structured ones), one PyTorch version's records (pytorch_runner.py, one
+# structured ones, a 10th of out= and in-place overloads), one PyTorch version's records (pytorch_runner.py, one
 # process per shard, in parallel: pytorch-<version>_NN.json), and that
 # version's known_divergences-<version>.txt (diff_runner).
 #   tests/diff/regenerate_goldens.sh 2.15      # the venv of tools/setup.sh (the followed version)
@@ -16,14 +16,15 @@ VERSION="${1:?usage: regenerate_goldens.sh VERSION (2.11 or 2.15)}"
 PYTHON="${PYTHON:-${DTENSOR_HOME:-$HOME/.cache/dtensor}/venv-torch-$VERSION.0/bin/python}"
 SEED="${SEED:-18}"
 COUNT="${COUNT:-2400}"
-SHARDS=8  # of op programs; shard $SHARDS holds the structured programs
+SHARDS=8  # of op programs; shard $SHARDS holds the structured programs, $SHARDS + 1 the out=/in-place ones
+LAST=$((SHARDS + 1))
 OUT=tests/diff/testdata
 got="$("$PYTHON" -c "import torch; print(torch.__version__.split('+')[0])")"
 [[ $got == "$VERSION".* ]] || { echo "regenerate_goldens: $PYTHON has torch $got, not $VERSION" >&2; exit 1; }
 echo "reference: pytorch $got"
 python3 tests/diff/generate_programs.py --seed "$SEED" --count "$COUNT" --shards "$SHARDS" --out "$OUT"
 jobs="${JOBS:-$(nproc)}"
-for s in $(seq -f %02g 0 "$SHARDS"); do
+for s in $(seq -f %02g 0 "$LAST"); do
   echo "$s"
 done | xargs -P "$jobs" -I{} sh -c "\"$PYTHON\" tests/diff/pytorch_runner.py $OUT/programs_{}.json $OUT/pytorch-${VERSION}_{}.json 2>/dev/null"
 bazel build //tests/diff:diff_runner
@@ -35,7 +36,7 @@ known="$OUT/known_divergences-$VERSION.txt"
     echo "# Steps PyTorch $FOLLOWED changed are expected to differ here: dtensor follows $FOLLOWED (diff_runner --newer)."
   echo "# One line per program step and field: id step op field. Written by regenerate_goldens.sh."
 } > "$known"
-for s in $(seq -f %02g 0 "$SHARDS"); do
+for s in $(seq -f %02g 0 "$LAST"); do
   newer=()
   [[ $VERSION == "$FOLLOWED" ]] ||
     newer=(--newer "$OUT/pytorch-${FOLLOWED}_$s.json" --newer-version "$FOLLOWED")

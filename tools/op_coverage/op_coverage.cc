@@ -4,15 +4,21 @@
 //   bazel run //tools/op_coverage                  # families and a summary
 //   bazel run //tools/op_coverage -- --missing     # also every op without a rule
 //   bazel run //tools/op_coverage -- --family nn   # one family
+//   bazel run //tools/op_coverage -- --against $PWD/tools/op_coverage/pytorch-2.15-ops.txt
+//       # what PyTorch's DTensor shards (a list from tools/op_coverage/pytorch_ops.py)
+//       # and this build does not, by kind of overload; and the reverse
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/dispatch/derived_rules.h"
 #include "core/dispatch/op_name.h"
 #include "core/dispatch/sharding_registry.h"
 #include "core/ops/builtin_rules.h"
@@ -66,18 +72,91 @@ std::vector<std::string> covered_by(const std::string& entry, const std::map<std
   return out;
 }
 
+// The overload kinds the missing list is grouped by (issue #33 derives the
+// first three from the functional rules).
+std::string overload_kind(const std::string& full) {
+  const size_t dot = full.find('.');
+  const std::string base = full.substr(0, dot);
+  const std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
+  if (base.rfind("aten::_foreach_", 0) == 0) return "_foreach_*";
+  if (overload == "out" || (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0)) {
+    return ".out";
+  }
+  if (base.back() == '_' && base.rfind("aten::__", 0) != 0) return "in-place";
+  return "functional";
+}
+
+std::vector<std::string> read_op_list(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "op_coverage: cannot read " << path
+              << " (write it with tools/op_coverage/pytorch_ops.py; pass an absolute path under bazel run)\n";
+    std::exit(2);
+  }
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') names.push_back(line);
+  }
+  return names;
+}
+
+// --against: PyTorch's list against this build's rules.
+void print_against(const std::string& path, const std::map<std::string, bool>& ops,
+                   const std::set<std::string>& covered) {
+  const std::vector<std::string> theirs = read_op_list(path);
+  const std::set<std::string> their_set(theirs.begin(), theirs.end());
+  std::map<std::string, std::vector<std::string>> missing_by_kind;
+  std::vector<std::string> composite, absent;
+  int both = 0;
+  for (const std::string& name : theirs) {
+    auto it = ops.find(name);
+    if (it == ops.end()) {
+      absent.push_back(name);
+    } else if (!it->second) {
+      composite.push_back(name);
+    } else if (covered.count(name)) {
+      ++both;
+    } else {
+      missing_by_kind[overload_kind(name)].push_back(name);
+    }
+  }
+  std::vector<std::string> ours_only;
+  for (const std::string& name : covered) {
+    if (!their_set.count(name)) ours_only.push_back(name);
+  }
+  size_t missing = 0;
+  for (const auto& [kind, names] : missing_by_kind) missing += names.size();
+  std::cout << "\n== against " << path << "\n"
+            << "  overloads PyTorch shards: " << theirs.size() << "\n"
+            << "  ... with a rule here too: " << both << "\n"
+            << "  ... composite in this LibTorch (decompose before reaching DTensor): " << composite.size() << "\n"
+            << "  ... not in this LibTorch: " << absent.size() << "\n"
+            << "  ... reaching DTensor here without a rule: " << missing << "\n";
+  for (const auto& [kind, names] : missing_by_kind) std::cout << "        " << kind << ": " << names.size() << "\n";
+  std::cout << "  overloads with a rule here that PyTorch does not shard: " << ours_only.size() << "\n";
+  for (const auto& [kind, names] : missing_by_kind) {
+    std::cout << "\n== PyTorch shards, no rule here (" << kind << ")\n";
+    for (const auto& n : names) std::cout << "  " << n << "\n";
+  }
+  std::cout << "\n== rule here, PyTorch does not shard\n";
+  for (const auto& n : ours_only) std::cout << "  " << n << "\n";
+  for (const auto& n : absent) std::cout << "  [not in this LibTorch] " << n << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool list_missing = false;
-  std::string only_family;
+  std::string only_family, against;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--missing") == 0) {
       list_missing = true;
     } else if (std::strcmp(argv[i], "--family") == 0 && i + 1 < argc) {
       only_family = argv[++i];
+    } else if (std::strcmp(argv[i], "--against") == 0 && i + 1 < argc) {
+      against = argv[++i];
     } else {
-      std::cerr << "usage: op_coverage [--missing] [--family NAME]\n";
+      std::cerr << "usage: op_coverage [--missing] [--family NAME] [--against PYTORCH_OPS.txt]\n";
       return 2;
     }
   }
@@ -107,23 +186,45 @@ int main(int argc, char** argv) {
     for (const auto& n : composite) std::cout << "  " << n << "   [composite in this LibTorch: never reaches DTensor]\n";
     for (const auto& n : unknown) std::cout << "  " << n << "   [no such operator in this LibTorch]\n";
   }
+  // Out= and in-place overloads whose functional overload has a rule
+  // (Note [Derived rules: out= and in-place overloads]).
+  ShardingRegistry all;
+  for (const Family& f : families()) f.reg(all);
+  std::set<std::string> derived;
   std::vector<std::string> missing;
   int reaching_total = 0;
   for (const auto& [name, reaches] : ops) {
     if (!reaches) continue;
     ++reaching_total;
-    if (!covered.count(name)) missing.push_back(name);
+    if (covered.count(name)) continue;
+    const size_t dot = name.find('.');
+    auto handle = c10::Dispatcher::singleton().findOp(
+        {name.substr(0, dot), dot == std::string::npos ? "" : name.substr(dot + 1)});
+    if (handle && dtensor::derive_rule(*handle, all)) {
+      derived.insert(name);
+    } else {
+      missing.push_back(name);
+    }
   }
   std::cout << "\n== summary\n"
             << "  rule entries: " << entries << " in " << families().size() << " families\n"
             << "  aten operators reaching the DTensor kernel: " << reaching_total << "\n"
             << "  ... with a rule: " << covered.size() << "\n"
+            << "  ... with a rule derived from the functional overload's (out=, in-place): " << derived.size()
+            << "\n"
             << "  ... without (a DTensor call raises an error naming the op, with\n"
             << "      register_sharding / local_map / implicit_replication as ways out): " << missing.size() << "\n"
             << "  autograd kernels replaced for DTensors: see core/ops/autograd_overrides.cc\n";
   if (list_missing) {
+    std::cout << "\n== derived from the functional overload's rule\n";
+    for (const auto& n : derived) std::cout << "  " << n << "\n";
     std::cout << "\n== without a rule\n";
     for (const auto& n : missing) std::cout << "  " << n << "\n";
+  }
+  if (!against.empty()) {
+    std::set<std::string> any_rule = covered;
+    any_rule.insert(derived.begin(), derived.end());
+    print_against(against, ops, any_rule);
   }
   return 0;
 }

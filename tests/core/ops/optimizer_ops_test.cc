@@ -3,12 +3,13 @@
 // replicated parameters match the single-device run, and a step issues no
 // collective when gradients are laid out like their parameters.
 #include <gtest/gtest.h>
+// <torch/utils.h> first: 1.13's clip_grad.h uses at::Tensor without including it.
+#include <torch/utils.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 #include <torch/optim/sgd.h>
-#include <torch/utils.h>
 
 #include <functional>
 #include <memory>

@@ -1,0 +1,173 @@
+#include "core/dispatch/derived_rules.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core/dispatch/op_name.h"
+
+namespace dtensor {
+namespace {
+
+// Overload names of every operator, by base name ("aten::add" -> "Tensor",
+// "Scalar", "out", ...), read once from the dispatcher.
+const std::map<std::string, std::vector<std::string>>& overloads_by_name() {
+  static const auto* table = [] {
+    auto* t = new std::map<std::string, std::vector<std::string>>();
+    for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+      (*t)[name.name].push_back(name.overload_name);
+    }
+    return t;
+  }();
+  return *table;
+}
+
+bool written(const c10::Argument& a) { return a.alias_info() != nullptr && a.alias_info()->isWrite(); }
+
+// Same argument names and types, in order (alias annotations ignored).
+bool same_arguments(const std::vector<const c10::Argument*>& a, const std::vector<c10::Argument>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i]->name() != b[i].name() || a[i]->type()->str() != b[i].type()->str()) return false;
+  }
+  return true;
+}
+
+// The overload of `base` whose arguments are `args`, or nullopt.
+std::optional<std::string> overload_with(const std::string& base, const std::vector<const c10::Argument*>& args) {
+  auto it = overloads_by_name().find(base);
+  if (it == overloads_by_name().end()) return std::nullopt;
+  for (const std::string& overload : it->second) {
+    auto handle = c10::Dispatcher::singleton().findOp({base, overload});
+    if (!handle || !handle->hasSchema()) continue;
+    const c10::FunctionSchema& schema = handle->schema();
+    if (std::any_of(schema.arguments().begin(), schema.arguments().end(), written)) continue;
+    if (same_arguments(args, schema.arguments())) return full_op_name({base, overload});
+  }
+  return std::nullopt;
+}
+
+// The one kwarg-only written argument of an out= overload with one return
+// aliasing it; -1 for anything else.
+int64_t single_out_argument(const c10::FunctionSchema& schema) {
+  int64_t out = -1;
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const c10::Argument& a = schema.arguments()[i];
+    if (!written(a)) continue;
+    if (!a.kwarg_only() || out >= 0) return -1;
+    out = static_cast<int64_t>(i);
+  }
+  if (out < 0 || schema.returns().size() != 1) return -1;
+  return out;
+}
+
+bool is_in_place(const c10::FunctionSchema& schema) {
+  const std::string& name = schema.name();
+  return name.size() > 1 && name.back() == '_' && name.rfind("aten::__", 0) != 0 && !schema.arguments().empty() &&
+         written(schema.arguments()[0]);
+}
+
+// The full names derived rules hand to functional rules as OpCall::name (a
+// string_view): kept for the life of the process.
+std::string_view stable_name(const std::string& name) {
+  static std::mutex mutex;
+  static auto* names = new std::map<std::string, std::string>();
+  std::lock_guard<std::mutex> lock(mutex);
+  return (*names).emplace(name, name).first->second;
+}
+
+}  // namespace
+
+std::optional<std::string> functional_overload(const c10::OperatorHandle& op) {
+  if (!op.hasSchema()) return std::nullopt;
+  const c10::FunctionSchema& schema = op.schema();
+  std::vector<const c10::Argument*> args;
+  if (is_in_place(schema)) {
+    for (const c10::Argument& a : schema.arguments()) args.push_back(&a);
+    return overload_with(schema.name().substr(0, schema.name().size() - 1), args);
+  }
+  const int64_t out = single_out_argument(schema);
+  if (out < 0) return std::nullopt;
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    if (static_cast<int64_t>(i) != out) args.push_back(&schema.arguments()[i]);
+  }
+  return overload_with(schema.name(), args);
+}
+
+std::optional<ShardingRule> derive_rule(const c10::OperatorHandle& op, const ShardingRegistry& registry) {
+  const std::optional<std::string> functional = functional_overload(op);
+  if (!functional) return std::nullopt;
+  std::optional<ShardingRule> rule = registry.find(*functional);
+  if (!rule) return std::nullopt;
+  const size_t dot = functional->find('.');
+  const c10::OperatorName functional_name{functional->substr(0, dot),
+                                          dot == std::string::npos ? "" : functional->substr(dot + 1)};
+  const c10::OperatorHandle functional_op = *c10::Dispatcher::singleton().findOp(functional_name);
+  const int64_t out_arg = single_out_argument(op.schema());
+  const std::string_view name = stable_name(*functional);
+  return ShardingRule([rule = *rule, functional_op, out_arg, name](const OpCall& call) {
+    OpCall f = call;
+    f.op = &functional_op;
+    f.name = name;
+    int64_t out = -1;  // the out tensor's index among the inputs
+    if (out_arg >= 0) {
+      for (size_t i = 0; i < call.inputs.size(); ++i) {
+        if (static_cast<int64_t>(call.positions[i].arg_index) == out_arg) out = static_cast<int64_t>(i);
+      }
+      TORCH_CHECK(out >= 0 && !call.outputs.empty(), call.describe(), ": out must be a DTensor");
+      const DTensorSpec& out_spec = call.inputs[static_cast<size_t>(out)];
+      f.inputs.erase(f.inputs.begin() + out);
+      f.positions.erase(f.positions.begin() + out);
+      f.self_input = -1;
+      f.out_placements = &out_spec.placements;
+    }
+    ShardingPlan plan;
+    try {
+      plan = rule(f);
+    } catch (const c10::Error& e) {
+      // The functional rule's message names the functional op; say which was called.
+      TORCH_CHECK(false, call.name, " (sharded by the rule of ", name, "): ", e.what_without_backtrace());
+    }
+    TORCH_CHECK(plan.local_kernel.empty(), call.describe(), ": the rule of ", name,
+                " runs a local kernel written for its own arguments, so ", call.name,
+                " has no derived rule; call ", name, " and copy the result");
+    if (out >= 0) {
+      const Placements& want = call.inputs[static_cast<size_t>(out)].placements;
+      TORCH_CHECK(plan.output_placements[0] == want, call.describe(), ": the result of ", name,
+                  " would be ", to_string(plan.output_placements[0]), ", not out's ", to_string(want),
+                  "; redistribute out to ", to_string(plan.output_placements[0]), " or call ", name);
+      plan.input_placements.insert(plan.input_placements.begin() + out, want);
+    } else if (call.self_input >= 0) {
+      const DTensorSpec& self_spec = call.inputs[static_cast<size_t>(call.self_input)];
+      // squeeze_ and the like change self's shape: the functional rule does
+      // not say how the written tensor's spec follows (Note [Derived rules:
+      // out= and in-place overloads]).
+      TORCH_CHECK(!call.outputs.empty() && call.outputs[0].shape == self_spec.meta.shape, call.describe(),
+                  ": ", call.name, " changes the shape of the tensor it writes, which no derived rule "
+                  "handles; call ", name, " instead");
+      const Placements& self = self_spec.placements;
+      TORCH_CHECK(plan.self_placements_change ||
+                      (plan.input_placements[static_cast<size_t>(call.self_input)] == self &&
+                       plan.output_placements[0] == self),
+                  call.describe(), ": the strategy of ", name, " changes the placements ", to_string(self),
+                  " of the tensor written in place; redistribute it first or call ", name);
+    }
+    return plan;
+  });
+}
+
+std::optional<ShardingRule> find_rule(const c10::OperatorHandle& op, const std::string& full_name,
+                                      const ShardingRegistry& registry) {
+  if (auto exact = registry.find_exact(full_name)) return exact;
+  const bool out_variant = op.hasSchema() && single_out_argument(op.schema()) >= 0;
+  if (out_variant) {
+    if (auto derived = derive_rule(op, registry)) return derived;
+  }
+  if (auto by_base = registry.find(full_name)) return by_base;
+  return out_variant ? std::nullopt : derive_rule(op, registry);
+}
+
+}  // namespace dtensor

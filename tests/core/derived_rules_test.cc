@@ -1,0 +1,107 @@
+// Rules derived for out= and in-place overloads from the functional
+// overload's rule (Note [Derived rules: out= and in-place overloads]): the
+// out tensor keeps its placements and the inputs move as PyTorch 2.15 moves
+// them (its counts, measured: torch.add(a, b, out=c) on 2 ranks with a, b
+// Shard(0) issues nothing for c Shard(0), 2 all_gathers for c Replicate and 2
+// all_to_alls for c Shard(1)); values equal the plain ops'.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/utils.h>
+
+#include "backends/fake/fake_world.h"
+#include "core/dispatch/derived_rules.h"
+#include "core/dtensor.h"
+#include "debug/comm_debug_mode.h"
+#include "testing/error_of.h"
+#include "tests/core/test_util.h"
+
+namespace dtensor {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using testing::error_of;
+
+std::optional<std::string> functional_of(const char* name, const char* overload) {
+  auto handle = c10::Dispatcher::singleton().findOp({name, overload});
+  EXPECT_TRUE(handle.has_value()) << name << "." << overload;
+  return handle ? functional_overload(*handle) : std::nullopt;
+}
+
+TEST(DerivedRulesTest, FunctionalOverloadIsFoundBySchema) {
+  EXPECT_EQ(functional_of("aten::add", "out"), "aten::add.Tensor");
+  EXPECT_EQ(functional_of("aten::add", "Scalar_out"), "aten::add.Scalar");
+  EXPECT_EQ(functional_of("aten::add_", "Tensor"), "aten::add.Tensor");
+  EXPECT_EQ(functional_of("aten::sigmoid_backward", "grad_input"), "aten::sigmoid_backward");
+  EXPECT_EQ(functional_of("aten::mm", "dtype_out"), "aten::mm.dtype");
+  EXPECT_EQ(functional_of("aten::add", "Tensor"), std::nullopt);   // functional itself
+  EXPECT_EQ(functional_of("aten::max", "dim_max"), std::nullopt);  // two outs
+}
+
+TEST(DerivedRulesTest, OutKeepsItsPlacementsWithPyTorchsCollectives) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    at::Tensor ga = testing::seeded_randn({4, 4}, 1), gb = testing::seeded_randn({4, 4}, 2);
+    DTensor a = distribute_tensor(ga, mesh, {Shard(0)});
+    DTensor b = distribute_tensor(gb, mesh, {Shard(0)});
+    struct Case {
+      Placement out;
+      trace::KindCounts counts;
+    };
+    for (const Case& c : {Case{Shard(0), {}}, Case{Replicate(), {{"all_gather_into_tensor", 2}}},
+                          Case{Shard(1), {{"all_to_all_single", 2}}}}) {
+      SCOPED_TRACE(c.out.to_string());
+      DTensor out = distribute_tensor(at::zeros({4, 4}, at::kDouble), mesh, {c.out});
+      debug::CommDebugMode comm;
+      at::Tensor r = [&] {
+        auto guard = comm.enter();
+        return at::add_out(out, a, b);
+      }();
+      EXPECT_TRUE(r.is_same(out));
+      EXPECT_EQ(out.placements(), Placements{c.out});
+      EXPECT_EQ(comm.get_comm_counts(), c.counts);
+      EXPECT_TRUE(at::allclose(out.full_tensor(), ga + gb));
+    }
+    // A backward's out= form (grad_input) and a matrix product's.
+    DTensor y = distribute_tensor(ga.sigmoid(), mesh, {Shard(0)});
+    DTensor gi = distribute_tensor(at::empty({4, 4}, at::kDouble), mesh, {Shard(0)});
+    at::sigmoid_backward_out(gi, a, y);
+    EXPECT_TRUE(at::allclose(gi.full_tensor(), at::sigmoid_backward(ga, ga.sigmoid())));
+    DTensor mm_out = distribute_tensor(at::empty({4, 4}, at::kDouble), mesh, {Replicate()});
+    at::mm_out(mm_out, a, distribute_tensor(gb, mesh, {Replicate()}));
+    EXPECT_TRUE(at::allclose(mm_out.full_tensor(), at::mm(ga, gb)));
+  });
+}
+
+TEST(DerivedRulesTest, InPlaceOverloadsWithoutTheirOwnRule) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    at::Tensor g = testing::seeded_randn({6, 4}, 3);
+    DTensor x = distribute_tensor(g, mesh, {Shard(1)});
+    at::Tensor same = x.cumprod_(0);  // aten::cumprod_ derives from aten::cumprod
+    EXPECT_TRUE(same.is_same(x));
+    EXPECT_EQ(x.placements(), Placements{Shard(1)});
+    EXPECT_TRUE(at::allclose(x.full_tensor(), g.cumprod(0)));
+    DTensor r = distribute_tensor(g, mesh, {Shard(0)});
+    r.round_(2);  // aten::round_.decimals
+    EXPECT_TRUE(at::allclose(r.full_tensor(), g.round(2)));
+  });
+}
+
+TEST(DerivedRulesTest, BadOutIsAClearError) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor a = distribute_tensor(testing::seeded_randn({4, 4}, 1), mesh, {Shard(0)});
+    DTensor small = distribute_tensor(at::zeros({2, 4}, at::kDouble), mesh, {Shard(0)});
+    EXPECT_THAT(error_of([&] { at::add_out(small, a, a); }),
+                AllOf(HasSubstr("aten::add.out"), HasSubstr("out has shape [2, 4]"),
+                      HasSubstr("result has shape [4, 4]")));
+    // cumprod along the sharded dim cannot keep self's Shard(0).
+    DTensor x = distribute_tensor(testing::seeded_randn({4, 4}, 2), mesh, {Shard(0)});
+    EXPECT_THAT(error_of([&] { x.cumprod_(0); }),
+                AllOf(HasSubstr("aten::cumprod_"), HasSubstr("written in place"), HasSubstr("S(0)")));
+  });
+}
+
+}  // namespace
+}  // namespace dtensor
