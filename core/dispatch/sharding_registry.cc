@@ -243,8 +243,13 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
     const DimStrategy* runner_up = nullptr;  // the cheapest rejected candidate
     double runner_up_cost = kImpossible;
     for (const auto& c : candidates) {
-      TORCH_INTERNAL_ASSERT(c.inputs.size() == call.inputs.size() &&
-                            c.outputs.size() == call.outputs.size());
+      // A rule registered by base name may meet an overload it was not
+      // written for (an out= form with several outs, say): say so.
+      TORCH_CHECK(c.inputs.size() == call.inputs.size() && c.outputs.size() == call.outputs.size(),
+                  call.describe(), ": its sharding rule was written for ", c.inputs.size(), " tensor inputs and ",
+                  c.outputs.size(), " outputs, not this overload's ", call.inputs.size(), " and ",
+                  call.outputs.size(), "; call the functional overload, or register a rule for this one with "
+                  "dtensor::experimental::register_sharding");
       if (!keeps_self(call, d, c)) continue;
       if (call.out_placements != nullptr && !(c.outputs[0] == (*call.out_placements)[static_cast<size_t>(d)])) continue;
       double cost = strategy_cost(call, d, c);

@@ -48,6 +48,7 @@ const PartialRows kMultiplicative =
     with(kUnaryLinear, {{kSum, kSum, kR}, {kAvg, kAvg, kR}, {kSum, kR, kSum}, {kAvg, kR, kAvg}});
 const PartialRows kFirstArgLinear = with(kUnaryLinear, {{kSum, kSum, kR}, {kAvg, kAvg, kR}});
 const PartialRows kNonDecreasing = {{kMax, kMax}, {kMin, kMin}};
+const PartialRows kNonIncreasing = {{kMin, kMax}, {kMax, kMin}};
 const PartialRows kNegation = with(kUnaryLinear, {{kMin, kMax}, {kMax, kMin}});
 const PartialRows kMonotoneBinary = {{kMax, kMax, kR}, {kMax, kR, kMax}, {kMin, kMin, kR}, {kMin, kR, kMin}};
 
@@ -154,6 +155,41 @@ std::vector<std::string> with_inplace(const std::vector<std::string>& names) {
   return all;
 }
 
+// The rest of PyTorch 2.15's pointwise lists (_pointwise_ops.py), each with
+// 2.15's Partial rows; the in-place forms by name, the out= forms derived
+// (Note [Derived rules: out= and in-place overloads]).
+void register_more_pointwise_rules(ShardingRegistry& registry) {
+  registry.add(with_inplace({"aten::asinh", "aten::deg2rad", "aten::rad2deg", "aten::threshold"}),
+               per_mesh_dim(pointwise(kNonDecreasing)));
+  registry.add({"aten::hardshrink", "aten::special_modified_bessel_i1"}, per_mesh_dim(pointwise(kNonDecreasing)));
+  registry.add({"aten::erfc", "aten::erfc_", "aten::special_erfcx"}, per_mesh_dim(pointwise(kNonIncreasing)));
+  registry.add({"aten::logaddexp", "aten::logaddexp2"}, per_mesh_dim(pointwise(kMonotoneBinary)));
+  registry.add({"aten::fmax"}, per_mesh_dim(pointwise(with(kMonotoneBinary, {{kMax, kMax, kMax}}))));
+  registry.add({"aten::fmin"}, per_mesh_dim(pointwise(with(kMonotoneBinary, {{kMin, kMin, kMin}}))));
+  // No Partial survives these: a Partial input is reduced first.
+  registry.add(with_inplace({"aten::acosh", "aten::atanh", "aten::celu", "aten::copysign", "aten::digamma",
+                             "aten::erfinv", "aten::gcd", "aten::lcm", "aten::hardsigmoid", "aten::heaviside",
+                             "aten::i0", "aten::igamma", "aten::igammac", "aten::ldexp", "aten::lgamma",
+                             "aten::log10", "aten::logit", "aten::mish", "aten::mvlgamma", "aten::nextafter",
+                             "aten::polygamma", "aten::sinc", "aten::bitwise_left_shift",
+                             "aten::bitwise_right_shift"}),
+               per_mesh_dim(pointwise()));
+  registry.add({"aten::angle", "aten::frexp", "aten::isneginf", "aten::isposinf", "aten::logit_backward",
+                "aten::signbit", "aten::softshrink", "aten::__lshift__", "aten::__rshift__",
+                "aten::__ilshift__", "aten::__irshift__", "aten::special_airy_ai", "aten::special_bessel_j0",
+                "aten::special_bessel_j1", "aten::special_bessel_y0", "aten::special_bessel_y1",
+                "aten::special_chebyshev_polynomial_t", "aten::special_chebyshev_polynomial_u",
+                "aten::special_chebyshev_polynomial_v", "aten::special_chebyshev_polynomial_w",
+                "aten::special_entr", "aten::special_hermite_polynomial_h", "aten::special_hermite_polynomial_he",
+                "aten::special_i0e", "aten::special_i1", "aten::special_i1e", "aten::special_laguerre_polynomial_l",
+                "aten::special_legendre_polynomial_p", "aten::special_log_ndtr",
+                "aten::special_modified_bessel_i0", "aten::special_ndtri",
+                "aten::special_shifted_chebyshev_polynomial_t", "aten::special_shifted_chebyshev_polynomial_u",
+                "aten::special_shifted_chebyshev_polynomial_v", "aten::special_shifted_chebyshev_polynomial_w",
+                "aten::special_spherical_bessel_j0", "aten::special_xlog1py.self_scalar", "aten::special_zeta"},
+               per_mesh_dim(pointwise()));
+}
+
 }  // namespace
 
 void register_pointwise_rules(ShardingRegistry& registry) {
@@ -205,6 +241,7 @@ void register_pointwise_rules(ShardingRegistry& registry) {
   registry.add({"aten::where", "aten::isnan", "aten::isinf",
                 "aten::isfinite", "aten::logical_xor"},
                per_mesh_dim(pointwise()));
+  register_more_pointwise_rules(registry);
 }
 
 }  // namespace dtensor

@@ -33,7 +33,7 @@ TEST(DerivedRulesTest, FunctionalOverloadIsFoundBySchema) {
   EXPECT_EQ(functional_of("aten::add", "Scalar_out"), "aten::add.Scalar");
   EXPECT_EQ(functional_of("aten::add_", "Tensor"), "aten::add.Tensor");
   EXPECT_EQ(functional_of("aten::sigmoid_backward", "grad_input"), "aten::sigmoid_backward");
-  EXPECT_EQ(functional_of("aten::mm", "dtype_out"), "aten::mm.dtype");
+  EXPECT_EQ(functional_of("aten::mm", "out"), "aten::mm");
   EXPECT_EQ(functional_of("aten::add", "Tensor"), std::nullopt);   // functional itself
   EXPECT_EQ(functional_of("aten::max", "dim_max"), std::nullopt);  // two outs
 }

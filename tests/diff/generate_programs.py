@@ -720,6 +720,60 @@ def derived_program(g, pid):
             "inputs": inputs, "steps": steps}
 
 
+# ---------------------------------------------------------------- PyTorch 2.15's other pointwise ops
+# The pointwise ops of PyTorch 2.15's lists (_pointwise_ops.py) that the op
+# corpus above does not use, with 2.15's Partial rows where it has them
+# (asinh, deg2rad, rad2deg, threshold, hardshrink non-decreasing; erfc
+# non-increasing; logaddexp(2) monotone; fmax/fmin extremum-preserving).
+# name -> (input kinds, extra arguments, differentiable); an input kind is
+# "x" (values in [-0.5, 0.5)), "gt1" ((1.1, 2.1)), "unit" ((0.05, 0.95)),
+# "pos" ((0.5, 1.5)) or "int" (int64 in [0, 8)).
+
+MORE_POINTWISE = {
+    "asinh": (["x"], [], True), "deg2rad": (["x"], [], True), "rad2deg": (["x"], [], True),
+    "threshold": (["x"], [0.1, -1.0], True), "hardshrink": (["x"], [0.2], True),
+    "erfc": (["x"], [], True), "logaddexp": (["x", "x"], [], True), "logaddexp2": (["x", "x"], [], True),
+    "fmax": (["x", "x"], [], True), "fmin": (["x", "x"], [], True),
+    "acosh": (["gt1"], [], True), "atanh": (["x"], [], True), "celu": (["x"], [], True),
+    "copysign.Tensor": (["x", "x"], [], True), "digamma": (["pos"], [], True), "erfinv": (["x"], [], True),
+    "hardsigmoid": (["x"], [], True), "i0": (["x"], [], True), "lgamma": (["pos"], [], True),
+    "log10": (["pos"], [], True), "logit": (["unit"], [], True), "mish": (["x"], [], True),
+    "mvlgamma": (["gt1"], [1], True), "sinc": (["x"], [], True), "softshrink": (["x"], [0.2], True),
+    "special_entr": (["pos"], [], True), "special_i0e": (["x"], [], True), "special_i1": (["x"], [], True),
+    "special_ndtri": (["unit"], [], True), "special_log_ndtr": (["x"], [], True),
+    "heaviside": (["x", "x"], [], False), "signbit": (["x"], [], False), "isposinf": (["x"], [], False),
+    "nextafter": (["x", "x"], [], False), "gcd": (["int", "int"], [], False),
+    "bitwise_left_shift.Tensor": (["int", "int"], [], False),
+}
+
+
+def more_pointwise_program(g, pid):
+    mesh_shape, names, world = g.rng.choice(MESHES)
+    name = g.rng.choice(sorted(MORE_POINTWISE))
+    kinds, extra, differentiable = MORE_POINTWISE[name]
+    a, b = g.broadcast_pair()
+    shapes = [a] if len(kinds) == 1 else [a, b]
+    inputs = []
+    for kind, shape in zip(kinds, shapes):
+        if kind == "int":
+            inputs.append(g.idx(shape, 8))
+        else:
+            scale, offset = {"x": (1.0, 0.0), "gt1": (1.0, 1.6), "unit": (0.9, 0.5), "pos": (1.0, 1.0)}[kind]
+            inputs.append(g.t(shape, scale=scale, offset=offset) if kind != "x" else g.t(shape))
+    for spec in inputs:
+        spec["placements"] = placement(g, len(spec["shape"]), len(mesh_shape), "dtype" not in spec)
+    steps = [op(f"aten::{name}", *[T(i) for i in range(len(inputs))], *extra)]
+    last = len(inputs)
+    if g.rng.random() < 0.35:
+        steps.append({"kind": "full_tensor", "t": last})
+    if differentiable and g.rng.random() < 0.45:
+        for spec in inputs:
+            spec["requires_grad"] = True
+        steps.append({"kind": "backward", "t": last, "grads": list(range(len(inputs)))})
+    return {"id": pid, "world_size": world, "mesh": {"shape": list(mesh_shape), "names": names},
+            "inputs": inputs, "steps": steps}
+
+
 def write_shard(path, seed, progs):
     with open(path, "w") as f:
         json.dump({"format": FORMAT, "generator": f"generate_programs.py --seed {seed}",
@@ -734,6 +788,7 @@ def main():
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--structured", type=int, default=240, help="structured programs, in one more shard")
     ap.add_argument("--derived", type=int, default=300, help="out= and in-place programs, in one more shard")
+    ap.add_argument("--more-pointwise", type=int, default=300, help="PyTorch 2.15's other pointwise ops, one more shard")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     g = Gen(random.Random(a.seed))
@@ -748,9 +803,12 @@ def main():
     gd = Gen(random.Random(a.seed * 1000 + 2))
     derived_progs = [derived_program(gd, f"d{a.seed}_{i:04d}") for i in range(a.derived)]
     write_shard(os.path.join(a.out, f"programs_{a.shards + 1:02d}.json"), a.seed, derived_progs)
+    gp = Gen(random.Random(a.seed * 1000 + 3))
+    pointwise_progs = [more_pointwise_program(gp, f"p{a.seed}_{i:04d}") for i in range(a.more_pointwise)]
+    write_shard(os.path.join(a.out, f"programs_{a.shards + 2:02d}.json"), a.seed, pointwise_progs)
     print(f"{len(progs)} op programs in {a.shards} shards, {len(structured)} structured programs "
-          f"in shard {a.shards} and {len(derived_progs)} out=/in-place programs in shard {a.shards + 1} "
-          f"under {a.out}")
+          f"in shard {a.shards}, {len(derived_progs)} out=/in-place programs in shard {a.shards + 1} "
+          f"and {len(pointwise_progs)} of 2.15's other pointwise ops in shard {a.shards + 2} under {a.out}")
 
 
 if __name__ == "__main__":

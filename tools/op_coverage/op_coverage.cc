@@ -64,8 +64,10 @@ std::map<std::string, bool> aten_ops() {
 
 // The aten operators a registry entry covers ("aten::add" = every overload).
 std::vector<std::string> covered_by(const std::string& entry, const std::map<std::string, bool>& ops) {
-  if (ops.count(entry)) return {entry};
   std::vector<std::string> out;
+  if (ops.count(entry)) out.push_back(entry);
+  // A base name ("aten::where") matches every overload, as the registry does.
+  if (entry.find('.') != std::string::npos) return out;
   for (auto it = ops.lower_bound(entry + "."); it != ops.end() && it->first.rfind(entry + ".", 0) == 0; ++it) {
     out.push_back(it->first);
   }
