@@ -7,6 +7,8 @@
 #   tools/gpu_check.sh OUT_DIR              # build, run, report (< 8 min on 16 cores + H100)
 #   tools/gpu_check.sh OUT_DIR --dry-run    # configure + build only, report says so (no GPU needed)
 #   tools/gpu_check.sh OUT_DIR --quick      # benchmarks up to 4 MiB, fewer training steps
+# A PyPI PyTorch lacks Gloo's headers: run tools/gpu_deps.sh where they are
+# installed and bring .gpu-deps/ along (README "On a GPU host").
 # Environment: as tools/gpu_build.sh (LIBTORCH, CUDA_HOME, NCCL_ROOT, PYTHON),
 # BUILD_DIR (default build-gpu), GPU_CHECK_BUDGET_S (default 450: checks that
 # would start later are SKIPPED and running ones are cut there, so the whole
@@ -21,7 +23,7 @@ while (($#)); do
   case "$1" in
     --dry-run) DRY=1 ;;
     --quick) QUICK=(--quick) ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "gpu_check: unknown option $1" >&2; exit 2 ;;
     *) OUT="$1" ;;
   esac
