@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/dispatch/foreach_rules.h"
 #include "core/dispatch/op_name.h"
 
 namespace dtensor {
@@ -167,7 +168,9 @@ std::optional<ShardingRule> find_rule(const c10::OperatorHandle& op, const std::
     if (auto derived = derive_rule(op, registry)) return derived;
   }
   if (auto by_base = registry.find(full_name)) return by_base;
-  return out_variant ? std::nullopt : derive_rule(op, registry);
+  if (out_variant) return std::nullopt;
+  if (auto derived = derive_rule(op, registry)) return derived;
+  return derive_foreach_rule(op, registry);
 }
 
 }  // namespace dtensor

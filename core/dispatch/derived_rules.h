@@ -44,7 +44,8 @@ std::optional<ShardingRule> derive_rule(const c10::OperatorHandle& op, const Sha
 /// The rule the dispatcher uses for `op`: one registered for its exact name;
 /// for an out= overload, else the derived one (a base-name rule such as
 /// "aten::mv" is written for the functional arguments, not for `out`); else
-/// the base name's; else, for an in-place overload, the derived one.
+/// the base name's; else, for an in-place overload, the derived one; else,
+/// for a `_foreach_*` op, the per-element one (Note [Foreach rules]).
 std::optional<ShardingRule> find_rule(const c10::OperatorHandle& op, const std::string& full_name,
                                       const ShardingRegistry& registry);
 

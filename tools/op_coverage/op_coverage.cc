@@ -188,8 +188,9 @@ int main(int argc, char** argv) {
     for (const auto& n : composite) std::cout << "  " << n << "   [composite in this LibTorch: never reaches DTensor]\n";
     for (const auto& n : unknown) std::cout << "  " << n << "   [no such operator in this LibTorch]\n";
   }
-  // Out= and in-place overloads whose functional overload has a rule
-  // (Note [Derived rules: out= and in-place overloads]).
+  // Out=, in-place and _foreach_ overloads whose functional (per-element)
+  // overload has a rule (Note [Derived rules: out= and in-place overloads],
+  // Note [Foreach rules]).
   ShardingRegistry all;
   for (const Family& f : families()) f.reg(all);
   std::set<std::string> derived;
@@ -202,7 +203,7 @@ int main(int argc, char** argv) {
     const size_t dot = name.find('.');
     auto handle = c10::Dispatcher::singleton().findOp(
         {name.substr(0, dot), dot == std::string::npos ? "" : name.substr(dot + 1)});
-    if (handle && dtensor::derive_rule(*handle, all)) {
+    if (handle && dtensor::find_rule(*handle, name, all)) {
       derived.insert(name);
     } else {
       missing.push_back(name);
@@ -212,7 +213,8 @@ int main(int argc, char** argv) {
             << "  rule entries: " << entries << " in " << families().size() << " families\n"
             << "  aten operators reaching the DTensor kernel: " << reaching_total << "\n"
             << "  ... with a rule: " << covered.size() << "\n"
-            << "  ... with a rule derived from the functional overload's (out=, in-place): " << derived.size()
+            << "  ... with a rule derived from the functional overload's (out=, in-place, _foreach_): "
+            << derived.size()
             << "\n"
             << "  ... without (a DTensor call raises an error naming the op, with\n"
             << "      register_sharding / local_map / implicit_replication as ways out): " << missing.size() << "\n"
