@@ -26,7 +26,8 @@ const std::map<std::string, std::vector<std::string>>& overloads_by_name() {
   return *table;
 }
 
-bool written(const c10::Argument& a) { return a.alias_info() != nullptr && a.alias_info()->isWrite(); }
+using detail::interned_op_name;
+using detail::writes_argument;
 
 // Same argument names and types, in order (alias annotations ignored).
 bool same_arguments(const std::vector<const c10::Argument*>& a, const std::vector<c10::Argument>& b) {
@@ -45,7 +46,7 @@ std::optional<std::string> overload_with(const std::string& base, const std::vec
     auto handle = c10::Dispatcher::singleton().findOp({base, overload});
     if (!handle || !handle->hasSchema()) continue;
     const c10::FunctionSchema& schema = handle->schema();
-    if (std::any_of(schema.arguments().begin(), schema.arguments().end(), written)) continue;
+    if (std::any_of(schema.arguments().begin(), schema.arguments().end(), writes_argument)) continue;
     if (same_arguments(args, schema.arguments())) return full_op_name({base, overload});
   }
   return std::nullopt;
@@ -57,7 +58,7 @@ int64_t single_out_argument(const c10::FunctionSchema& schema) {
   int64_t out = -1;
   for (size_t i = 0; i < schema.arguments().size(); ++i) {
     const c10::Argument& a = schema.arguments()[i];
-    if (!written(a)) continue;
+    if (!writes_argument(a)) continue;
     if (!a.kwarg_only() || out >= 0) return -1;
     out = static_cast<int64_t>(i);
   }
@@ -68,19 +69,23 @@ int64_t single_out_argument(const c10::FunctionSchema& schema) {
 bool is_in_place(const c10::FunctionSchema& schema) {
   const std::string& name = schema.name();
   return name.size() > 1 && name.back() == '_' && name.rfind("aten::__", 0) != 0 && !schema.arguments().empty() &&
-         written(schema.arguments()[0]);
-}
-
-// The full names derived rules hand to functional rules as OpCall::name (a
-// string_view): kept for the life of the process.
-std::string_view stable_name(const std::string& name) {
-  static std::mutex mutex;
-  static auto* names = new std::map<std::string, std::string>();
-  std::lock_guard<std::mutex> lock(mutex);
-  return (*names).emplace(name, name).first->second;
+         writes_argument(schema.arguments()[0]);
 }
 
 }  // namespace
+
+namespace detail {
+
+bool writes_argument(const c10::Argument& a) { return a.alias_info() != nullptr && a.alias_info()->isWrite(); }
+
+std::string_view interned_op_name(const std::string& name) {
+  static std::mutex mutex;
+  static auto* names = new std::map<std::string, std::string>();
+  std::lock_guard<std::mutex> lock(mutex);
+  return names->emplace(name, name).first->second;
+}
+
+}  // namespace detail
 
 std::optional<std::string> functional_overload(const c10::OperatorHandle& op) {
   if (!op.hasSchema()) return std::nullopt;
@@ -103,12 +108,9 @@ std::optional<ShardingRule> derive_rule(const c10::OperatorHandle& op, const Sha
   if (!functional) return std::nullopt;
   std::optional<ShardingRule> rule = registry.find(*functional);
   if (!rule) return std::nullopt;
-  const size_t dot = functional->find('.');
-  const c10::OperatorName functional_name{functional->substr(0, dot),
-                                          dot == std::string::npos ? "" : functional->substr(dot + 1)};
-  const c10::OperatorHandle functional_op = *c10::Dispatcher::singleton().findOp(functional_name);
+  const c10::OperatorHandle functional_op = *c10::Dispatcher::singleton().findOp(parse_op_name(*functional));
   const int64_t out_arg = single_out_argument(op.schema());
-  const std::string_view name = stable_name(*functional);
+  const std::string_view name = interned_op_name(*functional);
   return ShardingRule([rule = *rule, functional_op, out_arg, name](const OpCall& call) {
     OpCall f = call;
     f.op = &functional_op;

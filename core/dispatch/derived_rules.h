@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/dispatch/sharding_registry.h"
 
@@ -46,6 +47,14 @@ std::optional<ShardingRule> derive_rule(const c10::OperatorHandle& op, const Sha
 /// "aten::mv" is written for the functional arguments, not for `out`); else
 /// the base name's; else, for an in-place overload, the derived one; else,
 /// for a `_foreach_*` op, the per-element one (Note [Foreach rules]).
+namespace detail {
+/// True for an argument the op writes (`Tensor(a!)`, `Tensor(a!)[]`).
+bool writes_argument(const c10::Argument& a);
+/// `name` kept for the life of the process, for OpCall::name (a string_view)
+/// of the calls derived rules build.
+std::string_view interned_op_name(const std::string& name);
+}  // namespace detail
+
 std::optional<ShardingRule> find_rule(const c10::OperatorHandle& op, const std::string& full_name,
                                       const ShardingRegistry& registry);
 

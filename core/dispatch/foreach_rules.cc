@@ -2,10 +2,10 @@
 
 #include <c10/util/Exception.h>
 
-#include <map>
-#include <mutex>
+#include <algorithm>
 #include <vector>
 
+#include "core/dispatch/derived_rules.h"
 #include "core/dispatch/op_name.h"
 
 namespace dtensor {
@@ -13,7 +13,6 @@ namespace {
 
 constexpr const char* kForeach = "aten::_foreach_";
 
-bool written(const c10::Argument& a) { return a.alias_info() != nullptr && a.alias_info()->isWrite(); }
 
 // The type of one element of a list argument, or the argument's own type.
 std::string element_type(const c10::Argument& a) {
@@ -31,13 +30,6 @@ std::string per_tensor_name(const std::string& foreach_name) {
   return name;
 }
 
-std::string_view stable_name(const std::string& name) {
-  static std::mutex mutex;
-  static auto* names = new std::map<std::string, std::string>();
-  std::lock_guard<std::mutex> lock(mutex);
-  return names->emplace(name, name).first->second;
-}
-
 }  // namespace
 
 std::optional<std::string> foreach_element_overload(const c10::OperatorHandle& op) {
@@ -52,7 +44,7 @@ std::optional<std::string> foreach_element_overload(const c10::OperatorHandle& o
     const auto& candidate = handle->schema().arguments();
     const auto& ours = schema.arguments();
     if (candidate.size() < ours.size()) continue;
-    bool match = std::none_of(candidate.begin(), candidate.end(), written);
+    bool match = std::none_of(candidate.begin(), candidate.end(), detail::writes_argument);
     for (size_t i = 0; match && i < candidate.size(); ++i) {
       match = i < ours.size() ? element_type(ours[i]) == candidate[i].type()->str()
                               : candidate[i].default_value().has_value();
@@ -67,10 +59,8 @@ std::optional<ShardingRule> derive_foreach_rule(const c10::OperatorHandle& op, c
   if (!element) return std::nullopt;
   std::optional<ShardingRule> rule = registry.find(*element);
   if (!rule) return std::nullopt;
-  const size_t dot = element->find('.');
-  const c10::OperatorHandle element_op = *c10::Dispatcher::singleton().findOp(
-      {element->substr(0, dot), dot == std::string::npos ? "" : element->substr(dot + 1)});
-  const std::string_view name = stable_name(*element);
+  const c10::OperatorHandle element_op = *c10::Dispatcher::singleton().findOp(parse_op_name(*element));
+  const std::string_view name = detail::interned_op_name(*element);
   return ShardingRule([rule = *rule, element_op, name](const OpCall& call) {
     const auto& args = call.op->schema().arguments();
     const auto& element_args = element_op.schema().arguments();

@@ -20,6 +20,13 @@ inline std::string full_op_name(const c10::OperatorName& name) {
   return out;
 }
 
+/// The inverse of full_op_name: "aten::add.Tensor" -> {"aten::add", "Tensor"},
+/// "aten::relu" -> {"aten::relu", ""}.
+inline c10::OperatorName parse_op_name(const std::string& full) {
+  const size_t dot = full.find('.');
+  return {full.substr(0, dot), dot == std::string::npos ? "" : full.substr(dot + 1)};
+}
+
 /// Size of full_op_name(name) without building it.
 inline size_t full_op_name_size(const c10::OperatorName& name) {
   return name.name.size() + (name.overload_name.empty() ? 0 : 1 + name.overload_name.size());

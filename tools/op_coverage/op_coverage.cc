@@ -200,9 +200,7 @@ int main(int argc, char** argv) {
     if (!reaches) continue;
     ++reaching_total;
     if (covered.count(name)) continue;
-    const size_t dot = name.find('.');
-    auto handle = c10::Dispatcher::singleton().findOp(
-        {name.substr(0, dot), dot == std::string::npos ? "" : name.substr(dot + 1)});
+    auto handle = c10::Dispatcher::singleton().findOp(dtensor::parse_op_name(name));
     if (handle && dtensor::find_rule(*handle, name, all)) {
       derived.insert(name);
     } else {
