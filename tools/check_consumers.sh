@@ -55,7 +55,10 @@ cmake_consumer() {
 
 bazel_consumer() {
   (cd "$ROOT/examples/consumer" &&
-     bazel test --cache_test_results=no --test_output=errors --symlink_prefix=/ //...)
+     bazel test --cache_test_results=no --test_output=errors --symlink_prefix=/ //...
+     rc=$?
+     "$ROOT/tools/disk_space.sh" release "$(bazel info output_base 2> /dev/null)"
+     exit $rc)
 }
 
 for w in "${which[@]}"; do

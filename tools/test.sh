@@ -12,9 +12,11 @@
 #   5. the core, backends and examples suites against PyTorch 2.11's LibTorch
 #      (what the GPU hosts run), in their own Bazel output base  DTENSOR_2_11=0 skips it;
 #   6. the same suites against Debian's LibTorch 1.13, likewise  DTENSOR_DEBIAN=0 skips it.
-# It ends with a `targets: N passed, M failed` line over all of them.
+# It ends with a `targets: N passed, M failed` line over all of them. It
+# first checks the disk (tools/disk_space.sh: DTENSOR_MIN_FREE_GIB, default 10).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+tools/disk_space.sh prepare || exit 1
 tools/setup.sh || exit 1
 # Tests that compare with Python (safetensors) find it here; .bazelrc passes it on.
 export DTENSOR_PYTHON="${DTENSOR_HOME:-$HOME/.cache/dtensor}/python"
@@ -42,6 +44,8 @@ stage "tests (default LibTorch)"
 bazel test --keep_going --cache_test_results=no --test_summary=short "${@:-//...}" 2>&1 | tee "$log"
 note_status "${PIPESTATUS[0]}"
 count "$log"
+main_output_base=$(bazel info output_base 2> /dev/null)
+tools/disk_space.sh release "$main_output_base"
 
 if (($# == 0)); then
   if [[ ${DTENSOR_SANITIZE:-1} != 0 ]]; then
@@ -49,6 +53,7 @@ if (($# == 0)); then
     tools/sanitize.sh ci 2>&1 | tee "$log"
     note_status "${PIPESTATUS[0]}"
     count "$log"
+    tools/disk_space.sh release "$main_output_base"
   fi
 
   if [[ ${DTENSOR_CUDA:-1} != 0 ]]; then
@@ -69,6 +74,7 @@ if (($# == 0)); then
       failed=$((failed + 1))
       worst=1
     fi
+    tools/disk_space.sh release "$main_output_base"
   fi
 
   if [[ ${DTENSOR_CONSUMERS:-1} != 0 ]]; then
@@ -90,8 +96,8 @@ if (($# == 0)); then
   other_libtorch() {
     local name="$1"
     shift
-    local bazel=(env -u LIBTORCH -u DTENSOR_LIBTORCH "$@" bazel
-                 --output_base="${DTENSOR_HOME:-$HOME/.cache/dtensor}/bazel-$name-$(pwd | md5sum | cut -c1-8)")
+    local base="${DTENSOR_HOME:-$HOME/.cache/dtensor}/bazel-$name-$(pwd | md5sum | cut -c1-8)"
+    local bazel=(env -u LIBTORCH -u DTENSOR_LIBTORCH "$@" bazel --output_base="$base")
     "${bazel[@]}" run --symlink_prefix=/ --ui_event_filters=-info,-stdout,-stderr --noshow_progress \
       //tools/build_info || worst=1
     "${bazel[@]}" test --keep_going --cache_test_results=no --test_summary=short --symlink_prefix=/ \
@@ -100,6 +106,7 @@ if (($# == 0)); then
     count "$log"
     # The server would hold ~1 GB until CI ends.
     "${bazel[@]}" shutdown
+    tools/disk_space.sh release "$base"
   }
 
   if [[ ${DTENSOR_2_11:-1} != 0 ]]; then
