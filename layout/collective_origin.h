@@ -32,7 +32,9 @@ inline constexpr const char* kDistributeTensor = "distribute_tensor";
 inline constexpr const char* kRunCheck = "run_check";               // from_local(run_check)
 inline constexpr const char* kParallelStyle = "parallel_style";     // a TP style's boundary
 inline constexpr const char* kDistributeModule = "distribute_module";
-inline constexpr const char* kDataParallel = "data_parallel";       // gradient sync of DDP/FSDP-like wrappers
+inline constexpr const char* kDataParallel = "data_parallel";       // gradient sync of DDP-like wrappers
+inline constexpr const char* kFsdpUnshard = "fsdp_unshard";         // fully_shard's parameter all-gather
+inline constexpr const char* kFsdpReduceGrad = "fsdp_reduce_grad";  // fully_shard's gradient reduce-scatter
 }  // namespace origin_cause
 
 /// One step of a redistribution on one mesh dim: S(0) -> R.

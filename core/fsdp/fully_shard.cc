@@ -1,0 +1,312 @@
+// fully_shard: FSDP2's module hooks on top of ParamGroup.
+#include "core/fsdp/fully_shard.h"
+
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "core/compat/autograd_node.h"
+#include "core/fsdp/param_group.h"
+#include "core/nn/module_call.h"
+
+namespace dtensor {
+namespace fsdp {
+
+// Note [FSDP hooks]
+// C++ modules have no hooks of their own; fully_shard registers forward
+// pre/post hooks (core/nn/module_call.h) and builds two identity autograd
+// nodes, as PyTorch's FSDP2 does with its hooks:
+// - pre-forward: the first fully_shard module whose forward starts on this
+//   thread, with none running, is the *root* of that forward. Unshard the
+//   group (one all_gather); cast floating inputs (mp_policy); route the
+//   inputs that require grad through a PostBackward node, whose backward
+//   runs once the gradients of the inputs are computed, that is after the
+//   module's whole backward: reduce-scatter the gradients, reshard.
+// - post-forward: reshard unless this is the root (or with grad off, there
+//   is no backward: always); route the output through a PreBackward node,
+//   whose backward runs before any of the module's nodes: unshard again.
+//   Both nodes are created inside the module's forward scope, so the module
+//   tracker attributes their collectives to the module, phase backward.
+// - The first PreBackward of a backward queues an end-of-backward callback
+//   (Engine::queue_callback) that finishes every group touched since the last
+//   one: a module whose inputs need no gradient (the embedding's token ids)
+//   never runs its PostBackward, so its gradients are reduced there; then
+//   everything is resharded.
+// AccumulateGrad nodes run before other ready nodes (the engine gives them
+// the highest priority), so by the time PostBackward runs the unsharded
+// gradients have accumulated, as PyTorch relies on too.
+struct FsdpState : std::enable_shared_from_this<FsdpState> {
+  torch::nn::Module* module = nullptr;
+  std::weak_ptr<torch::nn::Module> alive;
+  std::string name;
+  DeviceMesh mesh;
+  FullyShardOptions options;
+  std::unique_ptr<ParamGroup> group;
+  bool requires_gradient_sync = true;
+  bool root_of_current_forward = false;
+
+  nn::TensorList pre_forward(nn::TensorList inputs);
+  at::Tensor post_forward(at::Tensor output);
+  void pre_backward();
+  void post_backward();
+  std::vector<std::shared_ptr<FsdpState>> subtree() const;
+};
+
+namespace {
+
+// ---- the registry: module -> state (nested fully_shard calls, fsdp_module_of) ----
+
+std::mutex registry_mutex;
+std::unordered_map<const torch::nn::Module*, std::weak_ptr<FsdpState>>& registry() {
+  static auto* map = new std::unordered_map<const torch::nn::Module*, std::weak_ptr<FsdpState>>();
+  return *map;
+}
+
+std::shared_ptr<FsdpState> lookup(const torch::nn::Module& module) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = registry().find(&module);
+  if (it == registry().end()) return nullptr;
+  std::shared_ptr<FsdpState> state = it->second.lock();
+  // A dead module's address may be reused: check the state's module is alive.
+  if (state == nullptr || state->alive.expired()) {
+    registry().erase(it);
+    return nullptr;
+  }
+  return state;
+}
+
+void remember(const torch::nn::Module& module, const std::shared_ptr<FsdpState>& state) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  for (auto it = registry().begin(); it != registry().end();) {
+    it = it->second.expired() ? registry().erase(it) : std::next(it);
+  }
+  registry()[&module] = state;
+}
+
+// ---- per-thread forward/backward bookkeeping (each fake rank is a thread) ----
+
+thread_local FsdpState* current_root = nullptr;
+// Groups whose forward ran since the last end-of-backward callback.
+thread_local std::vector<std::weak_ptr<FsdpState>> touched;
+thread_local bool end_of_backward_queued = false;
+
+void end_of_backward() {
+  end_of_backward_queued = false;
+  std::vector<std::weak_ptr<FsdpState>> states;
+  states.swap(touched);
+  // Reverse forward order, the order backward reaches them.
+  for (auto it = states.rbegin(); it != states.rend(); ++it) {
+    if (std::shared_ptr<FsdpState> state = it->lock()) state->post_backward();
+  }
+}
+
+// Identity on its inputs; runs `on_backward` once their gradients are known.
+struct HookNode : torch::autograd::Node {
+  std::string label;
+  std::function<void()> on_backward;
+  std::string name() const override { return label; }
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    on_backward();
+    return std::move(grads);
+  }
+};
+
+// Routes the tensors of `tensors` that require grad through one HookNode.
+nn::TensorList through_hook_node(nn::TensorList tensors, std::string label, std::function<void()> on_backward) {
+  if (!at::GradMode::is_enabled()) return tensors;
+  std::vector<size_t> which;
+  std::vector<at::Tensor> inputs;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].defined() && tensors[i].requires_grad()) {
+      which.push_back(i);
+      inputs.push_back(tensors[i]);
+    }
+  }
+  if (which.empty()) return tensors;
+  auto node = compat::make_autograd_node<HookNode>();
+  node->label = std::move(label);
+  node->on_backward = std::move(on_backward);
+  node->set_next_edges(torch::autograd::collect_next_edges(inputs));
+  for (size_t i : which) {
+    at::Tensor out;
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      out = tensors[i].alias();
+    }
+    torch::autograd::set_history(out, node);
+    tensors[i] = out;
+  }
+  return tensors;
+}
+
+bool is_floating(const at::Tensor& t) { return t.defined() && at::isFloatingType(t.scalar_type()); }
+
+}  // namespace
+
+nn::TensorList FsdpState::pre_forward(nn::TensorList inputs) {
+  if (current_root == nullptr) {
+    current_root = this;
+    root_of_current_forward = true;
+  }
+  if (at::GradMode::is_enabled()) {
+    bool known = false;
+    for (const auto& t : touched) known = known || t.lock().get() == this;
+    if (!known) touched.push_back(weak_from_this());
+  }
+  group->unshard();
+  const MixedPrecisionPolicy& mp = options.mp_policy;
+  if (mp.param_dtype && mp.cast_forward_inputs) {
+    for (at::Tensor& x : inputs) {
+      if (is_floating(x) && x.scalar_type() != *mp.param_dtype) x = x.to(*mp.param_dtype);
+    }
+  }
+  std::weak_ptr<FsdpState> weak = weak_from_this();
+  return through_hook_node(std::move(inputs), "dtensor::FSDPPostBackward(" + name + ")", [weak] {
+    if (std::shared_ptr<FsdpState> state = weak.lock()) state->post_backward();
+  });
+}
+
+at::Tensor FsdpState::post_forward(at::Tensor output) {
+  const bool is_root = root_of_current_forward;
+  if (is_root) {
+    current_root = nullptr;
+    root_of_current_forward = false;
+  }
+  // With grad off no backward follows, so the root frees its parameters too.
+  if (!at::GradMode::is_enabled() || (options.reshard_after_forward && !is_root)) group->reshard();
+  std::weak_ptr<FsdpState> weak = weak_from_this();
+  output = through_hook_node({output}, "dtensor::FSDPPreBackward(" + name + ")", [weak] {
+             if (std::shared_ptr<FsdpState> state = weak.lock()) state->pre_backward();
+           }).front();
+  if (const auto& dtype = options.mp_policy.output_dtype; dtype && is_floating(output) &&
+                                                           output.scalar_type() != *dtype) {
+    output = output.to(*dtype);
+  }
+  return output;
+}
+
+void FsdpState::pre_backward() {
+  if (!end_of_backward_queued) {
+    end_of_backward_queued = true;
+    torch::autograd::Engine::get_default_engine().queue_callback(end_of_backward);
+  }
+  group->unshard();
+}
+
+void FsdpState::post_backward() {
+  if (requires_gradient_sync) group->reduce_gradients();
+  group->reshard();
+}
+
+std::vector<std::shared_ptr<FsdpState>> FsdpState::subtree() const {
+  std::vector<std::shared_ptr<FsdpState>> out;
+  for (const auto& child : module->modules(/*include_self=*/true)) {
+    if (std::shared_ptr<FsdpState> state = lookup(*child)) out.push_back(std::move(state));
+  }
+  return out;
+}
+
+}  // namespace fsdp
+
+torch::nn::Module& FSDPModule::module() const { return *state_->module; }
+const DeviceMesh& FSDPModule::mesh() const { return state_->mesh; }
+void FSDPModule::unshard() { state_->group->unshard(); }
+void FSDPModule::reshard() { state_->group->reshard(); }
+bool FSDPModule::is_unsharded() const { return state_->group->is_unsharded(); }
+
+void FSDPModule::set_requires_gradient_sync(bool sync, bool recurse) {
+  if (!recurse) {
+    state_->requires_gradient_sync = sync;
+    return;
+  }
+  for (const auto& state : state_->subtree()) state->requires_gradient_sync = sync;
+}
+
+void FSDPModule::set_reshard_after_forward(bool reshard, bool recurse) {
+  if (!recurse) {
+    state_->options.reshard_after_forward = reshard;
+    return;
+  }
+  for (const auto& state : state_->subtree()) state->options.reshard_after_forward = reshard;
+}
+
+std::vector<std::string> FSDPModule::managed_parameter_names() const {
+  std::vector<std::string> names;
+  for (const fsdp::FsdpParam& p : state_->group->params()) names.push_back(p.fqn);
+  return names;
+}
+
+std::optional<FSDPModule> fsdp_module_of(const torch::nn::Module& module) {
+  if (auto state = fsdp::lookup(module)) return FSDPModule(std::move(state));
+  return std::nullopt;
+}
+
+FSDPModule fully_shard(torch::nn::Module& module, const DeviceMesh& mesh, const FullyShardOptions& options) {
+  TORCH_CHECK(mesh.defined() && mesh.ndim() == 1, "fully_shard(", module.name(), "): takes a 1-D data-parallel mesh, got ",
+              mesh.defined() ? mesh.to_string() : std::string("an empty mesh"), "; pass mesh[\"dp\"]");
+  TORCH_CHECK(fsdp::lookup(module) == nullptr, "fully_shard(", module.name(), ") on rank ", mesh.global_rank(),
+              ": already applied to this module; call it once per module");
+  std::weak_ptr<torch::nn::Module> alive;
+  try {
+    alive = module.shared_from_this();
+  } catch (const std::bad_weak_ptr&) {
+    TORCH_CHECK(false, "fully_shard(", module.name(), "): the module must be owned by a std::shared_ptr "
+                "(a TORCH_MODULE holder or std::make_shared), so FSDP can tell when it dies");
+  }
+  // Parameters of nested fully_shard modules belong to their groups.
+  std::unordered_set<const c10::TensorImpl*> claimed;
+  for (const auto& item : module.named_modules(/*name_prefix=*/"", /*include_self=*/false)) {
+    if (fsdp::lookup(*item.value()) == nullptr) continue;
+    for (const at::Tensor& p : item.value()->parameters(/*recurse=*/true)) claimed.insert(p.unsafeGetTensorImpl());
+  }
+  std::vector<fsdp::FsdpParam> params;
+  std::unordered_map<const c10::TensorImpl*, size_t> seen;  // tied weights: one entry, more owners
+  for (const auto& module_item : module.named_modules(/*name_prefix=*/"", /*include_self=*/true)) {
+    const std::string& path = module_item.key();
+    const std::shared_ptr<torch::nn::Module>& owner = module_item.value();
+    for (const auto& param_item : owner->named_parameters(/*recurse=*/false)) {
+      const std::string& name = param_item.key();
+      const c10::TensorImpl* impl = param_item.value().unsafeGetTensorImpl();
+      if (claimed.count(impl) != 0) continue;
+      if (auto it = seen.find(impl); it != seen.end()) {
+        params[it->second].aliases.emplace_back(owner.get(), name);
+        continue;
+      }
+      seen.emplace(impl, params.size());
+      fsdp::FsdpParam p;
+      p.owner = owner.get();
+      p.name = name;
+      p.fqn = path.empty() ? name : path + "." + name;
+      params.push_back(std::move(p));
+    }
+  }
+  auto state = std::make_shared<fsdp::FsdpState>();
+  state->module = &module;
+  state->alive = alive;
+  state->name = module.name();
+  state->mesh = mesh;
+  state->options = options;
+  state->group = std::make_unique<fsdp::ParamGroup>(
+      std::move(params), mesh,
+      fsdp::MixedPrecision{options.mp_policy.param_dtype, options.mp_policy.reduce_dtype}, module.name());
+  fsdp::remember(module, state);
+  // The hooks own the state; they live as long as the module.
+  nn::register_forward_pre_hook(module, [state](torch::nn::Module&, nn::TensorList inputs) {
+    return state->pre_forward(std::move(inputs));
+  });
+  nn::register_forward_hook(module, [state](torch::nn::Module&, const nn::TensorList&, at::Tensor output) {
+    return state->post_forward(std::move(output));
+  });
+  return FSDPModule(state);
+}
+
+}  // namespace dtensor

@@ -1,0 +1,101 @@
+// Fully sharded data parallelism on DTensor: PyTorch's fully_shard (FSDP2)
+// for LibTorch modules.
+//   auto mesh = DeviceMesh::init(c10::kCPU, {4}, {"dp"});
+//   for (auto& layer : model->layers) fully_shard(*layer, mesh);   // one group per layer
+//   FSDPModule root = fully_shard(*model, mesh);                    // the rest
+//   torch::optim::Adam opt(model->parameters(), 1e-3);              // sharded DTensor parameters
+//   at::Tensor loss = dtensor::nn::call(model, tokens) ...;        // gathers, frees
+//   loss.backward();                                                // gathers, reduce-scatters
+//   opt.step();
+// Parameters become DTensors Shard(0) on the 1-D data-parallel mesh. Before a
+// module's forward its group is all-gathered (one all_gather), after it the
+// full parameters are freed (reshard_after_forward), before its backward they
+// are gathered again, and after it the gradients are reduce-scattered (one
+// reduce_scatter, averaged over the mesh) into the sharded parameters'
+// .grad(). Modules are seen at their boundaries: call them through
+// dtensor::nn::call or ModuleScope (core/nn/module_call.h), the root too.
+// See Note [FSDP parameters] (core/fsdp/param_group.h) and
+// Note [FSDP hooks] (core/fsdp/fully_shard.cc).
+#pragma once
+
+#include <c10/core/ScalarType.h>
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/device_mesh.h"
+
+namespace dtensor {
+
+/// PyTorch's MixedPrecisionPolicy.
+struct MixedPrecisionPolicy {
+  /// The dtype parameters are all-gathered in and forward computes in
+  /// (default: the parameters' own).
+  std::optional<c10::ScalarType> param_dtype;
+  /// The dtype gradients are reduce-scattered in (default: param_dtype);
+  /// the result is cast to the sharded parameter's dtype.
+  std::optional<c10::ScalarType> reduce_dtype;
+  /// Floating-point outputs of the module's forward are cast to it.
+  std::optional<c10::ScalarType> output_dtype;
+  /// Floating-point inputs of the module's forward are cast to param_dtype.
+  bool cast_forward_inputs = true;
+};
+
+struct FullyShardOptions {
+  /// Free the gathered parameters after forward and gather them again for
+  /// backward (less memory, one more all_gather per module). The root module
+  /// (the first whose forward runs) keeps them: backward needs them at once.
+  bool reshard_after_forward = true;
+  MixedPrecisionPolicy mp_policy;
+};
+
+namespace fsdp {
+struct FsdpState;
+}
+
+/// The handle fully_shard returns (PyTorch's FSDPModule methods). Copies
+/// share one state, which lives as long as the module's hooks.
+class FSDPModule {
+ public:
+  explicit FSDPModule(std::shared_ptr<fsdp::FsdpState> state) : state_(std::move(state)) {}
+
+  torch::nn::Module& module() const;
+  const DeviceMesh& mesh() const;
+  /// All-gathers the module's parameters now; the module registers the full
+  /// tensors until reshard() (or the next reshard FSDP does itself).
+  void unshard();
+  /// Frees the gathered parameters; the module registers the sharded ones.
+  void reshard();
+  /// false: backward keeps accumulating full gradients instead of
+  /// reduce-scattering them (gradient accumulation); the first backward with
+  /// true reduces what accumulated. With `recurse`, every fully_shard module
+  /// below this one too.
+  void set_requires_gradient_sync(bool sync, bool recurse = true);
+  /// Changes FullyShardOptions::reshard_after_forward (with `recurse`, of
+  /// every fully_shard module below this one too).
+  void set_reshard_after_forward(bool reshard, bool recurse = true);
+  /// The parameters this call manages, by name from the module
+  /// ("layers.0.weight"), in all-gather order.
+  std::vector<std::string> managed_parameter_names() const;
+  /// True while the full parameters are registered.
+  bool is_unsharded() const;
+
+ private:
+  std::shared_ptr<fsdp::FsdpState> state_;
+};
+
+/// Shards `module`'s parameters that no fully_shard call below it manages
+/// (apply it to children first, as PyTorch) over the 1-D `mesh`, and hooks
+/// its forward and backward. Every rank must hold the same parameter values;
+/// nothing is communicated here. `module` must be owned by a shared_ptr (a
+/// TORCH_MODULE holder). Example: fully_shard(*model->layers[0], mesh).
+FSDPModule fully_shard(torch::nn::Module& module, const DeviceMesh& mesh,
+                       const FullyShardOptions& options = {});
+
+/// The handle of a module fully_shard was applied to, else nullopt.
+std::optional<FSDPModule> fsdp_module_of(const torch::nn::Module& module);
+
+}  // namespace dtensor

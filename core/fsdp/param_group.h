@@ -1,0 +1,100 @@
+// The parameters one fully_shard call manages, and the three things FSDP does
+// to them: all-gather them into full tensors (unshard), free those again
+// (reshard), and reduce-scatter their gradients into the sharded parameters.
+// Private to core/fsdp; fully_shard.cc decides when each happens.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/device_mesh.h"
+
+namespace dtensor::fsdp {
+
+// Note [FSDP parameters]
+// Each managed parameter exists twice, as in PyTorch's FSDP2:
+// - `sharded`: a DTensor Shard(0) on the data-parallel mesh (torch.chunk
+//   rows, so uneven dim 0 leaves the last ranks fewer or no rows). It is what
+//   the module registers between forwards, what optimizers step and where
+//   the reduced gradient lands.
+// - `unsharded`: a plain leaf tensor of the full shape (param_dtype), one
+//   TensorImpl for the module's lifetime. Forward computes with it, so
+//   autograd saves it and accumulates its gradient. Resharding frees its
+//   storage (nbytes 0) while autograd still holds the TensorImpl;
+//   unsharding allocates the storage again and copies the all-gathered rows
+//   in, without bumping the version counter (through variable_data()), so
+//   backward reads what forward read.
+// One all-gather moves a group's parameters: each rank contributes its
+// shards, each padded to ceil(rows / world) rows, one after another; rank
+// r's block of parameter p holds global rows [r * c, r * c + c), so the
+// first `rows` rows of the gathered blocks are the parameter. Gradients go
+// back the same way in one reduce-scatter.
+struct FsdpParam {
+  torch::nn::Module* owner = nullptr;  // the module that registers it
+  std::string name;                    // its name there ("weight")
+  std::string fqn;                     // from the fully_shard module ("layers.0.wq.weight")
+  /// Other (module, name) registrations of the same tensor (tied weights).
+  std::vector<std::pair<torch::nn::Module*, std::string>> aliases;
+  at::Tensor sharded;                  // DTensor Shard(0)
+  at::Tensor unsharded;                // leaf, full shape; storage freed while resharded
+  std::vector<int64_t> shape;          // the full shape
+  int64_t padded_rows = 0;             // ceil(shape[0] / world)
+  int64_t row_numel = 1;               // elements per row
+  int64_t local_rows = 0;              // this rank's rows
+  bool requires_grad = false;
+
+  int64_t padded_numel() const { return padded_rows * row_numel; }
+};
+
+struct MixedPrecision {
+  std::optional<c10::ScalarType> param_dtype;
+  std::optional<c10::ScalarType> reduce_dtype;
+};
+
+class ParamGroup {
+ public:
+  /// Shards the parameters named by `params` (owner, name, fqn filled in;
+  /// the rest is computed) on every rank identically, without communication:
+  /// every rank must hold the same full values (seeded init), as PyTorch's
+  /// fully_shard assumes. The owners register the sharded DTensors.
+  ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrecision mp, std::string module_name);
+
+  const std::vector<FsdpParam>& params() const { return params_; }
+  bool is_unsharded() const { return unsharded_; }
+
+  /// One all_gather of every parameter (in param_dtype), then the module
+  /// registers the unsharded tensors. No-op when already unsharded.
+  void unshard();
+  /// The module registers the sharded DTensors again and the unsharded
+  /// storage is freed. No-op when already sharded.
+  void reshard();
+  /// One reduce_scatter (sum, in reduce_dtype, then / world) of the
+  /// unsharded gradients, added to (or set as) the sharded parameters'
+  /// gradients; the unsharded gradients are dropped. Parameters without a
+  /// gradient contribute zeros (every rank moves the same bytes). Returns
+  /// false, moving nothing, when no parameter has a gradient on this rank.
+  bool reduce_gradients();
+  /// True when some unsharded parameter holds a gradient.
+  bool has_unsharded_gradients() const;
+
+ private:
+  void register_params(bool unsharded);
+
+  std::vector<FsdpParam> params_;
+  DeviceMesh mesh_;
+  MixedPrecision mp_;
+  std::string module_name_;
+  int64_t world_ = 1;
+  int64_t rank_ = 0;
+  int64_t padded_total_ = 0;  // sum of padded_numel(): one rank's share of a bucket
+  bool unsharded_ = false;
+};
+
+}  // namespace dtensor::fsdp

@@ -1,0 +1,292 @@
+// fully_shard on the fake world: losses, parameters and gradients equal one
+// device's after optimizer steps; the collectives per forward and backward
+// equal PyTorch FSDP2's for the same model (3-layer MLP stack on 4 ranks:
+// forward 3 all_gathers, backward 3 all_gathers + 3 reduce_scatters, as
+// measured with PyTorch 2.11 and 2.15); uneven dim 0; no reshard after
+// forward; gradient accumulation without sync; mixed precision; tied
+// weights; clear errors.
+#include "core/fsdp/fully_shard.h"
+
+#include <gtest/gtest.h>
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/fake/fake_world.h"
+#include "core/dtensor.h"
+#include "core/dtensor_impl.h"
+#include "core/nn/module_call.h"
+#include "core/parallel/module_params.h"
+#include "examples/models/seeded_init.h"
+#include "testing/collective_counter.h"
+#include "testing/error_of.h"
+
+namespace dtensor {
+namespace {
+
+using testing::CollectiveCounter;
+using testing::Counts;
+
+// Linear layers with ReLU between them; children called through nn::call.
+struct StackImpl : torch::nn::Module {
+  explicit StackImpl(std::vector<int64_t> widths) {
+    for (size_t i = 0; i + 1 < widths.size(); ++i) {
+      layers.push_back(register_module("layer" + std::to_string(i), torch::nn::Linear(widths[i], widths[i + 1])));
+    }
+  }
+  at::Tensor forward(at::Tensor x) {
+    for (size_t i = 0; i < layers.size(); ++i) {
+      x = nn::call(layers[i], x);
+      if (i + 1 < layers.size()) x = torch::relu(x);
+    }
+    return x;
+  }
+  std::vector<torch::nn::Linear> layers;
+};
+TORCH_MODULE(Stack);
+
+Stack make_stack(std::vector<int64_t> widths, uint64_t seed) {
+  Stack stack(std::move(widths));
+  stack->to(torch::kDouble);
+  examples::seeded_init(*stack, seed);
+  return stack;
+}
+
+// The whole batch of every rank, the same on all ranks (a private generator).
+at::Tensor make_batch(int64_t rows, int64_t cols, uint64_t seed) {
+  return at::randn({rows, cols}, examples::make_generator(seed), at::TensorOptions().dtype(torch::kDouble));
+}
+
+at::Tensor loss_of(const at::Tensor& y) { return y.pow(2).mean(); }
+
+// The full value of a parameter, DTensor or plain.
+at::Tensor full_value(const at::Tensor& t) { return is_dtensor(t) ? DTensor(t).full_tensor() : t; }
+
+void expect_same_parameters(torch::nn::Module& sharded, torch::nn::Module& reference, double tol) {
+  auto ref = reference.named_parameters();
+  for (const auto& item : sharded.named_parameters()) {
+    const at::Tensor full = full_value(item.value());
+    ASSERT_TRUE(ref.contains(item.key())) << item.key();
+    EXPECT_TRUE(torch::allclose(full, ref[item.key()], tol, tol))
+        << item.key() << " differs by " << (full - ref[item.key()]).abs().max().item<double>();
+  }
+}
+
+struct StepCounts {
+  Counts forward;
+  Counts backward;
+};
+
+// Trains `steps` SGD steps with FSDP on `world` ranks and on one device side
+// by side; returns rank 0's per-phase collective counts of the last step.
+StepCounts train_and_compare(int64_t world, std::vector<int64_t> widths, const FullyShardOptions& options,
+                             int steps = 3) {
+  StepCounts last;
+  const int64_t batch = 12;  // divisible by every world size used: equal shares
+  run_fake_world(world, [&](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {world}, {"dp"});
+    Stack model = make_stack(widths, 7);
+    Stack reference = make_stack(widths, 7);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh, options);
+    fully_shard(*model, mesh, options);
+    for (const auto& p : model->parameters()) ASSERT_TRUE(is_dtensor(p));
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+    torch::optim::SGD ref_opt(reference->parameters(), torch::optim::SGDOptions(0.1));
+    CollectiveCounter counter(w);
+    const int64_t rank = mesh.get_local_rank(0);
+    for (int step = 0; step < steps; ++step) {
+      const at::Tensor x = make_batch(batch, widths.front(), 100 + step);
+      const at::Tensor mine = x.chunk(world, 0)[rank];
+      counter.clear();
+      at::Tensor loss = loss_of(nn::call(model, mine));
+      Counts forward = counter.take();
+      loss.backward();
+      Counts backward = counter.take();
+      opt.step();
+      opt.zero_grad();
+      at::Tensor ref_loss = loss_of(reference->forward(x));
+      ref_loss.backward();
+      ref_opt.step();
+      ref_opt.zero_grad();
+      // The losses of the ranks average to the reference's.
+      at::Tensor mean_loss = loss.detach().reshape({1});
+      mean_loss = DTensor::from_local(mean_loss, mesh, {Partial()}).full_tensor() / world;
+      EXPECT_NEAR(mean_loss.item<double>(), ref_loss.item<double>(), 1e-10) << "step " << step;
+      if (rank == 0) last = {forward, backward};
+    }
+    expect_same_parameters(*model, *reference, 1e-10);
+  });
+  return last;
+}
+
+TEST(FullyShardTest, MlpStackEqualsOneDeviceWithPyTorchsCollectives) {
+  const StepCounts counts = train_and_compare(4, {8, 16, 16, 8}, {});
+  // PyTorch 2.11 and 2.15's fully_shard on the same model (Gloo, 4 ranks).
+  EXPECT_EQ(counts.forward, (Counts{{"all_gather_into_tensor", 3}}));
+  EXPECT_EQ(counts.backward, (Counts{{"all_gather_into_tensor", 3}, {"reduce_scatter_tensor", 3}}));
+}
+
+TEST(FullyShardTest, NoReshardAfterForwardGathersOnce) {
+  FullyShardOptions options;
+  options.reshard_after_forward = false;
+  const StepCounts counts = train_and_compare(4, {8, 16, 16, 8}, options);
+  EXPECT_EQ(counts.forward, (Counts{{"all_gather_into_tensor", 3}}));
+  EXPECT_EQ(counts.backward, (Counts{{"reduce_scatter_tensor", 3}}));
+}
+
+TEST(FullyShardTest, UnevenRowsAndFewerRowsThanRanks) {
+  // 7 rows over 4 ranks (2, 2, 2, 1); 3 rows over 4 (1, 1, 1, 0).
+  train_and_compare(4, {5, 7, 3}, {});
+  train_and_compare(3, {4, 7, 2}, {});
+}
+
+TEST(FullyShardTest, ParametersAreShardedBetweenSteps) {
+  run_fake_world(4, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    Stack model = make_stack({8, 12, 4}, 3);
+    FSDPModule layer0 = fully_shard(*model->layers[0], mesh);
+    FSDPModule root = fully_shard(*model, mesh);
+    EXPECT_EQ(layer0.managed_parameter_names(), (std::vector<std::string>{"weight", "bias"}));
+    EXPECT_EQ(root.managed_parameter_names(), (std::vector<std::string>{"layer1.weight", "layer1.bias"}));
+    DTensor w(model->layers[0]->weight);
+    EXPECT_EQ(w.placements(), (Placements{Shard(0)}));
+    EXPECT_EQ(w.local_tensor().sizes(), (std::vector<int64_t>{3, 8}));
+    layer0.unshard();
+    EXPECT_TRUE(layer0.is_unsharded());
+    EXPECT_FALSE(is_dtensor(model->layers[0]->weight));
+    EXPECT_EQ(model->layers[0]->weight.sizes(), (std::vector<int64_t>{12, 8}));
+    layer0.reshard();
+    EXPECT_TRUE(is_dtensor(model->layers[0]->weight));
+    // A forward and backward leave every group sharded.
+    nn::call(model, make_batch(4, 8, 1)).sum().backward();
+    EXPECT_FALSE(layer0.is_unsharded());
+    EXPECT_FALSE(root.is_unsharded());
+    for (const auto& p : model->parameters()) {
+      ASSERT_TRUE(is_dtensor(p));
+      ASSERT_TRUE(is_dtensor(p.grad()));
+      EXPECT_EQ(DTensor(p.grad()).placements(), (Placements{Shard(0)}));
+    }
+  });
+}
+
+TEST(FullyShardTest, GradientAccumulationWithoutSyncReducesOnce) {
+  run_fake_world(2, [](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    Stack model = make_stack({6, 8, 4}, 11);
+    Stack reference = make_stack({6, 8, 4}, 11);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh);
+    FSDPModule root = fully_shard(*model, mesh);
+    CollectiveCounter counter(w);
+    const int64_t rank = mesh.get_local_rank(0);
+    at::Tensor ref_loss = at::zeros({}, torch::kDouble);
+    for (int micro = 0; micro < 2; ++micro) {
+      root.set_requires_gradient_sync(micro == 1);
+      const at::Tensor x = make_batch(4, 6, 50 + micro);
+      loss_of(nn::call(model, x.chunk(2, 0)[rank])).backward();
+      ref_loss = ref_loss + loss_of(reference->forward(x));
+      if (micro == 0) {
+        EXPECT_EQ(counter.take().count("reduce_scatter_tensor"), 0);
+      } else {
+        EXPECT_EQ(counter.take().at("reduce_scatter_tensor"), 2);
+      }
+    }
+    ref_loss.backward();
+    auto ref = reference->named_parameters();
+    for (const auto& item : model->named_parameters()) {
+      EXPECT_TRUE(torch::allclose(DTensor(item.value().grad()).full_tensor(), ref[item.key()].grad(), 1e-10, 1e-10))
+          << item.key();
+    }
+  });
+}
+
+TEST(FullyShardTest, AdamStepsOnShardedParameters) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    Stack model = make_stack({6, 10, 3}, 5);
+    Stack reference = make_stack({6, 10, 3}, 5);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh);
+    fully_shard(*model, mesh);
+    torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-2));
+    torch::optim::Adam ref_opt(reference->parameters(), torch::optim::AdamOptions(1e-2));
+    const int64_t rank = mesh.get_local_rank(0);
+    for (int step = 0; step < 3; ++step) {
+      const at::Tensor x = make_batch(6, 6, 70 + step);
+      loss_of(nn::call(model, x.chunk(2, 0)[rank])).backward();
+      opt.step();
+      opt.zero_grad();
+      loss_of(reference->forward(x)).backward();
+      ref_opt.step();
+      ref_opt.zero_grad();
+    }
+    expect_same_parameters(*model, *reference, 1e-10);
+  });
+}
+
+TEST(FullyShardTest, MixedPrecisionGathersAndComputesInParamDtype) {
+  run_fake_world(2, [](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    Stack model = make_stack({4, 6, 2}, 9);
+    model->to(torch::kFloat);
+    Stack reference = make_stack({4, 6, 2}, 9);
+    reference->to(torch::kFloat);
+    FullyShardOptions options;
+    options.mp_policy.param_dtype = torch::kBFloat16;
+    options.mp_policy.reduce_dtype = torch::kFloat;
+    options.mp_policy.output_dtype = torch::kFloat;
+    for (auto& layer : model->layers) fully_shard(*layer, mesh, options);
+    fully_shard(*model, mesh, options);
+    CollectiveCounter counter(w);
+    const at::Tensor x = make_batch(4, 4, 3).to(torch::kFloat);
+    const int64_t rank = mesh.get_local_rank(0);
+    at::Tensor y = nn::call(model, x.chunk(2, 0)[rank]);
+    EXPECT_EQ(y.scalar_type(), torch::kFloat);  // output_dtype
+    for (const CollectiveEvent& e : counter.events()) EXPECT_EQ(e.dtype, torch::kBFloat16);
+    counter.clear();
+    y.pow(2).mean().backward();
+    int64_t reduce_scatters = 0;
+    for (const CollectiveEvent& e : counter.events()) {
+      if (e.kind == CollectiveKind::kReduceScatterTensor) {
+        EXPECT_EQ(e.dtype, torch::kFloat);  // reduce_dtype
+        ++reduce_scatters;
+      }
+    }
+    EXPECT_EQ(reduce_scatters, 2);
+    // Sharded parameters and their gradients keep the parameters' dtype.
+    for (const auto& p : model->parameters()) {
+      EXPECT_EQ(p.scalar_type(), torch::kFloat);
+      EXPECT_EQ(p.grad().scalar_type(), torch::kFloat);
+    }
+    // One device applying the same casts: bf16 weights and inputs, float
+    // gradients reduced from bf16 per-rank gradients.
+    at::Tensor ref_x = x.to(torch::kBFloat16);
+    for (size_t i = 0; i < reference->layers.size(); ++i) {
+      auto& l = reference->layers[i];
+      ref_x = torch::nn::functional::linear(ref_x, l->weight.to(torch::kBFloat16), l->bias.to(torch::kBFloat16));
+      if (i + 1 < reference->layers.size()) ref_x = torch::relu(ref_x);
+    }
+    const at::Tensor y_full = DTensor::from_local(y.detach(), mesh, {Shard(0)}).full_tensor();
+    EXPECT_TRUE(torch::allclose(y_full, ref_x.to(torch::kFloat), 1e-6, 1e-6));
+  });
+}
+
+TEST(FullyShardTest, ClearErrors) {
+  run_fake_world(2, [](World&) {
+    auto mesh2d = DeviceMesh::init(c10::kCPU, {1, 2});
+    Stack model = make_stack({4, 4}, 1);
+    EXPECT_NE(testing::error_of([&] { fully_shard(*model, mesh2d); }).find("1-D data-parallel mesh"),
+              std::string::npos);
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    fully_shard(*model, mesh);
+    EXPECT_NE(testing::error_of([&] { fully_shard(*model, mesh); }).find("already applied"), std::string::npos);
+    torch::nn::LinearImpl bare(2, 2);  // not owned by a shared_ptr
+    EXPECT_NE(testing::error_of([&] { fully_shard(bare, mesh); }).find("std::shared_ptr"), std::string::npos);
+  });
+}
+
+}  // namespace
+}  // namespace dtensor
