@@ -22,7 +22,7 @@
 #include "core/dtensor_impl.h"
 #include "core/nn/module_call.h"
 #include "core/parallel/module_params.h"
-#include "examples/models/seeded_init.h"
+#include "tests/core/fsdp/linear_stack.h"
 #include "testing/collective_counter.h"
 #include "testing/error_of.h"
 
@@ -32,35 +32,10 @@ namespace {
 using testing::CollectiveCounter;
 using testing::Counts;
 
-// Linear layers with ReLU between them; children called through nn::call.
-struct StackImpl : torch::nn::Module {
-  explicit StackImpl(std::vector<int64_t> widths) {
-    for (size_t i = 0; i + 1 < widths.size(); ++i) {
-      layers.push_back(register_module("layer" + std::to_string(i), torch::nn::Linear(widths[i], widths[i + 1])));
-    }
-  }
-  at::Tensor forward(at::Tensor x) {
-    for (size_t i = 0; i < layers.size(); ++i) {
-      x = nn::call(layers[i], x);
-      if (i + 1 < layers.size()) x = torch::relu(x);
-    }
-    return x;
-  }
-  std::vector<torch::nn::Linear> layers;
-};
-TORCH_MODULE(Stack);
+using testing::make_batch;
+using Stack = testing::LinearStack;
 
-Stack make_stack(std::vector<int64_t> widths, uint64_t seed) {
-  Stack stack(std::move(widths));
-  stack->to(torch::kDouble);
-  examples::seeded_init(*stack, seed);
-  return stack;
-}
-
-// The whole batch of every rank, the same on all ranks (a private generator).
-at::Tensor make_batch(int64_t rows, int64_t cols, uint64_t seed) {
-  return at::randn({rows, cols}, examples::make_generator(seed), at::TensorOptions().dtype(torch::kDouble));
-}
+Stack make_stack(const std::vector<int64_t>& widths, uint64_t seed) { return testing::make_linear_stack(widths, seed); }
 
 at::Tensor loss_of(const at::Tensor& y) { return y.pow(2).mean(); }
 

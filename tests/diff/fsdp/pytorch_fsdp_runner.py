@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Runs the FSDP programs of programs.json with PyTorch's fully_shard on Gloo
+processes (one per rank, on loopback) and writes what PyTorch issues: per
+training step, the collectives of forward and of backward on rank 0 (from
+CommDebugMode), and the loss averaged over the ranks. fsdp_golden_test.cc
+runs the same programs on dtensor's fake world and compares.
+  ~/.cache/dtensor/venv-torch-2.15.0/bin/python tests/diff/fsdp/pytorch_fsdp_runner.py \
+      tests/diff/fsdp/programs.json tests/diff/fsdp/pytorch-2.15.json
+The models and data are built from the program (Linear widths, seeds) the way
+the C++ test builds them; only the collectives and the reference PyTorch
+version are recorded, values are checked against one device by the C++ test.
+"""
+import json
+import os
+import sys
+import tempfile
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+try:
+    from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy
+except ImportError:  # 2.4 - 2.5 kept it under _composable
+    from torch.distributed._composable.fsdp import fully_shard, MixedPrecisionPolicy
+from torch.distributed.tensor.debug import CommDebugMode
+
+# CommDebugMode's spellings -> the collective names dtensor traces use.
+NAMES = {
+    "all_gather_into_tensor": "all_gather_into_tensor",
+    "_allgather_base_": "all_gather_into_tensor",
+    "allgather_into_tensor_coalesced_": "all_gather_into_tensor",
+    "reduce_scatter_tensor": "reduce_scatter_tensor",
+    "_reduce_scatter_base_": "reduce_scatter_tensor",
+    "reduce_scatter_tensor_coalesced_": "reduce_scatter_tensor",
+    "allreduce_": "all_reduce",
+    "all_reduce": "all_reduce",
+}
+
+
+class Stack(nn.Module):
+    def __init__(self, widths):
+        super().__init__()
+        for i in range(len(widths) - 1):
+            self.add_module(f"layer{i}", nn.Linear(widths[i], widths[i + 1], dtype=torch.float64))
+        self.n = len(widths) - 1
+
+    def forward(self, x):
+        for i in range(self.n):
+            x = getattr(self, f"layer{i}")(x)
+            if i + 1 < self.n:
+                x = torch.relu(x)
+        return x
+
+
+def counts_of(mode):
+    out = {}
+    for op, n in mode.get_comm_counts().items():
+        name = getattr(op, "__name__", str(op)).split(".")[-1]
+        key = NAMES.get(name, name)
+        out[key] = out.get(key, 0) + n
+    return out
+
+
+def run_program(rank, world, program):
+    torch.manual_seed(program.get("seed", 0))
+    model = Stack(program["widths"])
+    mp_policy = MixedPrecisionPolicy()
+    kwargs = {"reshard_after_forward": program.get("reshard_after_forward", True), "mp_policy": mp_policy}
+    for i in range(model.n):
+        fully_shard(getattr(model, f"layer{i}"), **kwargs)
+    fully_shard(model, **kwargs)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    steps = []
+    batch = program.get("batch", 12)
+    for step in range(program.get("steps", 2)):
+        micro = program.get("micro_steps", 1)
+        record = {"micro_steps": []}
+        for m in range(micro):
+            if micro > 1:
+                model.set_requires_gradient_sync(m == micro - 1)
+            g = torch.Generator().manual_seed(100 + step * 10 + m)
+            x = torch.randn(batch, program["widths"][0], generator=g, dtype=torch.float64)
+            mine = x.chunk(world, 0)[rank]
+            with CommDebugMode() as fwd:
+                loss = model(mine).pow(2).mean()
+            with CommDebugMode() as bwd:
+                loss.backward()
+            record["micro_steps"].append({"forward": counts_of(fwd), "backward": counts_of(bwd)})
+        opt.step()
+        opt.zero_grad()
+        steps.append(record)
+    return steps
+
+
+def worker(rank, world, init_file, programs, out_file):
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    from torch.distributed.device_mesh import init_device_mesh
+    init_device_mesh("cpu", (world,))
+    results = {}
+    for program in programs:
+        results[program["name"]] = run_program(rank, world, program)
+    if rank == 0:
+        with open(out_file, "w") as f:
+            json.dump(results, f)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    programs = json.load(open(sys.argv[1]))["programs"]
+    out = {"pytorch": torch.__version__.split("+")[0], "programs": {}}
+    for world in sorted({p["world"] for p in programs}):
+        group = [p for p in programs if p["world"] == world]
+        with tempfile.TemporaryDirectory() as tmp:
+            part = os.path.join(tmp, "out.json")
+            mp.spawn(worker, args=(world, os.path.join(tmp, "init"), group, part), nprocs=world, join=True)
+            out["programs"].update(json.load(open(part)))
+    with open(sys.argv[2], "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
