@@ -7,6 +7,8 @@
 
 
 #include "core/collectives.h"
+#include "core/fsdp/fully_shard.h"
+#include "core/nn/module_call.h"
 #include "core/parallel/data_parallel.h"
 #include "examples/models/seeded_init.h"
 
@@ -49,22 +51,38 @@ std::vector<double> train_single_device(const TrainingConfig& config, int steps)
 
 TransformerTrainer::TransformerTrainer(const TrainingConfig& config) : config_(config) {
   const size_t ndim = config.mesh_shape.size();
-  TORCH_CHECK(ndim == 1 || ndim == 2, "TransformerTrainer: mesh_shape must be {tp} or {dp, tp}");
   World& world = require_current_world("TransformerTrainer");
   const c10::DeviceType device_type = config.device ? config.device->type() : world.device().type();
-  mesh_ = ndim == 2 ? DeviceMesh::init(device_type, config.mesh_shape, {"dp", "tp"})
-                    : DeviceMesh::init(device_type, config.mesh_shape, {"tp"});
-  tp_mesh_ = ndim == 2 ? mesh_["tp"] : mesh_;
-  if (ndim == 2) dp_mesh_ = mesh_["dp"];
-  const int64_t dp_size = ndim == 2 ? mesh_.size(0) : 1;
+  int64_t dp_size = 1;
+  int64_t dp_rank = 0;
+  if (config.fully_shard) {
+    TORCH_CHECK(ndim == 1, "TransformerTrainer: with fully_shard, mesh_shape must be {dp}; FSDP + TP "
+                "(_StridedShard parameters) is not supported yet");
+    mesh_ = DeviceMesh::init(device_type, config.mesh_shape, {"dp"});
+    dp_mesh_ = mesh_;
+  } else {
+    TORCH_CHECK(ndim == 1 || ndim == 2, "TransformerTrainer: mesh_shape must be {tp} or {dp, tp}");
+    mesh_ = ndim == 2 ? DeviceMesh::init(device_type, config.mesh_shape, {"dp", "tp"})
+                      : DeviceMesh::init(device_type, config.mesh_shape, {"tp"});
+    tp_mesh_ = ndim == 2 ? mesh_["tp"] : mesh_;
+    if (ndim == 2) dp_mesh_ = mesh_["dp"];
+  }
+  if (dp_mesh_.defined()) {
+    dp_size = dp_mesh_.size();
+    dp_rank = dp_mesh_.get_local_rank(0);
+  }
   TORCH_CHECK(config.batch % dp_size == 0, "TransformerTrainer: batch ", config.batch,
               " does not split evenly over dp = ", dp_size);
   model_ = Transformer(ModelArgs(config.model).device(mesh_.device()));
   model_->to(config.dtype);
-  parallelize_transformer(*model_, tp_mesh_, config.sequence_parallel);
+  if (config.fully_shard) {
+    for (const auto& block : *model_->layers) dtensor::fully_shard(*block, dp_mesh_);
+    dtensor::fully_shard(*model_, dp_mesh_);
+  } else {
+    parallelize_transformer(*model_, tp_mesh_, config.sequence_parallel);
+  }
   optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(config.lr));
   auto [tokens, targets] = training_batch(config);
-  const int64_t dp_rank = ndim == 2 ? mesh_.get_local_rank(0) : 0;
   tokens_ = tokens.chunk(dp_size, 0)[static_cast<size_t>(dp_rank)].to(mesh_.device());
   targets_ = targets.chunk(dp_size, 0)[static_cast<size_t>(dp_rank)].to(mesh_.device());
   counter_ = std::make_unique<testing::CollectiveCounter>(mesh_.world());
@@ -75,7 +93,8 @@ TransformerTrainer::~TransformerTrainer() = default;
 at::Tensor TransformerTrainer::forward_backward() {
   optimizer_->zero_grad();
   counter_->take();
-  at::Tensor logits = model_->forward(tokens_);
+  // FSDP hooks the root's forward: call it through its boundary.
+  at::Tensor logits = config_.fully_shard ? nn::call(model_, tokens_) : model_->forward(tokens_);
   counts_.forward = counter_->take();
   at::Tensor loss = transformer_loss(logits, targets_);
   loss.backward();
@@ -85,7 +104,7 @@ at::Tensor TransformerTrainer::forward_backward() {
 
 double TransformerTrainer::finish_step(const at::Tensor& loss) {
   counter_->take();
-  if (dp_mesh_.defined()) average_gradients(*model_, dp_mesh_);
+  if (dp_mesh_.defined() && !config_.fully_shard) average_gradients(*model_, dp_mesh_);
   counts_.data_parallel = counter_->take();
   optimizer_->step();
   counts_.optimizer = counter_->take();

@@ -26,8 +26,12 @@
 namespace dtensor::examples {
 
 struct TrainingConfig {
-  /// {tp} or {dp, tp}; the product is the world size.
+  /// {tp} or {dp, tp}; with fully_shard, {dp}. The product is the world size.
   std::vector<int64_t> mesh_shape = {2, 2};
+  /// Fully sharded data parallel (fully_shard on every block, then on the
+  /// root, core/fsdp/fully_shard.h) over the 1-D mesh {dp}, instead of tensor
+  /// parallelism with gradient averaging. FSDP + TP is not supported yet.
+  bool fully_shard = false;
   bool sequence_parallel = true;
   c10::ScalarType dtype = at::kFloat;
   int64_t batch = 8;    // global batch, split over dp
@@ -109,7 +113,8 @@ class TransformerTrainer {
   const StepCounts& last_counts() const { return counts_; }
 
   TransformerImpl& model() { return *model_; }
-  /// The full mesh ({"dp", "tp"} or {"tp"}) and its tp dim.
+  /// The full mesh ({"dp", "tp"}, {"tp"}, or {"dp"} with fully_shard) and
+  /// its tp dim (empty with fully_shard).
   const DeviceMesh& mesh() const { return mesh_; }
   const DeviceMesh& tp_mesh() const { return tp_mesh_; }
 
