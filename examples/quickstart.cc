@@ -43,7 +43,7 @@ struct Options {
 };
 
 const char* kUsage =
-    "usage: quickstart [--steps N] [--mesh DP,TP | --mesh TP] [--no-sp] [--dtype float|double]\n"
+    "usage: quickstart [--steps N] [--mesh DP,TP | --mesh TP] [--no-sp] [--fsdp] [--dtype float|double]\n"
     "                  [--json PATH] [--noise-level 0..3] [--raw] [--device cpu|cuda]\n"
     "                  [--backend gloo|nccl] [--check-against-fake]\n"
     "Runs on a fake world of mesh-size ranks (threads; --device cuda: CUDA fake ranks on one\n"
@@ -51,7 +51,9 @@ const char* kUsage =
     "process on --backend instead (default gloo; nccl: one GPU per process). There,\n"
     "--check-against-fake also runs the same training on a fake world of the job's size in\n"
     "this process and fails (exit 1) unless this rank's collectives per phase are the same\n"
-    "and its losses agree (float64: 1e-10, float32: 1e-5): a QUICKSTART_CHECK line says which.\n";
+    "and its losses agree (float64: 1e-10, float32: 1e-5): a QUICKSTART_CHECK line says which.\n"
+    "--fsdp: fully sharded data parallel (fully_shard on every block and the root) on a 1-D\n"
+    "mesh --mesh DP (default 4) instead of tensor parallelism.\n";
 
 // Throws std::invalid_argument (usage and exit status 2) for a bad flag;
 // prints the usage and exits for --help.
@@ -62,9 +64,14 @@ Options parse_options(int argc, char** argv) {
     return value == a;
   };
   dtensor::Flags flags;
+  bool mesh_given = false;
   flags.value("--steps", &options.steps)
       .custom("--mesh", 1,
-              [&](const std::vector<std::string>& v) { options.config.mesh_shape = dtensor::parse_extents(v[0]); })
+              [&](const std::vector<std::string>& v) {
+                options.config.mesh_shape = dtensor::parse_extents(v[0]);
+                mesh_given = true;
+              })
+      .custom("--fsdp", 0, [&](const std::vector<std::string>&) { options.config.fully_shard = true; })
       .custom("--no-sp", 0, [&](const std::vector<std::string>&) { options.config.sequence_parallel = false; })
       .custom("--dtype", 1,
               [&](const std::vector<std::string>& v) {
@@ -89,6 +96,10 @@ Options parse_options(int argc, char** argv) {
     std::printf("%s", kUsage);
     std::exit(0);
   }
+  if (options.config.fully_shard) {
+    if (!mesh_given) options.config.mesh_shape = {4};
+    if (options.config.mesh_shape.size() != 1) throw std::invalid_argument("--fsdp takes a 1-D --mesh DP");
+  }
   return options;
 }
 
@@ -105,9 +116,17 @@ int64_t mesh_size(const std::vector<int64_t>& shape) {
   return n;
 }
 
-std::string mesh_text(const std::vector<int64_t>& shape) {
+std::string mesh_text(const TrainingConfig& config) {
+  const std::vector<int64_t>& shape = config.mesh_shape;
+  if (config.fully_shard) return "(dp=" + std::to_string(shape[0]) + ")";
   return shape.size() == 2 ? "(dp=" + std::to_string(shape[0]) + ", tp=" + std::to_string(shape[1]) + ")"
                            : "(tp=" + std::to_string(shape[0]) + ")";
+}
+
+std::string parallelism_text(const TrainingConfig& config) {
+  if (config.fully_shard) return "fully sharded data parallel (fully_shard) on \"dp\"";
+  return std::string("tensor") + (config.sequence_parallel ? " + sequence" : "") + " parallel on \"tp\"" +
+         (config.mesh_shape.size() == 2 ? ", data parallel on \"dp\"" : "");
 }
 
 // What one rank saw: its losses and step 1's collectives.
@@ -157,9 +176,8 @@ void print_report(const Options& flags, const std::string& where, const RankRun&
       "%lld)\n",
       static_cast<long long>(args.n_layers_), static_cast<long long>(args.dim_),
       static_cast<long long>(args.n_heads_), static_cast<long long>(args.vocab_size_));
-  std::printf("on %s, mesh %s: tensor%s parallel on \"tp\"%s.\n", where.c_str(),
-              mesh_text(flags.config.mesh_shape).c_str(), flags.config.sequence_parallel ? " + sequence" : "",
-              flags.config.mesh_shape.size() == 2 ? ", data parallel on \"dp\"" : "");
+  std::printf("on %s, mesh %s: %s.\n", where.c_str(), mesh_text(flags.config).c_str(),
+              parallelism_text(flags.config).c_str());
   std::printf("%s, batch %lld x seq %lld, Adam lr %g, dropout 0.\n\n", c10::toString(flags.config.dtype),
               static_cast<long long>(flags.config.batch), static_cast<long long>(flags.config.seq_len),
               flags.config.lr);
@@ -281,7 +299,7 @@ int run_launched(const Options& flags) {
   auto world = dtensor::init_world_from_env(nccl ? dtensor::BackendKind::kNccl : dtensor::BackendKind::kGloo);
   dtensor::ScopedCurrentWorld scope(*world);
   TORCH_CHECK(world->size() == mesh_size(flags.config.mesh_shape), "quickstart: the mesh ",
-              mesh_text(flags.config.mesh_shape), " needs ", mesh_size(flags.config.mesh_shape),
+              mesh_text(flags.config), " needs ", mesh_size(flags.config.mesh_shape),
               " ranks, the job has ", world->size(), "; pass --mesh");
   dtensor::debug::CommDebugMode comm;
   RankRun run = train(flags, comm);

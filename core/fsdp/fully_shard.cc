@@ -36,6 +36,11 @@ namespace fsdp {
 //   whose backward runs before any of the module's nodes: unshard again.
 //   Both nodes are created inside the module's forward scope, so the module
 //   tracker attributes their collectives to the module, phase backward.
+// - PreBackward also prefetches, as PyTorch's default (implicit) backward
+//   prefetch: it unshards the group whose post-forward ran just before this
+//   one's, the next whose backward comes. So the root's PreBackward gathers
+//   the last layer and layer i's gathers layer i - 1, and the collectives
+//   land on those modules in traces, as in PyTorch's CommDebugMode.
 // - The first PreBackward of a backward queues an end-of-backward callback
 //   (Engine::queue_callback) that finishes every group touched since the last
 //   one: a module whose inputs need no gradient (the embedding's token ids)
@@ -98,6 +103,9 @@ thread_local FsdpState* current_root = nullptr;
 // Groups whose forward ran since the last end-of-backward callback.
 thread_local std::vector<std::weak_ptr<FsdpState>> touched;
 thread_local bool end_of_backward_queued = false;
+// Groups in the order their post-forward ran in the current forward (with
+// grad): backward reaches them in reverse, so it prefetches along it.
+thread_local std::vector<std::weak_ptr<FsdpState>> post_forward_order;
 
 void end_of_backward() {
   end_of_backward_queued = false;
@@ -112,17 +120,29 @@ void end_of_backward() {
 // Identity on its inputs; runs `on_backward` once their gradients are known.
 struct HookNode : torch::autograd::Node {
   std::string label;
-  std::function<void()> on_backward;
+  bool pre_backward = false;
+  std::vector<std::function<void()>> on_backward;
   std::string name() const override { return label; }
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
-    on_backward();
+    for (const auto& fn : on_backward) fn();
     return std::move(grads);
   }
 };
 
 // Routes the tensors of `tensors` that require grad through one HookNode.
-nn::TensorList through_hook_node(nn::TensorList tensors, std::string label, std::function<void()> on_backward) {
+// A PreBackward for a tensor that already comes out of one (a module that
+// returns its child's output unchanged) joins it, after the child's: the
+// order in which PyTorch's hooks on one tensor fire, so its prefetch and
+// its traces are PyTorch's.
+nn::TensorList through_hook_node(nn::TensorList tensors, std::string label, std::function<void()> on_backward,
+                                 bool pre_backward) {
   if (!at::GradMode::is_enabled()) return tensors;
+  if (pre_backward && tensors.size() == 1 && tensors[0].defined()) {
+    if (auto* node = dynamic_cast<HookNode*>(tensors[0].grad_fn().get()); node != nullptr && node->pre_backward) {
+      node->on_backward.push_back(std::move(on_backward));
+      return tensors;
+    }
+  }
   std::vector<size_t> which;
   std::vector<at::Tensor> inputs;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -134,7 +154,8 @@ nn::TensorList through_hook_node(nn::TensorList tensors, std::string label, std:
   if (which.empty()) return tensors;
   auto node = compat::make_autograd_node<HookNode>();
   node->label = std::move(label);
-  node->on_backward = std::move(on_backward);
+  node->pre_backward = pre_backward;
+  node->on_backward.push_back(std::move(on_backward));
   node->set_next_edges(torch::autograd::collect_next_edges(inputs));
   for (size_t i : which) {
     at::Tensor out;
@@ -156,6 +177,7 @@ nn::TensorList FsdpState::pre_forward(nn::TensorList inputs) {
   if (current_root == nullptr) {
     current_root = this;
     root_of_current_forward = true;
+    post_forward_order.clear();
   }
   if (at::GradMode::is_enabled()) {
     bool known = false;
@@ -172,7 +194,7 @@ nn::TensorList FsdpState::pre_forward(nn::TensorList inputs) {
   std::weak_ptr<FsdpState> weak = weak_from_this();
   return through_hook_node(std::move(inputs), "dtensor::FSDPPostBackward(" + name + ")", [weak] {
     if (std::shared_ptr<FsdpState> state = weak.lock()) state->post_backward();
-  });
+  }, /*pre_backward=*/false);
 }
 
 at::Tensor FsdpState::post_forward(at::Tensor output) {
@@ -183,10 +205,11 @@ at::Tensor FsdpState::post_forward(at::Tensor output) {
   }
   // With grad off no backward follows, so the root frees its parameters too.
   if (!at::GradMode::is_enabled() || (options.reshard_after_forward && !is_root)) group->reshard();
+  if (at::GradMode::is_enabled()) post_forward_order.push_back(weak_from_this());
   std::weak_ptr<FsdpState> weak = weak_from_this();
   output = through_hook_node({output}, "dtensor::FSDPPreBackward(" + name + ")", [weak] {
              if (std::shared_ptr<FsdpState> state = weak.lock()) state->pre_backward();
-           }).front();
+           }, /*pre_backward=*/true).front();
   if (const auto& dtype = options.mp_policy.output_dtype; dtype && is_floating(output) &&
                                                            output.scalar_type() != *dtype) {
     output = output.to(*dtype);
@@ -200,6 +223,11 @@ void FsdpState::pre_backward() {
     torch::autograd::Engine::get_default_engine().queue_callback(end_of_backward);
   }
   group->unshard();
+  for (size_t i = post_forward_order.size(); i-- > 1;) {
+    if (post_forward_order[i].lock().get() != this) continue;
+    if (std::shared_ptr<FsdpState> next = post_forward_order[i - 1].lock()) next->group->unshard();
+    break;
+  }
 }
 
 void FsdpState::post_backward() {

@@ -1,8 +1,9 @@
 // The FSDP programs of programs.json on the fake world against PyTorch's
 // fully_shard on Gloo processes (pytorch-<version>.json, written by
 // pytorch_fsdp_runner.py): the collectives of every forward and backward of
-// every step equal PyTorch's, and the parameters after the steps equal one
-// device's (float64, 1e-10).
+// every step, in all and per module fully_shard was applied to (CommDebugMode,
+// cumulative over children), equal PyTorch's, and the parameters after the
+// steps equal one device's (float64, 1e-10).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/optim/sgd.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
 #include "core/fsdp/fully_shard.h"
+#include "debug/comm_debug_mode.h"
 #include "testing/collective_counter.h"
 #include "tests/core/fsdp/linear_stack.h"
 
@@ -41,17 +44,28 @@ json read_json(const std::string& name) {
   return json::parse(in);
 }
 
-// [step][micro step] -> {"forward": counts, "backward": counts}, as the runner writes.
-using Record = std::vector<std::vector<std::map<std::string, Counts>>>;
+// One forward + backward: counts by key, "forward" and "backward" for the
+// totals, "<path> <phase>" per fully_shard module ("layer0 backward"; the
+// root's path is empty). Empty counts are left out.
+using MicroStep = std::map<std::string, Counts>;
+// [step][micro step], as the runner writes.
+using Record = std::vector<std::vector<MicroStep>>;
 
 Record parse_record(const json& steps) {
   Record record;
   for (const json& step : steps) {
     record.emplace_back();
     for (const json& micro : step.at("micro_steps")) {
-      std::map<std::string, Counts> phases;
-      for (const char* phase : {"forward", "backward"}) phases[phase] = micro.at(phase).get<Counts>();
-      record.back().push_back(phases);
+      MicroStep counts;
+      for (const char* phase : {"forward", "backward"}) {
+        if (!micro.at(phase).empty()) counts[phase] = micro.at(phase).get<Counts>();
+      }
+      for (const auto& [path, phases] : micro.at("modules").items()) {
+        for (const auto& [phase, kinds] : phases.items()) {
+          if (!kinds.empty()) counts[path + " " + phase] = kinds.get<Counts>();
+        }
+      }
+      record.back().push_back(counts);
     }
   }
   return record;
@@ -85,10 +99,26 @@ Record run_program(const json& program) {
         if (micro_steps > 1) root.set_requires_gradient_sync(m == micro_steps - 1);
         const at::Tensor x = testing::make_batch(batch, widths.front(), 100 + step * 10 + m);
         counter.clear();
-        at::Tensor loss = nn::call(model, x.chunk(world, 0)[rank]).pow(2).mean();
-        Counts forward = counter.take();
-        loss.backward();
-        mine.back().push_back({{"forward", forward}, {"backward", counter.take()}});
+        debug::CommDebugMode comm;
+        MicroStep counts;
+        {
+          auto guard = comm.enter(*model, "LinearStack");
+          at::Tensor loss = nn::call(model, x.chunk(world, 0)[rank]).pow(2).mean();
+          counts["forward"] = counter.take();
+          loss.backward();
+          counts["backward"] = counter.take();
+        }
+        for (const auto& [module, phases] : comm.get_comm_module_counts()) {
+          const std::string prefix = "LinearStack.layer";
+          const bool managed = module == "LinearStack" || module.rfind(prefix, 0) == 0;
+          if (!managed) continue;  // Global, and nothing else is fully_shard'ed here
+          const std::string path = module == "LinearStack" ? "" : module.substr(prefix.size() - 5);
+          for (const auto& [phase, kinds] : phases) {
+            if (!kinds.empty()) counts[path + " " + phase] = kinds;
+          }
+        }
+        for (auto it = counts.begin(); it != counts.end();) it = it->second.empty() ? counts.erase(it) : std::next(it);
+        mine.back().push_back(counts);
         reference->forward(x).pow(2).mean().backward();
       }
       opt.step();
@@ -125,10 +155,17 @@ TEST(FsdpGoldenTest, CollectivesEqualPyTorchsAndValuesEqualOneDevice) {
       for (size_t s = 0; s < ours.size(); ++s) {
         ASSERT_EQ(ours[s].size(), theirs[s].size());
         for (size_t m = 0; m < ours[s].size(); ++m) {
-          for (const char* phase : {"forward", "backward"}) {
-            EXPECT_EQ(ours[s][m].at(phase), theirs[s][m].at(phase))
-                << "PyTorch " << v << ", step " << s << ", micro step " << m << ", " << phase << ": ours "
-                << describe(ours[s][m].at(phase)) << ", PyTorch's " << describe(theirs[s][m].at(phase));
+          std::set<std::string> keys;
+          for (const auto& [key, counts] : ours[s][m]) keys.insert(key);
+          for (const auto& [key, counts] : theirs[s][m]) keys.insert(key);
+          for (const std::string& key : keys) {
+            const Counts none;
+            const auto mine = ours[s][m].find(key);
+            const auto pytorch = theirs[s][m].find(key);
+            const Counts& a = mine == ours[s][m].end() ? none : mine->second;
+            const Counts& b = pytorch == theirs[s][m].end() ? none : pytorch->second;
+            EXPECT_EQ(a, b) << "PyTorch " << v << ", step " << s << ", micro step " << m << ", " << key
+                            << ": ours " << describe(a) << ", PyTorch's " << describe(b);
           }
         }
       }

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Runs the FSDP programs of programs.json with PyTorch's fully_shard on Gloo
-processes (one per rank, on loopback) and writes what PyTorch issues: per
-training step, the collectives of forward and of backward on rank 0 (from
-CommDebugMode), and the loss averaged over the ranks. fsdp_golden_test.cc
-runs the same programs on dtensor's fake world and compares.
+processes (one per rank, on loopback) and writes what PyTorch issues on rank
+0, per training step (from CommDebugMode): the collectives of forward and of
+backward, and of forward + backward per module that fully_shard was applied
+to (cumulative over its children, keyed by the path from the root: "" is the
+root, "layer0" a layer). fsdp_golden_test.cc runs the same programs on
+dtensor's fake world and compares.
   ~/.cache/dtensor/venv-torch-2.15.0/bin/python tests/diff/fsdp/pytorch_fsdp_runner.py \
       tests/diff/fsdp/programs.json tests/diff/fsdp/pytorch-2.15.json
 The models and data are built from the program (Linear widths, seeds) the way
@@ -54,12 +56,25 @@ class Stack(nn.Module):
         return x
 
 
-def counts_of(mode):
+def module_counts(mode, root_name, paths):
+    """CommDebugMode's per-module counts (comm_module_counts: get_comm_module_counts
+    is C++ only) of the fully_shard modules, by path."""
     out = {}
-    for op, n in mode.get_comm_counts().items():
-        name = getattr(op, "__name__", str(op)).split(".")[-1]
-        key = NAMES.get(name, name)
-        out[key] = out.get(key, 0) + n
+    for fqn, phases in mode.comm_module_counts.items():
+        if fqn != root_name and not fqn.startswith(root_name + "."):
+            continue
+        path = fqn[len(root_name) + 1:]
+        if path not in paths:
+            continue
+        entry = {}
+        for phase, ops in phases.items():
+            counts = {}
+            for op, n in ops.items():
+                name = NAMES.get(getattr(op, "__name__", str(op)).split(".")[-1], str(op))
+                counts[name] = counts.get(name, 0) + n
+            if counts:
+                entry[phase] = counts
+        out[path] = entry
     return out
 
 
@@ -72,6 +87,7 @@ def run_program(rank, world, program):
         fully_shard(getattr(model, f"layer{i}"), **kwargs)
     fully_shard(model, **kwargs)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    paths = {""} | {f"layer{i}" for i in range(model.n)}
     steps = []
     batch = program.get("batch", 12)
     for step in range(program.get("steps", 2)):
@@ -83,11 +99,14 @@ def run_program(rank, world, program):
             g = torch.Generator().manual_seed(100 + step * 10 + m)
             x = torch.randn(batch, program["widths"][0], generator=g, dtype=torch.float64)
             mine = x.chunk(world, 0)[rank]
-            with CommDebugMode() as fwd:
+            with CommDebugMode() as mode:
                 loss = model(mine).pow(2).mean()
-            with CommDebugMode() as bwd:
                 loss.backward()
-            record["micro_steps"].append({"forward": counts_of(fwd), "backward": counts_of(bwd)})
+            modules = module_counts(mode, type(model).__name__, paths)
+            total = module_counts(mode, "Global", {""})[""]
+            record["micro_steps"].append({"forward": total.get("forward", {}),
+                                          "backward": total.get("backward", {}),
+                                          "modules": modules})
         opt.step()
         opt.zero_grad()
         steps.append(record)
