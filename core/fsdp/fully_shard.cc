@@ -279,7 +279,8 @@ std::optional<FSDPModule> fsdp_module_of(const torch::nn::Module& module) {
 }
 
 FSDPModule fully_shard(torch::nn::Module& module, const DeviceMesh& mesh, const FullyShardOptions& options) {
-  TORCH_CHECK(mesh.defined() && mesh.ndim() == 1, "fully_shard(", module.name(), "): takes a 1-D data-parallel mesh, got ",
+  TORCH_CHECK(mesh.defined() && (mesh.ndim() == 1 || mesh.ndim() == 2), "fully_shard(", module.name(),
+              "): takes a 1-D data-parallel mesh (FSDP) or a 2-D (replicate, shard) mesh (HSDP), got ",
               mesh.defined() ? mesh.to_string() : std::string("an empty mesh"), "; pass mesh[\"dp\"]");
   TORCH_CHECK(fsdp::lookup(module) == nullptr, "fully_shard(", module.name(), ") on rank ", mesh.global_rank(),
               ": already applied to this module; call it once per module");

@@ -7,7 +7,8 @@
 //   at::Tensor loss = dtensor::nn::call(model, tokens) ...;        // gathers, frees
 //   loss.backward();                                                // gathers, reduce-scatters
 //   opt.step();
-// Parameters become DTensors Shard(0) on the 1-D data-parallel mesh. Before a
+// Parameters become DTensors Shard(0) on the 1-D data-parallel mesh (HSDP:
+// (Replicate(), Shard(0)) on a 2-D (replicate, shard) mesh). Before a
 // module's forward its group is all-gathered (one all_gather), after it the
 // full parameters are freed (reshard_after_forward), before its backward they
 // are gathered again, and after it the gradients are reduce-scattered (one
@@ -88,7 +89,9 @@ class FSDPModule {
 };
 
 /// Shards `module`'s parameters that no fully_shard call below it manages
-/// (apply it to children first, as PyTorch) over the 1-D `mesh`, and hooks
+/// (apply it to children first, as PyTorch) over the 1-D `mesh`, or, HSDP,
+/// over the last dim of a 2-D (replicate, shard) mesh, replicated over the
+/// first (gradients are then all-reduced over the replicas), and hooks
 /// its forward and backward. Every rank must hold the same parameter values;
 /// nothing is communicated here. `module` must be owned by a shared_ptr (a
 /// TORCH_MODULE holder). Example: fully_shard(*model->layers[0], mesh).

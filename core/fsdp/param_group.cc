@@ -42,8 +42,10 @@ void restore_storage(const at::Tensor& t) {
 ParamGroup::ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrecision mp,
                        std::string module_name)
     : params_(std::move(params)), mesh_(std::move(mesh)), mp_(mp), module_name_(std::move(module_name)) {
-  world_ = mesh_.size(0);
-  rank_ = mesh_.get_local_rank(0);
+  shard_dim_ = mesh_.ndim() - 1;
+  world_ = mesh_.size(shard_dim_);
+  rank_ = mesh_.get_local_rank(shard_dim_);
+  placements_ = mesh_.ndim() == 2 ? Placements{Replicate(), Shard(0)} : Placements{Shard(0)};
   at::NoGradGuard no_grad;
   for (FsdpParam& p : params_) {
     const at::Tensor full = param(*p.owner, p.name);
@@ -66,7 +68,7 @@ ParamGroup::ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrec
     at::Tensor local = full.detach().narrow(0, start, p.local_rows).clone();
     FromLocalOptions options;
     options.shape = p.shape;
-    at::Tensor sharded = DTensor::from_local(local, mesh_, {Shard(0)}, options);
+    at::Tensor sharded = DTensor::from_local(local, mesh_, placements_, options);
     sharded.set_requires_grad(p.requires_grad);
     p.sharded = sharded;
     const auto dtype = mp_.param_dtype.value_or(full.scalar_type());
@@ -102,7 +104,7 @@ void ParamGroup::unshard() {
   at::Tensor gathered;
   {
     ExplicitOriginScope origin(origin_cause::kFsdpUnshard, "fully_shard all_gather");
-    gathered = collectives::all_gather_dim(send, mesh_, 0, 0, padded_total_ * world_);
+    gathered = collectives::all_gather_dim(send, mesh_, shard_dim_, 0, padded_total_ * world_);
   }
   const at::Tensor blocks = gathered.view({world_, padded_total_});
   offset = 0;
@@ -157,9 +159,11 @@ bool ParamGroup::reduce_gradients() {
   {
     ExplicitOriginScope origin(origin_cause::kFsdpReduceGrad, "fully_shard reduce_scatter");
     // Sum (every backend has it; Gloo has no avg), then the average.
-    mine = collectives::reduce_scatter_dim(send.view({-1}), mesh_, 0, 0, ReduceOp::kSum);
+    mine = collectives::reduce_scatter_dim(send.view({-1}), mesh_, shard_dim_, 0, ReduceOp::kSum);
+    // HSDP: the replicas of each shard sum theirs too.
+    if (mesh_.ndim() == 2) collectives::all_reduce_(mine, mesh_, 0, ReduceOp::kSum);
   }
-  mine.div_(static_cast<double>(world_));
+  mine.div_(static_cast<double>(mesh_.size()));
   offset = 0;
   for (FsdpParam& p : params_) {
     if (p.requires_grad) {
@@ -175,7 +179,7 @@ bool ParamGroup::reduce_gradients() {
       } else {
         FromLocalOptions options;
         options.shape = p.shape;
-        grad = DTensor::from_local(local, mesh_, {Shard(0)}, options);
+        grad = DTensor::from_local(local, mesh_, placements_, options);
       }
     }
     offset += p.padded_numel();

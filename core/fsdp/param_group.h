@@ -15,12 +15,14 @@
 #include <vector>
 
 #include "core/device_mesh.h"
+#include "layout/placement.h"
 
 namespace dtensor::fsdp {
 
 // Note [FSDP parameters]
 // Each managed parameter exists twice, as in PyTorch's FSDP2:
-// - `sharded`: a DTensor Shard(0) on the data-parallel mesh (torch.chunk
+// - `sharded`: a DTensor Shard(0) on the data-parallel mesh (HSDP, a 2-D
+//   mesh (replicate, shard): (Replicate(), Shard(0))) (torch.chunk
 //   rows, so uneven dim 0 leaves the last ranks fewer or no rows). It is what
 //   the module registers between forwards, what optimizers step and where
 //   the reduced gradient lands.
@@ -75,8 +77,9 @@ class ParamGroup {
   /// The module registers the sharded DTensors again and the unsharded
   /// storage is freed. No-op when already sharded.
   void reshard();
-  /// One reduce_scatter (sum, in reduce_dtype, then / world) of the
-  /// unsharded gradients, added to (or set as) the sharded parameters'
+  /// One reduce_scatter (sum, in reduce_dtype; HSDP: then an all_reduce
+  /// over the replicas; then / the data-parallel size) of the unsharded
+  /// gradients, added to (or set as) the sharded parameters'
   /// gradients; the unsharded gradients are dropped. Parameters without a
   /// gradient contribute zeros (every rank moves the same bytes). Returns
   /// false, moving nothing, when no parameter has a gradient on this rank.
@@ -91,8 +94,10 @@ class ParamGroup {
   DeviceMesh mesh_;
   MixedPrecision mp_;
   std::string module_name_;
-  int64_t world_ = 1;
-  int64_t rank_ = 0;
+  int shard_dim_ = 0;        // the mesh dim parameters are sharded on (the last)
+  Placements placements_;    // (Shard(0)) or, HSDP, (Replicate(), Shard(0))
+  int64_t world_ = 1;        // ranks along shard_dim_
+  int64_t rank_ = 0;         // this rank's index along it
   int64_t padded_total_ = 0;  // sum of padded_numel(): one rank's share of a bucket
   bool unsharded_ = false;
 };

@@ -251,9 +251,9 @@ TEST(FullyShardTest, MixedPrecisionGathersAndComputesInParamDtype) {
 
 TEST(FullyShardTest, ClearErrors) {
   run_fake_world(2, [](World&) {
-    auto mesh2d = DeviceMesh::init(c10::kCPU, {1, 2});
+    auto mesh3d = DeviceMesh::init(c10::kCPU, {1, 1, 2});
     Stack model = make_stack({4, 4}, 1);
-    EXPECT_NE(testing::error_of([&] { fully_shard(*model, mesh2d); }).find("1-D data-parallel mesh"),
+    EXPECT_NE(testing::error_of([&] { fully_shard(*model, mesh3d); }).find("2-D (replicate, shard) mesh (HSDP)"),
               std::string::npos);
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     fully_shard(*model, mesh);

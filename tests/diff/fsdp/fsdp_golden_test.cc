@@ -83,7 +83,9 @@ Record run_program(const json& program) {
   options.reshard_after_forward = program.value("reshard_after_forward", true);
   Record record;
   run_fake_world(world, [&](World& w) {
-    auto mesh = DeviceMesh::init(c10::kCPU, {world}, {"dp"});
+    const auto shape = program.value("mesh", std::vector<int64_t>{world});
+    auto mesh = shape.size() == 2 ? DeviceMesh::init(c10::kCPU, shape, {"replicate", "shard"})
+                                  : DeviceMesh::init(c10::kCPU, shape, {"dp"});
     testing::LinearStack model = testing::make_linear_stack(widths, 3);
     testing::LinearStack reference = testing::make_linear_stack(widths, 3);
     for (auto& layer : model->layers) fully_shard(*layer, mesh, options);
@@ -91,7 +93,7 @@ Record run_program(const json& program) {
     torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
     torch::optim::SGD ref_opt(reference->parameters(), torch::optim::SGDOptions(0.1));
     testing::CollectiveCounter counter(w);
-    const int64_t rank = mesh.get_local_rank(0);
+    const int64_t rank = w.rank();  // the batch is split over every rank (HSDP too)
     Record mine;
     for (int step = 0; step < steps; ++step) {
       mine.emplace_back();

@@ -83,6 +83,9 @@ def run_program(rank, world, program):
     model = Stack(program["widths"])
     mp_policy = MixedPrecisionPolicy()
     kwargs = {"reshard_after_forward": program.get("reshard_after_forward", True), "mp_policy": mp_policy}
+    if "mesh" in program:  # HSDP
+        from torch.distributed.device_mesh import init_device_mesh
+        kwargs["mesh"] = init_device_mesh("cpu", tuple(program["mesh"]), mesh_dim_names=("replicate", "shard"))
     for i in range(model.n):
         fully_shard(getattr(model, f"layer{i}"), **kwargs)
     fully_shard(model, **kwargs)
