@@ -64,6 +64,10 @@ struct FsdpState : std::enable_shared_from_this<FsdpState> {
   void pre_backward();
   void post_backward();
   std::vector<std::shared_ptr<FsdpState>> subtree() const;
+  // Names every fully_shard module below this root by its path
+  // ("Transformer.layers.0") for error messages, once.
+  void name_subtree();
+  bool named_from_root = false;
 };
 
 namespace {
@@ -169,6 +173,14 @@ nn::TensorList through_hook_node(nn::TensorList tensors, std::string label, std:
   return tensors;
 }
 
+// "dtensor::examples::TransformerImpl" -> "Transformer", as module traces name it.
+std::string type_name(const torch::nn::Module& module) {
+  std::string name = module.name();
+  if (const size_t colon = name.rfind("::"); colon != std::string::npos) name = name.substr(colon + 2);
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0) name.resize(name.size() - 4);
+  return name;
+}
+
 bool is_floating(const at::Tensor& t) { return t.defined() && at::isFloatingType(t.scalar_type()); }
 
 }  // namespace
@@ -178,6 +190,7 @@ nn::TensorList FsdpState::pre_forward(nn::TensorList inputs) {
     current_root = this;
     root_of_current_forward = true;
     post_forward_order.clear();
+    if (!named_from_root) name_subtree();
   }
   if (at::GradMode::is_enabled()) {
     bool known = false;
@@ -233,6 +246,16 @@ void FsdpState::pre_backward() {
 void FsdpState::post_backward() {
   if (requires_gradient_sync) group->reduce_gradients();
   group->reshard();
+}
+
+void FsdpState::name_subtree() {
+  for (const auto& item : module->named_modules(/*name_prefix=*/name)) {
+    if (std::shared_ptr<FsdpState> state = lookup(*item.value())) {
+      state->name = item.key();
+      state->group->set_module_name(item.key());
+      state->named_from_root = true;
+    }
+  }
 }
 
 std::vector<std::shared_ptr<FsdpState>> FsdpState::subtree() const {
@@ -321,12 +344,12 @@ FSDPModule fully_shard(torch::nn::Module& module, const DeviceMesh& mesh, const 
   auto state = std::make_shared<fsdp::FsdpState>();
   state->module = &module;
   state->alive = alive;
-  state->name = module.name();
+  state->name = fsdp::type_name(module);
   state->mesh = mesh;
   state->options = options;
   state->group = std::make_unique<fsdp::ParamGroup>(
       std::move(params), mesh,
-      fsdp::MixedPrecision{options.mp_policy.param_dtype, options.mp_policy.reduce_dtype}, module.name());
+      fsdp::MixedPrecision{options.mp_policy.param_dtype, options.mp_policy.reduce_dtype}, state->name);
   fsdp::remember(module, state);
   // The hooks own the state; they live as long as the module.
   nn::register_forward_pre_hook(module, [state](torch::nn::Module&, nn::TensorList inputs) {

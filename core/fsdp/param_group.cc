@@ -6,6 +6,7 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/autograd/engine.h>
 
 #include <utility>
 
@@ -35,6 +36,20 @@ void restore_storage(const at::Tensor& t) {
   if (storage->nbytes() == nbytes) return;
   storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
   storage->set_nbytes(nbytes);
+}
+
+// Runs one of the group's collectives; a failure (a peer that died, a
+// timeout) says which fully_shard module and collective it was in.
+template <typename Fn>
+void naming_failures(const std::string& module, const char* collective, int64_t rank, Fn&& fn) {
+  try {
+    fn();
+  } catch (c10::Error& e) {
+    const bool backward = torch::autograd::get_current_graph_task_exec_info() != nullptr;
+    e.add_context("in fully_shard(" + module + ")'s " + collective + " on rank " + std::to_string(rank) +
+                  (backward ? " (backward)" : " (forward)"));
+    throw;
+  }
 }
 
 }  // namespace
@@ -104,7 +119,9 @@ void ParamGroup::unshard() {
   at::Tensor gathered;
   {
     ExplicitOriginScope origin(origin_cause::kFsdpUnshard, "fully_shard all_gather");
-    gathered = collectives::all_gather_dim(send, mesh_, shard_dim_, 0, padded_total_ * world_);
+    naming_failures(module_name_, "all_gather of its parameters", mesh_.global_rank(), [&] {
+      gathered = collectives::all_gather_dim(send, mesh_, shard_dim_, 0, padded_total_ * world_);
+    });
   }
   const at::Tensor blocks = gathered.view({world_, padded_total_});
   offset = 0;
@@ -159,9 +176,14 @@ bool ParamGroup::reduce_gradients() {
   {
     ExplicitOriginScope origin(origin_cause::kFsdpReduceGrad, "fully_shard reduce_scatter");
     // Sum (every backend has it; Gloo has no avg), then the average.
-    mine = collectives::reduce_scatter_dim(send.view({-1}), mesh_, shard_dim_, 0, ReduceOp::kSum);
+    naming_failures(module_name_, "reduce_scatter of its gradients", mesh_.global_rank(), [&] {
+      mine = collectives::reduce_scatter_dim(send.view({-1}), mesh_, shard_dim_, 0, ReduceOp::kSum);
+    });
     // HSDP: the replicas of each shard sum theirs too.
-    if (mesh_.ndim() == 2) collectives::all_reduce_(mine, mesh_, 0, ReduceOp::kSum);
+    if (mesh_.ndim() == 2) {
+      naming_failures(module_name_, "all_reduce of its gradients over the replicas", mesh_.global_rank(),
+                      [&] { collectives::all_reduce_(mine, mesh_, 0, ReduceOp::kSum); });
+    }
   }
   mine.div_(static_cast<double>(mesh_.size()));
   offset = 0;

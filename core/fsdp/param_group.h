@@ -84,6 +84,8 @@ class ParamGroup {
   /// gradient contribute zeros (every rank moves the same bytes). Returns
   /// false, moving nothing, when no parameter has a gradient on this rank.
   bool reduce_gradients();
+  /// The name failures give the module ("Transformer.layers.0").
+  void set_module_name(std::string name) { module_name_ = std::move(name); }
   /// True when some unsharded parameter holds a gradient.
   bool has_unsharded_gradients() const;
 

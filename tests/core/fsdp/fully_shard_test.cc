@@ -14,6 +14,7 @@
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -247,6 +248,67 @@ TEST(FullyShardTest, MixedPrecisionGathersAndComputesInParamDtype) {
     const at::Tensor y_full = DTensor::from_local(y.detach(), mesh, {Shard(0)}).full_tensor();
     EXPECT_TRUE(torch::allclose(y_full, ref_x.to(torch::kFloat), 1e-6, 1e-6));
   });
+}
+
+// Each rank's error message, "" where a rank returned.
+std::vector<std::string> rank_errors(int64_t world, const std::function<void(int64_t rank)>& fn) {
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  try {
+    run_fake_world(world, [&](World& w) {
+      try {
+        fn(w.rank());
+      } catch (const c10::Error& e) {
+        errors[static_cast<size_t>(w.rank())] = e.what_without_backtrace();
+        throw;
+      }
+    });
+  } catch (const c10::Error&) {
+  }
+  return errors;
+}
+
+TEST(FullyShardTest, ARankDyingInForwardFailsTheOthersNamingModuleAndCollective) {
+  const auto errors = rank_errors(4, [](int64_t rank) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    Stack model = make_stack({8, 8, 8, 8}, 1);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh);
+    fully_shard(*model, mesh);
+    if (rank == 2) {
+      // Dies after layer 0, before layer 1 gathers.
+      nn::register_forward_hook(*model->layers[0], [](torch::nn::Module&, const nn::TensorList&, at::Tensor) -> at::Tensor {
+        TORCH_CHECK(false, "rank 2 died");
+      });
+    }
+    nn::call(model, make_batch(4, 8, 1)).sum().backward();
+  });
+  EXPECT_NE(errors[2].find("rank 2 died"), std::string::npos) << errors[2];
+  for (int64_t r : {0, 1, 3}) {
+    const std::string& e = errors[static_cast<size_t>(r)];
+    EXPECT_NE(e.find("fully_shard(LinearStack.layer1)'s all_gather of its parameters on rank " + std::to_string(r) +
+                     " (forward)"),
+              std::string::npos)
+        << e;
+    EXPECT_NE(e.find("rank 2"), std::string::npos) << e;
+  }
+}
+
+TEST(FullyShardTest, ARankDyingInBackwardFailsTheOthersNamingModuleAndCollective) {
+  const auto errors = rank_errors(4, [](int64_t rank) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    Stack model = make_stack({8, 8, 8, 8}, 1);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh);
+    fully_shard(*model, mesh);
+    at::Tensor y = nn::call(model, make_batch(4, 8, 1));
+    if (rank == 2) y.register_hook([](const at::Tensor&) -> at::Tensor { TORCH_CHECK(false, "rank 2 died in backward"); });
+    y.sum().backward();
+  });
+  EXPECT_NE(errors[2].find("rank 2 died in backward"), std::string::npos) << errors[2];
+  for (int64_t r : {0, 1, 3}) {
+    const std::string& e = errors[static_cast<size_t>(r)];
+    EXPECT_NE(e.find("fully_shard(LinearStack.layer"), std::string::npos) << e;
+    EXPECT_NE(e.find("(backward)"), std::string::npos) << e;
+    EXPECT_NE(e.find("rank 2"), std::string::npos) << e;
+  }
 }
 
 TEST(FullyShardTest, ClearErrors) {
