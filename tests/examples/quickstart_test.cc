@@ -167,6 +167,24 @@ TEST(QuickstartTest, TwoRankCheckAgainstTheFakeWorldComparesRealCollectives) {
   }
 }
 
+// fully_shard on 4 Gloo processes: each rank's collectives per phase and its
+// losses equal its rank's of a fake world (and the losses one device's).
+TEST(QuickstartTest, FsdpOnGlooEqualsTheFakeWorld) {
+  const dtensor::launch::LaunchResult run = run_gloo(
+      /*nproc=*/4, {"--backend", "gloo", "--fsdp", "--mesh", "4", "--dtype", "double", "--steps", "2", "--raw",
+                    "--check-against-fake"});
+  ASSERT_TRUE(run.ok()) << run.report();
+  for (const auto& rank : run.ranks) {
+    EXPECT_NE(rank.output.find("backend=gloo PASSED: collectives per phase equal"), std::string::npos)
+        << rank.output;
+    const std::map<int, std::string> results = parse_results(rank.output);
+    ASSERT_EQ(results.size(), 1u) << rank.output;
+    EXPECT_NE(results.begin()->second.find("backward={all_gather_into_tensor: 2, reduce_scatter_tensor: 3}"),
+              std::string::npos)
+        << results.begin()->second;
+  }
+}
+
 // Without a GPU or an NCCL build, --backend nccl fails with init_world_from_env's
 // message instead of running on another backend.
 TEST(QuickstartTest, NcclBackendWithoutAGpuIsAClearError) {
