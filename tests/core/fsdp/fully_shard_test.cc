@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/fake/fake_world.h"
+#include "core/checkpoint/checkpoint.h"
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
 #include "core/nn/module_call.h"
@@ -26,6 +27,7 @@
 #include "tests/core/fsdp/linear_stack.h"
 #include "testing/collective_counter.h"
 #include "testing/error_of.h"
+#include "testing/scratch_dir.h"
 
 namespace dtensor {
 namespace {
@@ -247,6 +249,41 @@ TEST(FullyShardTest, MixedPrecisionGathersAndComputesInParamDtype) {
     }
     const at::Tensor y_full = DTensor::from_local(y.detach(), mesh, {Shard(0)}).full_tensor();
     EXPECT_TRUE(torch::allclose(y_full, ref_x.to(torch::kFloat), 1e-6, 1e-6));
+  });
+}
+
+TEST(FullyShardTest, CheckpointsReshardOntoOtherLayouts) {
+  const std::string dir = testing::scratch_dir("fsdp_checkpoint");
+  const std::vector<int64_t> widths = {6, 7, 3};  // uneven rows on 4 ranks
+  // Train FSDP on 4 ranks, save; the one-device twin trains alongside.
+  Stack reference = make_stack(widths, 21);
+  run_fake_world(4, [&](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    Stack model = make_stack(widths, 21);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh);
+    fully_shard(*model, mesh);
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+    const at::Tensor x = make_batch(8, 6, 5);
+    loss_of(nn::call(model, x.chunk(4, 0)[w.rank()])).backward();
+    opt.step();
+    checkpoint::save(*model, dir);
+  });
+  {
+    torch::optim::SGD opt(reference->parameters(), torch::optim::SGDOptions(0.1));
+    loss_of(reference->forward(make_batch(8, 6, 5))).backward();
+    opt.step();
+  }
+  // Load onto one device, and onto FSDP over 2 ranks.
+  Stack plain = make_stack(widths, 99);
+  checkpoint::load(*plain, dir);
+  expect_same_parameters(*plain, *reference, 1e-12);
+  run_fake_world(2, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    Stack model = make_stack(widths, 99);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh);
+    fully_shard(*model, mesh);
+    checkpoint::load(*model, dir);
+    expect_same_parameters(*model, *reference, 1e-12);
   });
 }
 
