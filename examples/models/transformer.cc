@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/compat/torch_compat.h"
+#include "core/nn/checkpoint.h"
 #include "core/nn/module_call.h"
 #include "core/parallel/module_params.h"
 #include "examples/models/seeded_init.h"
@@ -93,7 +94,7 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
   return nn::call(resid_dropout, nn::call(w2, nn::call(gelu, nn::call(w1, x))));
 }
 
-TransformerBlockImpl::TransformerBlockImpl(const ModelArgs& args) {
+TransformerBlockImpl::TransformerBlockImpl(const ModelArgs& args, bool checkpointed) : checkpointed_(checkpointed) {
   attention_norm =
       register_module("attention_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({args.dim_})));
   attention = register_module("attention", Attention(args));
@@ -102,6 +103,11 @@ TransformerBlockImpl::TransformerBlockImpl(const ModelArgs& args) {
 }
 
 at::Tensor TransformerBlockImpl::forward(const at::Tensor& x) {
+  if (!checkpointed_) return body(x);
+  return nn::checkpoint([this](const nn::TensorList& in) { return body(in[0]); }, {x});
+}
+
+at::Tensor TransformerBlockImpl::body(const at::Tensor& x) {
   at::Tensor h = x + nn::call(attention, nn::call(attention_norm, x));
   return h + nn::call(feed_forward, nn::call(ffn_norm, h));
 }
@@ -112,7 +118,8 @@ TransformerImpl::TransformerImpl(const ModelArgs& args) : args_(args) {
   dropout = register_module("dropout", torch::nn::Dropout(args.dropout_p_));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < args.n_layers_; ++i) {
-    blocks_.emplace_back(args);
+    const int64_t every = args.checkpoint_every_;
+    blocks_.emplace_back(args, /*checkpointed=*/every > 0 && (i + 1) % every == 0);
     layers->push_back(blocks_.back());
   }
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({args.dim_})));

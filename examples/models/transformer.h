@@ -70,6 +70,13 @@ struct ModelArgs {
     weight_tying_ = v;
     return *this;
   }
+  /// Activation checkpointing of blocks (dtensor::nn::checkpoint inside the
+  /// block's forward, torchtitan's "selective layer" AC): 0 none, 1 every
+  /// block (full AC), n every n-th block (blocks n-1, 2n-1, ...).
+  ModelArgs& checkpoint_every(int64_t v) {
+    checkpoint_every_ = v;
+    return *this;
+  }
   ModelArgs& seed(uint64_t v) {
     seed_ = v;
     return *this;
@@ -90,6 +97,7 @@ struct ModelArgs {
   bool use_attn_mask_ = true;
   bool use_sdpa_ = false;
   bool weight_tying_ = false;
+  int64_t checkpoint_every_ = 0;
   uint64_t seed_ = 0;  // seeded_init seed
   c10::Device device_ = c10::kCPU;
 };
@@ -130,13 +138,20 @@ TORCH_MODULE(FeedForward);
 /// h = x + attention(attention_norm(x)); out = h + feed_forward(ffn_norm(h)).
 class TransformerBlockImpl : public torch::nn::Module {
  public:
-  explicit TransformerBlockImpl(const ModelArgs& args);
+  explicit TransformerBlockImpl(const ModelArgs& args, bool checkpointed = false);
+  /// The block; when checkpointed, through dtensor::nn::checkpoint (its
+  /// activations are recomputed in backward).
   at::Tensor forward(const at::Tensor& x);
+  bool checkpointed() const { return checkpointed_; }
 
   torch::nn::LayerNorm attention_norm{nullptr};
   Attention attention{nullptr};
   torch::nn::LayerNorm ffn_norm{nullptr};
   FeedForward feed_forward{nullptr};
+
+ private:
+  at::Tensor body(const at::Tensor& x);
+  bool checkpointed_;
 };
 TORCH_MODULE(TransformerBlock);
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,32 @@ TEST(TransformerTrainerTest, TrainerOutsideAWorldIsAClearError) {
     const std::string what = e.what_without_backtrace();
     EXPECT_NE(what.find("TransformerTrainer"), std::string::npos) << what;
   }
+}
+
+// Activation checkpointing under tensor + sequence parallelism: the same
+// losses; the recomputed forward's collectives are issued again in backward.
+TEST(TransformerTrainerTest, ActivationCheckpointingUnderTensorParallelism) {
+  examples::TrainingConfig config = small_config();
+  const std::vector<double> reference = examples::train_single_device(config, 2);
+  examples::StepCounts plain_counts, checkpointed_counts;
+  for (int64_t every : {0, 1}) {
+    config.model = config.model.checkpoint_every(every);
+    run_fake_world(4, [&](World& world) {
+      examples::TransformerTrainer trainer(config);
+      for (int step = 0; step < 2; ++step) EXPECT_NEAR(trainer.step(), reference[step], 1e-10) << step;
+      if (world.rank() == 0) (every == 0 ? plain_counts : checkpointed_counts) = trainer.last_counts();
+    });
+  }
+  // The blocks' share of the forward collectives runs again in backward
+  // (not the embeddings' or the output's, which are not checkpointed).
+  EXPECT_EQ(checkpointed_counts.forward, plain_counts.forward);
+  for (const auto& [kind, n] : plain_counts.forward) {
+    const auto plain_backward = plain_counts.backward.count(kind) ? plain_counts.backward.at(kind) : 0;
+    EXPECT_GT(checkpointed_counts.backward.at(kind), plain_backward) << kind;
+    EXPECT_LE(checkpointed_counts.backward.at(kind), plain_backward + n) << kind;
+  }
+  std::cout << "tp 2x2 + sp, backward without AC " << examples::to_string(plain_counts.backward)
+            << ", with full AC " << examples::to_string(checkpointed_counts.backward) << "\n";
 }
 
 TEST(TransformerTrainerTest, SingleDeviceRunKeepsItsModel) {
