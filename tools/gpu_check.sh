@@ -115,8 +115,10 @@ else
   run_check nccl_ws1_quickstart_torchrun 120 "$PYTHON" -m torch.distributed.run --standalone \
     --nproc_per_node 1 --no_python "$qs" --backend nccl --mesh 1,1 --dtype double --steps 3 --raw \
     --check-against-fake
+  run_check nccl_ws1_quickstart_fsdp 120 "$BUILD_DIR/dtensor-launch" --nproc 1 -- \
+    "$qs" --backend nccl --fsdp --mesh 1 --dtype double --steps 3 --raw --check-against-fake
   for name in nccl_ws1_quickstart_dtensor_launch nccl_ws1_quickstart_no_sp_dtensor_launch \
-              nccl_ws1_quickstart_torchrun; do
+              nccl_ws1_quickstart_torchrun nccl_ws1_quickstart_fsdp; do
     [[ -f "$OUT/logs/$name.log" ]] || continue  # skipped: out of time
     line="$(grep -o 'QUICKSTART_CHECK .*' "$OUT/logs/$name.log" 2>/dev/null | head -1)"
     case "$line" in
@@ -126,6 +128,9 @@ else
     esac
   done
   run_check quickstart_cuda_fake_world 120 "$qs" --device cuda --steps 3 --json ""
+  # fully_shard on 4 CUDA fake ranks (storage freed and re-allocated through
+  # the CUDA caching allocator).
+  run_check quickstart_fsdp_cuda_fake_world 120 "$qs" --fsdp --device cuda --dtype double --steps 3 --json ""
   # ---- benchmarks (last: the first to be skipped when the budget runs out) ----
   run_check cuda_transformer_bench 120 "$BUILD_DIR/cuda_transformer_check" --bench \
     --json "$OUT/train_bench.jsonl" "${QUICK[@]}"

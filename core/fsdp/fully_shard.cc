@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -41,6 +42,8 @@ namespace fsdp {
 //   one's, the next whose backward comes. So the root's PreBackward gathers
 //   the last layer and layer i's gathers layer i - 1, and the collectives
 //   land on those modules in traces, as in PyTorch's CommDebugMode.
+//   set_modules_to_backward_prefetch replaces that choice by a list;
+//   set_modules_to_forward_prefetch makes pre-forward gather a list too.
 // - The first PreBackward of a backward queues an end-of-backward callback
 //   (Engine::queue_callback) that finishes every group touched since the last
 //   one: a module whose inputs need no gradient (the embedding's token ids)
@@ -49,6 +52,20 @@ namespace fsdp {
 // AccumulateGrad nodes run before other ready nodes (the engine gives them
 // the highest priority), so by the time PostBackward runs the unsharded
 // gradients have accumulated, as PyTorch relies on too.
+// The forward runs on the thread that called the root; backward may not:
+// LibTorch runs CUDA nodes on a device thread (found on NCCL: a per-thread
+// list left the root's gradients unreduced there). So the lists backward
+// reads live here, one per root, shared by the groups of its forward.
+struct RootContext {
+  std::mutex mutex;
+  // Groups whose forward ran since the last end-of-backward callback.
+  std::vector<std::weak_ptr<FsdpState>> touched;
+  // Groups in the order their post-forward ran in the current forward (with
+  // grad): backward reaches them in reverse, so it prefetches along it.
+  std::vector<std::weak_ptr<FsdpState>> post_forward_order;
+  bool end_of_backward_queued = false;
+};
+
 struct FsdpState : std::enable_shared_from_this<FsdpState> {
   torch::nn::Module* module = nullptr;
   std::weak_ptr<torch::nn::Module> alive;
@@ -58,6 +75,10 @@ struct FsdpState : std::enable_shared_from_this<FsdpState> {
   std::unique_ptr<ParamGroup> group;
   bool requires_gradient_sync = true;
   bool root_of_current_forward = false;
+  std::shared_ptr<RootContext> own_context;  // when this state is a root
+  std::shared_ptr<RootContext> context;      // the root's, set by each forward
+  std::vector<std::weak_ptr<FsdpState>> forward_prefetch;
+  std::optional<std::vector<std::weak_ptr<FsdpState>>> backward_prefetch;  // unset: implicit
 
   nn::TensorList pre_forward(nn::TensorList inputs);
   at::Tensor post_forward(at::Tensor output);
@@ -101,20 +122,18 @@ void remember(const torch::nn::Module& module, const std::shared_ptr<FsdpState>&
   registry()[&module] = state;
 }
 
-// ---- per-thread forward/backward bookkeeping (each fake rank is a thread) ----
+// ---- bookkeeping of one root's forward and backward ----
 
+// The root whose forward runs on this thread (each fake rank is a thread).
 thread_local FsdpState* current_root = nullptr;
-// Groups whose forward ran since the last end-of-backward callback.
-thread_local std::vector<std::weak_ptr<FsdpState>> touched;
-thread_local bool end_of_backward_queued = false;
-// Groups in the order their post-forward ran in the current forward (with
-// grad): backward reaches them in reverse, so it prefetches along it.
-thread_local std::vector<std::weak_ptr<FsdpState>> post_forward_order;
 
-void end_of_backward() {
-  end_of_backward_queued = false;
+void end_of_backward(const std::shared_ptr<RootContext>& context) {
   std::vector<std::weak_ptr<FsdpState>> states;
-  states.swap(touched);
+  {
+    std::lock_guard<std::mutex> lock(context->mutex);
+    context->end_of_backward_queued = false;
+    states.swap(context->touched);
+  }
   // Reverse forward order, the order backward reaches them.
   for (auto it = states.rbegin(); it != states.rend(); ++it) {
     if (std::shared_ptr<FsdpState> state = it->lock()) state->post_backward();
@@ -189,15 +208,22 @@ nn::TensorList FsdpState::pre_forward(nn::TensorList inputs) {
   if (current_root == nullptr) {
     current_root = this;
     root_of_current_forward = true;
-    post_forward_order.clear();
+    if (own_context == nullptr) own_context = std::make_shared<RootContext>();
+    std::lock_guard<std::mutex> lock(own_context->mutex);
+    own_context->post_forward_order.clear();
     if (!named_from_root) name_subtree();
   }
+  context = current_root->own_context;
   if (at::GradMode::is_enabled()) {
+    std::lock_guard<std::mutex> lock(context->mutex);
     bool known = false;
-    for (const auto& t : touched) known = known || t.lock().get() == this;
-    if (!known) touched.push_back(weak_from_this());
+    for (const auto& t : context->touched) known = known || t.lock().get() == this;
+    if (!known) context->touched.push_back(weak_from_this());
   }
   group->unshard();
+  for (const auto& weak : forward_prefetch) {
+    if (std::shared_ptr<FsdpState> next = weak.lock()) next->group->unshard();
+  }
   const MixedPrecisionPolicy& mp = options.mp_policy;
   if (mp.param_dtype && mp.cast_forward_inputs) {
     for (at::Tensor& x : inputs) {
@@ -217,8 +243,11 @@ at::Tensor FsdpState::post_forward(at::Tensor output) {
     root_of_current_forward = false;
   }
   // With grad off no backward follows, so the root frees its parameters too.
-  if (!at::GradMode::is_enabled() || (options.reshard_after_forward && !is_root)) group->reshard();
-  if (at::GradMode::is_enabled()) post_forward_order.push_back(weak_from_this());
+  if (!at::GradMode::is_enabled() || options.reshard_after_forward.value_or(!is_root)) group->reshard();
+  if (at::GradMode::is_enabled()) {
+    std::lock_guard<std::mutex> lock(context->mutex);
+    context->post_forward_order.push_back(weak_from_this());
+  }
   std::weak_ptr<FsdpState> weak = weak_from_this();
   output = through_hook_node({output}, "dtensor::FSDPPreBackward(" + name + ")", [weak] {
              if (std::shared_ptr<FsdpState> state = weak.lock()) state->pre_backward();
@@ -231,15 +260,28 @@ at::Tensor FsdpState::post_forward(at::Tensor output) {
 }
 
 void FsdpState::pre_backward() {
-  if (!end_of_backward_queued) {
-    end_of_backward_queued = true;
-    torch::autograd::Engine::get_default_engine().queue_callback(end_of_backward);
+  std::shared_ptr<FsdpState> implicit_next;
+  {
+    std::lock_guard<std::mutex> lock(context->mutex);
+    if (!context->end_of_backward_queued) {
+      context->end_of_backward_queued = true;
+      torch::autograd::Engine::get_default_engine().queue_callback(
+          [root = context] { end_of_backward(root); });
+    }
+    const auto& order = context->post_forward_order;
+    for (size_t i = order.size(); i-- > 1;) {
+      if (order[i].lock().get() != this) continue;
+      implicit_next = order[i - 1].lock();
+      break;
+    }
   }
   group->unshard();
-  for (size_t i = post_forward_order.size(); i-- > 1;) {
-    if (post_forward_order[i].lock().get() != this) continue;
-    if (std::shared_ptr<FsdpState> next = post_forward_order[i - 1].lock()) next->group->unshard();
-    break;
+  if (backward_prefetch) {
+    for (const auto& weak : *backward_prefetch) {
+      if (std::shared_ptr<FsdpState> next = weak.lock()) next->group->unshard();
+    }
+  } else if (implicit_next != nullptr) {
+    implicit_next->group->unshard();
   }
 }
 
@@ -288,6 +330,16 @@ void FSDPModule::set_reshard_after_forward(bool reshard, bool recurse) {
     return;
   }
   for (const auto& state : state_->subtree()) state->options.reshard_after_forward = reshard;
+}
+
+void FSDPModule::set_modules_to_forward_prefetch(const std::vector<FSDPModule>& modules) {
+  state_->forward_prefetch.clear();
+  for (const FSDPModule& m : modules) state_->forward_prefetch.push_back(m.state_);
+}
+
+void FSDPModule::set_modules_to_backward_prefetch(const std::vector<FSDPModule>& modules) {
+  state_->backward_prefetch.emplace();
+  for (const FSDPModule& m : modules) state_->backward_prefetch->push_back(m.state_);
 }
 
 std::vector<std::string> FSDPModule::managed_parameter_names() const {

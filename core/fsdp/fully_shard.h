@@ -47,9 +47,10 @@ struct MixedPrecisionPolicy {
 
 struct FullyShardOptions {
   /// Free the gathered parameters after forward and gather them again for
-  /// backward (less memory, one more all_gather per module). The root module
-  /// (the first whose forward runs) keeps them: backward needs them at once.
-  bool reshard_after_forward = true;
+  /// backward (less memory, one more all_gather per module). Unset (PyTorch's
+  /// default None): every module but the root (the first whose forward runs),
+  /// whose parameters backward needs at once; true: the root too; false: none.
+  std::optional<bool> reshard_after_forward;
   MixedPrecisionPolicy mp_policy;
 };
 
@@ -78,6 +79,13 @@ class FSDPModule {
   /// Changes FullyShardOptions::reshard_after_forward (with `recurse`, of
   /// every fully_shard module below this one too).
   void set_reshard_after_forward(bool reshard, bool recurse = true);
+  /// Explicit forward prefetch (PyTorch's set_modules_to_forward_prefetch):
+  /// this module's pre-forward gathers `modules` right after its own group,
+  /// before their forwards need them.
+  void set_modules_to_forward_prefetch(const std::vector<FSDPModule>& modules);
+  /// Explicit backward prefetch: this module's pre-backward gathers `modules`
+  /// instead of the implicit choice (the module whose forward ran just before).
+  void set_modules_to_backward_prefetch(const std::vector<FSDPModule>& modules);
   /// The parameters this call manages, by name from the module
   /// ("layers.0.weight"), in all-gather order.
   std::vector<std::string> managed_parameter_names() const;

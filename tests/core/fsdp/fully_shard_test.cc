@@ -16,9 +16,11 @@
 
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/fake/fake_world.h"
+#include "backends/solo/solo_world.h"
 #include "core/checkpoint/checkpoint.h"
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
@@ -249,6 +251,56 @@ TEST(FullyShardTest, MixedPrecisionGathersAndComputesInParamDtype) {
     }
     const at::Tensor y_full = DTensor::from_local(y.detach(), mesh, {Shard(0)}).full_tensor();
     EXPECT_TRUE(torch::allclose(y_full, ref_x.to(torch::kFloat), 1e-6, 1e-6));
+  });
+}
+
+// LibTorch runs CUDA nodes on a device thread, not the caller's: FSDP's
+// backward bookkeeping must not live in the forward thread's thread-locals
+// (on NCCL the root's gradients were never reduced). Backward on another
+// thread shows it on the CPU: every group is reduced, values as one device.
+TEST(FullyShardTest, BackwardOnAnotherThreadReducesEveryGroup) {
+  const std::vector<int64_t> widths = {6, 8, 4};
+  Stack reference = make_stack(widths, 13);
+  const at::Tensor x = make_batch(4, 6, 2);
+  loss_of(reference->forward(x)).backward();
+  run_fake_world(2, [&](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    Stack model = make_stack(widths, 13);
+    // The root owns a parameter of its own, so its group needs reducing too.
+    model->register_parameter("scale", at::ones({1}, at::kDouble));
+    fully_shard(*model->layers[0], mesh);
+    fully_shard(*model, mesh);
+    at::Tensor loss = loss_of(nn::call(model, x.chunk(2, 0)[w.rank()]));
+    std::thread other([&] {
+      ScopedCurrentWorld scope(w);
+      loss.backward();
+    });
+    other.join();
+    auto ref = reference->named_parameters();
+    for (const auto& item : model->named_parameters()) {
+      if (item.key() == "scale") continue;
+      ASSERT_TRUE(item.value().grad().defined()) << item.key();
+      EXPECT_TRUE(torch::allclose(DTensor(item.value().grad()).full_tensor(), ref[item.key()].grad(), 1e-10, 1e-10))
+          << item.key();
+    }
+  });
+}
+
+// Solo mode plays one rank of a large world: FSDP's collectives are
+// reported (so the planner can trace them) and nothing is exchanged.
+TEST(FullyShardTest, SoloModeTracesOneRankOfALargeWorld) {
+  run_solo_world(1024, 517, [](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {1024});
+    Stack model = make_stack({16, 2048, 16}, 1);  // 2048 rows: 2 per rank
+    for (auto& layer : model->layers) fully_shard(*layer, mesh);
+    fully_shard(*model, mesh);
+    EXPECT_EQ(DTensor(model->layers[0]->weight).local_tensor().sizes(), (std::vector<int64_t>{2, 16}));
+    CollectiveCounter counter(w);
+    at::Tensor loss = loss_of(nn::call(model, make_batch(2, 16, 1)));
+    EXPECT_EQ(counter.take(), (Counts{{"all_gather_into_tensor", 2}}));
+    loss.backward();
+    EXPECT_EQ(counter.take(), (Counts{{"all_gather_into_tensor", 2}, {"reduce_scatter_tensor", 2}}));
+    for (const auto& p : model->parameters()) EXPECT_TRUE(is_dtensor(p.grad()));
   });
 }
 

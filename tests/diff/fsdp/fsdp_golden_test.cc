@@ -8,8 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <torch/optim/sgd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <map>
 #include <set>
 #include <string>
@@ -21,6 +24,8 @@
 #include "core/fsdp/fully_shard.h"
 #include "debug/comm_debug_mode.h"
 #include "testing/collective_counter.h"
+#include "examples/models/transformer.h"
+#include "examples/models/transformer_training.h"
 #include "tests/core/fsdp/linear_stack.h"
 
 namespace dtensor {
@@ -71,27 +76,95 @@ Record parse_record(const json& steps) {
   return record;
 }
 
+// A program's model (one of each per rank and for the one-device
+// reference) and its loss on some rows of a step's batch, through nn::call.
+struct ProgramModel {
+  std::shared_ptr<torch::nn::Module> root;
+  std::string root_name;                                  // as traces name it
+  std::vector<std::shared_ptr<torch::nn::Module>> layers;  // fully_shard'ed before the root
+  std::function<at::Tensor(int64_t step, int64_t ranks, int64_t rank)> loss;  // rows `rank` of `ranks`
+};
+
+ProgramModel make_model(const json& program) {
+  const int64_t batch = program.value("batch", 12);
+  ProgramModel m;
+  if (program.value("model", std::string("linear_stack")) == "transformer") {
+    const examples::ModelArgs args = examples::ModelArgs()
+                                         .n_layers(program.at("n_layers"))
+                                         .dim(program.at("dim"))
+                                         .n_heads(program.at("n_heads"))
+                                         .vocab_size(program.at("vocab_size"))
+                                         .max_seq_len(program.at("seq_len"))
+                                         .dropout_p(0.0)
+                                         .seed(3);
+    examples::Transformer model(args);
+    model->to(at::kDouble);
+    for (const auto& block : *model->layers) m.layers.push_back(block);
+    m.root = model.ptr();
+    m.root_name = "Transformer";
+    examples::TrainingConfig config;
+    config.model = args;
+    config.batch = batch;
+    config.seq_len = program.at("seq_len");
+    m.loss = [model, config](int64_t step, int64_t ranks, int64_t rank) mutable {
+      config.data_seed = 100 + static_cast<uint64_t>(step);
+      auto [tokens, targets] = examples::training_batch(config);
+      return examples::transformer_loss(nn::call(model, tokens.chunk(ranks, 0)[rank]),
+                                        targets.chunk(ranks, 0)[rank]);
+    };
+  } else {
+    const auto widths = program.at("widths").get<std::vector<int64_t>>();
+    testing::LinearStack model = testing::make_linear_stack(widths, 3);
+    for (auto& layer : model->layers) m.layers.push_back(layer.ptr());
+    m.root = model.ptr();
+    m.root_name = "LinearStack";
+    m.loss = [model, widths, batch](int64_t step, int64_t ranks, int64_t rank) mutable {
+      const at::Tensor x = testing::make_batch(batch, widths.front(), 100 + static_cast<uint64_t>(step));
+      return nn::call(model, x.chunk(ranks, 0)[rank]).pow(2).mean();
+    };
+  }
+  return m;
+}
+
 // Runs `program` with fully_shard on the fake world and on one device;
 // returns rank 0's record and checks the values.
 Record run_program(const json& program) {
   const int64_t world = program.at("world");
-  const auto widths = program.at("widths").get<std::vector<int64_t>>();
   const int steps = program.value("steps", 2);
   const int micro_steps = program.value("micro_steps", 1);
-  const int64_t batch = program.value("batch", 12);
   FullyShardOptions options;
-  options.reshard_after_forward = program.value("reshard_after_forward", true);
+  if (program.contains("reshard_after_forward")) options.reshard_after_forward = program.at("reshard_after_forward");
   Record record;
   run_fake_world(world, [&](World& w) {
     const auto shape = program.value("mesh", std::vector<int64_t>{world});
     auto mesh = shape.size() == 2 ? DeviceMesh::init(c10::kCPU, shape, {"replicate", "shard"})
                                   : DeviceMesh::init(c10::kCPU, shape, {"dp"});
-    testing::LinearStack model = testing::make_linear_stack(widths, 3);
-    testing::LinearStack reference = testing::make_linear_stack(widths, 3);
-    for (auto& layer : model->layers) fully_shard(*layer, mesh, options);
-    FSDPModule root = fully_shard(*model, mesh, options);
-    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
-    torch::optim::SGD ref_opt(reference->parameters(), torch::optim::SGDOptions(0.1));
+    ProgramModel model = make_model(program);
+    ProgramModel reference = make_model(program);
+    std::vector<FSDPModule> layers;
+    for (const auto& layer : model.layers) layers.push_back(fully_shard(*layer, mesh, options));
+    FSDPModule root = fully_shard(*model.root, mesh, options);
+    const int64_t n = static_cast<int64_t>(layers.size());
+    for (int64_t i = 0; i < n; ++i) {
+      if (const int64_t f = program.value("forward_prefetch", 0); f > 0) {
+        layers[i].set_modules_to_forward_prefetch(
+            {layers.begin() + std::min(n, i + 1), layers.begin() + std::min(n, i + 1 + f)});
+      }
+      if (const int64_t b = program.value("backward_prefetch", 0); b > 0) {
+        std::vector<FSDPModule> previous(layers.begin() + std::max<int64_t>(0, i - b), layers.begin() + i);
+        std::reverse(previous.begin(), previous.end());
+        layers[i].set_modules_to_backward_prefetch(previous);
+      }
+    }
+    // Paths of the fully_shard modules: "" for the root, then each layer's.
+    std::map<std::string, std::string> managed = {{model.root_name, ""}};
+    for (const auto& item : model.root->named_modules(model.root_name)) {
+      for (const auto& layer : model.layers) {
+        if (item.value() == layer) managed[item.key()] = item.key().substr(model.root_name.size() + 1);
+      }
+    }
+    torch::optim::SGD opt(model.root->parameters(), torch::optim::SGDOptions(0.1));
+    torch::optim::SGD ref_opt(reference.root->parameters(), torch::optim::SGDOptions(0.1));
     testing::CollectiveCounter counter(w);
     const int64_t rank = w.rank();  // the batch is split over every rank (HSDP too)
     Record mine;
@@ -99,37 +172,35 @@ Record run_program(const json& program) {
       mine.emplace_back();
       for (int m = 0; m < micro_steps; ++m) {
         if (micro_steps > 1) root.set_requires_gradient_sync(m == micro_steps - 1);
-        const at::Tensor x = testing::make_batch(batch, widths.front(), 100 + step * 10 + m);
+        const int64_t data = step * 10 + m;
         counter.clear();
         debug::CommDebugMode comm;
         MicroStep counts;
         {
-          auto guard = comm.enter(*model, "LinearStack");
-          at::Tensor loss = nn::call(model, x.chunk(world, 0)[rank]).pow(2).mean();
+          auto guard = comm.enter(*model.root, model.root_name);
+          at::Tensor loss = model.loss(data, world, rank);
           counts["forward"] = counter.take();
           loss.backward();
           counts["backward"] = counter.take();
         }
         for (const auto& [module, phases] : comm.get_comm_module_counts()) {
-          const std::string prefix = "LinearStack.layer";
-          const bool managed = module == "LinearStack" || module.rfind(prefix, 0) == 0;
-          if (!managed) continue;  // Global, and nothing else is fully_shard'ed here
-          const std::string path = module == "LinearStack" ? "" : module.substr(prefix.size() - 5);
+          const auto path = managed.find(module);
+          if (path == managed.end()) continue;  // Global, and modules that are not fully_shard'ed
           for (const auto& [phase, kinds] : phases) {
-            if (!kinds.empty()) counts[path + " " + phase] = kinds;
+            if (!kinds.empty()) counts[path->second + " " + phase] = kinds;
           }
         }
         for (auto it = counts.begin(); it != counts.end();) it = it->second.empty() ? counts.erase(it) : std::next(it);
         mine.back().push_back(counts);
-        reference->forward(x).pow(2).mean().backward();
+        reference.loss(data, 1, 0).backward();
       }
       opt.step();
       opt.zero_grad();
       ref_opt.step();
       ref_opt.zero_grad();
     }
-    auto ref = reference->named_parameters();
-    for (const auto& item : model->named_parameters()) {
+    auto ref = reference.root->named_parameters();
+    for (const auto& item : model.root->named_parameters()) {
       const at::Tensor full = DTensor(item.value()).full_tensor();
       EXPECT_TRUE(torch::allclose(full, ref[item.key()], 1e-10, 1e-10))
           << program.at("name") << ": " << item.key() << " differs from one device's by "

@@ -78,32 +78,64 @@ def module_counts(mode, root_name, paths):
     return out
 
 
+def make_model(program):
+    """The root, its layers (fully_shard'ed first) and loss(rows of a step's batch)."""
+    batch = program.get("batch", 12)
+    if program.get("model") == "transformer":
+        # PyTorch's DTensor test Transformer (needs `pip install expecttest`).
+        from torch.testing._internal.distributed._tensor.common_dtensor import ModelArgs, Transformer
+        args = ModelArgs(n_layers=program["n_layers"], vocab_size=program["vocab_size"],
+                         max_seq_len=program["seq_len"], dim=program["dim"], n_heads=program["n_heads"],
+                         dropout_p=0.0)
+        model = Transformer(args).to(torch.float64)
+
+        def loss(step, world, rank):
+            g = torch.Generator().manual_seed(100 + step)
+            tokens = torch.randint(0, args.vocab_size, (batch, program["seq_len"]), generator=g)
+            targets = torch.randint(0, args.vocab_size, (batch, program["seq_len"]), generator=g)
+            logits = model(tokens.chunk(world, 0)[rank])
+            return nn.functional.cross_entropy(logits.flatten(0, 1), targets.chunk(world, 0)[rank].flatten())
+        return model, list(model.layers), [f"layers.{i}" for i in range(len(model.layers))], loss
+    model = Stack(program["widths"])
+
+    def loss(step, world, rank):
+        g = torch.Generator().manual_seed(100 + step)
+        x = torch.randn(batch, program["widths"][0], generator=g, dtype=torch.float64)
+        return model(x.chunk(world, 0)[rank]).pow(2).mean()
+    return model, [getattr(model, f"layer{i}") for i in range(model.n)], [f"layer{i}" for i in range(model.n)], loss
+
+
 def run_program(rank, world, program):
     torch.manual_seed(program.get("seed", 0))
-    model = Stack(program["widths"])
+    model, layers, layer_paths, loss_of = make_model(program)
     mp_policy = MixedPrecisionPolicy()
-    kwargs = {"reshard_after_forward": program.get("reshard_after_forward", True), "mp_policy": mp_policy}
+    kwargs = {"mp_policy": mp_policy}
+    if "reshard_after_forward" in program:  # else PyTorch's default (None: all but the root)
+        kwargs["reshard_after_forward"] = program["reshard_after_forward"]
     if "mesh" in program:  # HSDP
         from torch.distributed.device_mesh import init_device_mesh
         kwargs["mesh"] = init_device_mesh("cpu", tuple(program["mesh"]), mesh_dim_names=("replicate", "shard"))
-    for i in range(model.n):
-        fully_shard(getattr(model, f"layer{i}"), **kwargs)
+    for layer in layers:
+        fully_shard(layer, **kwargs)
     fully_shard(model, **kwargs)
+    # Explicit prefetch: each layer gathers the next `forward_prefetch` layers
+    # in forward, the previous `backward_prefetch` ones in backward.
+    for i, layer in enumerate(layers):
+        if program.get("forward_prefetch"):
+            layer.set_modules_to_forward_prefetch(layers[i + 1:i + 1 + program["forward_prefetch"]])
+        if program.get("backward_prefetch"):
+            layer.set_modules_to_backward_prefetch(layers[max(0, i - program["backward_prefetch"]):i][::-1])
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    paths = {""} | {f"layer{i}" for i in range(model.n)}
+    paths = {""} | set(layer_paths)
     steps = []
-    batch = program.get("batch", 12)
     for step in range(program.get("steps", 2)):
         micro = program.get("micro_steps", 1)
         record = {"micro_steps": []}
         for m in range(micro):
             if micro > 1:
                 model.set_requires_gradient_sync(m == micro - 1)
-            g = torch.Generator().manual_seed(100 + step * 10 + m)
-            x = torch.randn(batch, program["widths"][0], generator=g, dtype=torch.float64)
-            mine = x.chunk(world, 0)[rank]
             with CommDebugMode() as mode:
-                loss = model(mine).pow(2).mean()
+                loss = loss_of(step * 10 + m, world, rank)
                 loss.backward()
             modules = module_counts(mode, type(model).__name__, paths)
             total = module_counts(mode, "Global", {""})[""]
