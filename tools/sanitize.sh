@@ -21,6 +21,7 @@ CI_TARGETS=(
   //tests/layout/...
   //tests/core:redistribute_counts_test
   //tests/core:dtensor_smoke_test
+  //tests/core/fsdp:fully_shard_test
   //tests/reliability:planner_property_test
   //tests/reliability:fake_world_injection_test
   //tests/reliability:redistribute_property_test

@@ -5,6 +5,7 @@
 #include "core/nn/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/function.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 

@@ -400,6 +400,59 @@ TEST(FullyShardTest, ARankDyingInBackwardFailsTheOthersNamingModuleAndCollective
   }
 }
 
+// bf16 parameters and compute, float32 reduction, 3 SGD steps on 2 ranks,
+// against one device applying the same casts: each rank's share through
+// bf16 copies of the float32 parameters, the bf16 gradients summed in
+// float32 in rank order (the fake world's fixed reduction order) and
+// averaged, then the float32 update.
+TEST(FullyShardTest, MixedPrecisionTrainingEqualsOneDeviceApplyingTheSameCasts) {
+  const std::vector<int64_t> widths = {4, 8, 6, 2};
+  const int64_t world = 2;
+  auto make_float_stack = [&] {
+    Stack stack = make_stack(widths, 17);
+    stack->to(torch::kFloat);
+    return stack;
+  };
+  auto batch_of = [](int step) { return make_batch(8, 4, 40 + step).to(torch::kFloat); };
+  // One device.
+  Stack reference = make_float_stack();
+  for (int step = 0; step < 3; ++step) {
+    std::vector<at::Tensor> sums;
+    for (const auto& p : reference->parameters()) sums.push_back(at::zeros_like(p));
+    for (int64_t r = 0; r < world; ++r) {
+      std::vector<at::Tensor> copies;
+      for (const auto& p : reference->parameters()) copies.push_back(p.detach().to(torch::kBFloat16).requires_grad_());
+      at::Tensor h = batch_of(step).chunk(world, 0)[r];
+      for (size_t i = 0; i < reference->layers.size(); ++i) {
+        h = torch::nn::functional::linear(h.to(torch::kBFloat16), copies[2 * i], copies[2 * i + 1]).to(torch::kFloat);
+        if (i + 1 < reference->layers.size()) h = torch::relu(h);
+      }
+      loss_of(h).backward();
+      for (size_t k = 0; k < copies.size(); ++k) sums[k] += copies[k].grad().to(torch::kFloat);
+    }
+    at::NoGradGuard no_grad;
+    size_t k = 0;
+    for (auto& p : reference->parameters()) p.sub_(sums[k++] / static_cast<double>(world) * 0.1);
+  }
+  run_fake_world(world, [&](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {world});
+    Stack model = make_float_stack();
+    FullyShardOptions options;
+    options.mp_policy.param_dtype = torch::kBFloat16;
+    options.mp_policy.reduce_dtype = torch::kFloat;
+    options.mp_policy.output_dtype = torch::kFloat;
+    for (auto& layer : model->layers) fully_shard(*layer, mesh, options);
+    fully_shard(*model, mesh, options);
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+    for (int step = 0; step < 3; ++step) {
+      loss_of(nn::call(model, batch_of(step).chunk(world, 0)[w.rank()])).backward();
+      opt.step();
+      opt.zero_grad();
+    }
+    expect_same_parameters(*model, *reference, 1e-6);
+  });
+}
+
 TEST(FullyShardTest, ClearErrors) {
   run_fake_world(2, [](World&) {
     auto mesh3d = DeviceMesh::init(c10::kCPU, {1, 1, 2});
