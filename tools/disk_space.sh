@@ -3,7 +3,8 @@
 #   tools/disk_space.sh prepare               # before a run: prune, then check
 #   tools/disk_space.sh release OUTPUT_BASE   # after a Bazel command: drop its sandboxes
 # Environment: DTENSOR_HOME (default ~/.cache/dtensor), DTENSOR_MIN_FREE_GIB
-# (default 10), DTENSOR_DISK_CACHE_GIB (default 10).
+# (default 16 for a checkout Bazel has not built yet, else 6),
+# DTENSOR_DISK_CACHE_GIB (default 10).
 #
 # Note [Disk space of a test run]
 # CI and every session share one disk, and a run that fills it fails late and
@@ -18,8 +19,12 @@
 #     removed once unused for two days.
 #   - The disk cache, which Bazel 4 never trims: `prepare` drops the least
 #     recently used entries above DTENSOR_DISK_CACHE_GIB.
-# Then `prepare` fails at once, naming the biggest directories, when less than
-# DTENSOR_MIN_FREE_GIB is free: a cold run needs about 20 GiB, a warm one 2.
+# Then `prepare` fails at once, naming the biggest directories, when less is
+# free than the run needs: 16 GiB when this checkout has no output base yet
+# (measured: a full run in a fresh clone left 5.7 GB of output bases and
+# CMake build and grew the disk cache by 0.7 GB; an empty HOME adds the
+# venvs, 3.8 GB, and a 5 GB disk cache), else 6 GiB; DTENSOR_MIN_FREE_GIB
+# overrides.
 set -euo pipefail
 
 DTENSOR_HOME="${DTENSOR_HOME:-$HOME/.cache/dtensor}"
@@ -73,11 +78,15 @@ trim_disk_cache() {
 prepare() {
   prune_stale_output_bases
   trim_disk_cache
-  local need=$((${DTENSOR_MIN_FREE_GIB:-10} * gib)) free
+  # Bazel's own output base of this checkout (md5 of its path): present, the
+  # run is warm and needs little; absent, it builds everything.
+  local need_gib=16 free
+  [[ -d "$HOME/.cache/bazel/_bazel_$(id -un)/$(pwd | tr -d '\n' | md5sum | cut -c1-32)" ]] && need_gib=6
+  need_gib=${DTENSOR_MIN_FREE_GIB:-$need_gib}
   free=$(free_bytes "$DTENSOR_HOME")
-  echo "disk: $((free / gib)) GiB free on $(df --output=target "$DTENSOR_HOME" | tail -1)"
-  if ((free < need)); then
-    echo "disk: ERROR: ${DTENSOR_MIN_FREE_GIB:-10} GiB must be free for a test run; the biggest users:" >&2
+  echo "disk: $((free / gib)) GiB free on $(df --output=target "$DTENSOR_HOME" | tail -1), $need_gib GiB needed"
+  if ((free < need_gib * gib)); then
+    echo "disk: ERROR: $need_gib GiB must be free for this test run; the biggest users:" >&2
     du -xsh /tmp/* "$HOME"/.cache/* "$DTENSOR_HOME"/* 2>/dev/null | sort -h | tail -8 >&2
     echo "disk: free space (remove old clones or caches), or set DTENSOR_MIN_FREE_GIB" >&2
     return 1

@@ -13,7 +13,7 @@
 #      (what the GPU hosts run), in their own Bazel output base  DTENSOR_2_11=0 skips it;
 #   6. the same suites against Debian's LibTorch 1.13, likewise  DTENSOR_DEBIAN=0 skips it.
 # It ends with a `targets: N passed, M failed` line over all of them. It
-# first checks the disk (tools/disk_space.sh: DTENSOR_MIN_FREE_GIB, default 10).
+# first checks the disk (tools/disk_space.sh: 16 GiB free for a new checkout, else 6).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/disk_space.sh prepare || exit 1
