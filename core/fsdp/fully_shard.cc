@@ -17,6 +17,7 @@
 
 #include "core/compat/autograd_node.h"
 #include "core/fsdp/param_group.h"
+#include "core/nn/module_boundary.h"
 #include "core/nn/module_call.h"
 
 namespace dtensor {
@@ -125,7 +126,7 @@ void remember(const torch::nn::Module& module, const std::shared_ptr<FsdpState>&
 // ---- bookkeeping of one root's forward and backward ----
 
 // The root whose forward runs on this thread (each fake rank is a thread).
-thread_local FsdpState* current_root = nullptr;
+thread_local std::weak_ptr<FsdpState> current_root;
 
 void end_of_backward(const std::shared_ptr<RootContext>& context) {
   std::vector<std::weak_ptr<FsdpState>> states;
@@ -205,15 +206,22 @@ bool is_floating(const at::Tensor& t) { return t.defined() && at::isFloatingType
 }  // namespace
 
 nn::TensorList FsdpState::pre_forward(nn::TensorList inputs) {
-  if (current_root == nullptr) {
-    current_root = this;
+  std::shared_ptr<FsdpState> root = current_root.lock();
+  // A forward that threw never ran its root's post-forward: that root is stale.
+  if (root != nullptr && !nn::module_in_scope(root->module)) {
+    root->root_of_current_forward = false;
+    root = nullptr;
+  }
+  if (root == nullptr) {
+    root = shared_from_this();
+    current_root = root;
     root_of_current_forward = true;
     if (own_context == nullptr) own_context = std::make_shared<RootContext>();
     std::lock_guard<std::mutex> lock(own_context->mutex);
     own_context->post_forward_order.clear();
     if (!named_from_root) name_subtree();
   }
-  context = current_root->own_context;
+  context = root->own_context;
   if (at::GradMode::is_enabled()) {
     std::lock_guard<std::mutex> lock(context->mutex);
     bool known = false;
@@ -239,7 +247,7 @@ nn::TensorList FsdpState::pre_forward(nn::TensorList inputs) {
 at::Tensor FsdpState::post_forward(at::Tensor output) {
   const bool is_root = root_of_current_forward;
   if (is_root) {
-    current_root = nullptr;
+    current_root.reset();
     root_of_current_forward = false;
   }
   // With grad off no backward follows, so the root frees its parameters too.

@@ -453,6 +453,38 @@ TEST(FullyShardTest, MixedPrecisionTrainingEqualsOneDeviceApplyingTheSameCasts) 
   });
 }
 
+// A forward that throws (on every rank alike) leaves no stale root behind:
+// the next step finds its root again and reduces every group.
+TEST(FullyShardTest, AStepAfterAFailedForwardWorks) {
+  run_fake_world(2, [](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    Stack model = make_stack({6, 8, 4}, 3);
+    model->register_parameter("scale", at::ones({2}, at::kDouble));  // the root's own group
+    for (auto& layer : model->layers) fully_shard(*layer, mesh);
+    fully_shard(*model, mesh);
+    bool fail = true;
+    nn::register_forward_hook(*model->layers[1], [&fail](torch::nn::Module&, const nn::TensorList&, at::Tensor y) {
+      TORCH_CHECK(!fail, "injected failure");
+      return y;
+    });
+    const at::Tensor x = make_batch(4, 6, 1);
+    EXPECT_NE(testing::error_of([&] { nn::call(model, x.chunk(2, 0)[w.rank()]); }).find("injected failure"),
+              std::string::npos);
+    fail = false;
+    loss_of(nn::call(model, x.chunk(2, 0)[w.rank()])).backward();
+    Stack reference = make_stack({6, 8, 4}, 3);
+    loss_of(reference->forward(x)).backward();
+    auto ref = reference->named_parameters();
+    for (const auto& item : model->named_parameters()) {
+      if (item.key() == "scale") continue;  // unused: no gradient
+      ASSERT_TRUE(item.value().grad().defined()) << item.key();
+      EXPECT_TRUE(torch::allclose(DTensor(item.value().grad()).full_tensor(), ref[item.key()].grad(), 1e-10, 1e-10))
+          << item.key();
+    }
+    EXPECT_FALSE(fsdp_module_of(*model)->is_unsharded());
+  });
+}
+
 TEST(FullyShardTest, ClearErrors) {
   run_fake_world(2, [](World&) {
     auto mesh3d = DeviceMesh::init(c10::kCPU, {1, 1, 2});
