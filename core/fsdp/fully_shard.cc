@@ -324,20 +324,16 @@ void FSDPModule::unshard() { state_->group->unshard(); }
 void FSDPModule::reshard() { state_->group->reshard(); }
 bool FSDPModule::is_unsharded() const { return state_->group->is_unsharded(); }
 
+std::vector<std::shared_ptr<fsdp::FsdpState>> FSDPModule::states(bool recurse) const {
+  return recurse ? state_->subtree() : std::vector<std::shared_ptr<fsdp::FsdpState>>{state_};
+}
+
 void FSDPModule::set_requires_gradient_sync(bool sync, bool recurse) {
-  if (!recurse) {
-    state_->requires_gradient_sync = sync;
-    return;
-  }
-  for (const auto& state : state_->subtree()) state->requires_gradient_sync = sync;
+  for (const auto& state : states(recurse)) state->requires_gradient_sync = sync;
 }
 
 void FSDPModule::set_reshard_after_forward(bool reshard, bool recurse) {
-  if (!recurse) {
-    state_->options.reshard_after_forward = reshard;
-    return;
-  }
-  for (const auto& state : state_->subtree()) state->options.reshard_after_forward = reshard;
+  for (const auto& state : states(recurse)) state->options.reshard_after_forward = reshard;
 }
 
 void FSDPModule::set_modules_to_forward_prefetch(const std::vector<FSDPModule>& modules) {

@@ -93,6 +93,9 @@ class FSDPModule {
   bool is_unsharded() const;
 
  private:
+  // This module's state, or (recurse) those of every fully_shard module below it too.
+  std::vector<std::shared_ptr<fsdp::FsdpState>> states(bool recurse) const;
+
   std::shared_ptr<fsdp::FsdpState> state_;
 };
 

@@ -62,6 +62,8 @@ ParamGroup::ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrec
   rank_ = mesh_.get_local_rank(shard_dim_);
   placements_ = mesh_.ndim() == 2 ? Placements{Replicate(), Shard(0)} : Placements{Shard(0)};
   at::NoGradGuard no_grad;
+  const c10::ScalarType first_dtype =
+      params_.empty() ? c10::ScalarType::Float : param(*params_.front().owner, params_.front().name).scalar_type();
   for (FsdpParam& p : params_) {
     const at::Tensor full = param(*p.owner, p.name);
     TORCH_CHECK(!is_dtensor(full), "fully_shard(", module_name_, ") on rank ", mesh_.global_rank(),
@@ -70,7 +72,6 @@ ParamGroup::ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrec
                 "apply fully_shard to plain parameters");
     TORCH_CHECK(full.dim() >= 1, "fully_shard(", module_name_, "): parameter ", p.fqn,
                 " is a scalar; FSDP shards dim 0, so register it with at least one dim");
-    const c10::ScalarType first_dtype = param(*params_.front().owner, params_.front().name).scalar_type();
     TORCH_CHECK(full.scalar_type() == first_dtype, "fully_shard(", module_name_, "): parameter ", p.fqn,
                 " is ", full.scalar_type(), " but ", params_.front().fqn, " is ", first_dtype,
                 "; one all-gather moves a group, so give its parameters one dtype");

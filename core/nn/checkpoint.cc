@@ -18,6 +18,22 @@
 namespace dtensor::nn {
 namespace {
 
+// The default CPU generator's state.
+at::Tensor cpu_rng_state() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+// Sets the default CPU generator's state; returns the one it had.
+at::Tensor exchange_cpu_rng_state(const at::Tensor& state) {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  at::Tensor before = generator.get_state();
+  generator.set_state(state);
+  return before;
+}
+
 // The recomputation. Inputs of the node are the gradients of the output;
 // its outputs are the gradients of `inputs` (next edges in the same order).
 struct CheckpointBackward : torch::autograd::Node {
@@ -29,7 +45,7 @@ struct CheckpointBackward : torch::autograd::Node {
   std::string name() const override { return "dtensor::CheckpointBackward"; }
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
-    TORCH_CHECK(!inputs.empty() || fn, "checkpoint: backward ran twice; the recomputation is freed after the "
+    TORCH_CHECK(fn, "checkpoint: backward ran twice; the recomputation is freed after the "
                 "first (call backward with retain_graph only outside checkpointed regions)");
     TensorList again;
     again.reserve(inputs.size());
@@ -38,22 +54,13 @@ struct CheckpointBackward : torch::autograd::Node {
       if (x.defined() && requires_grad[i]) x.set_requires_grad(true);
       again.push_back(x);
     }
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
-    at::Tensor state_now;
-    {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      state_now = generator.get_state();
-      generator.set_state(rng_state);
-    }
+    const at::Tensor state_now = exchange_cpu_rng_state(rng_state);
     at::Tensor out;
     {
       at::AutoGradMode enable(true);
       out = fn(again);
     }
-    {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(state_now);
-    }
+    exchange_cpu_rng_state(state_now);
     if (out.requires_grad() && grads[0].defined()) {
       // Every leaf accumulates: the parameters, and the detached inputs,
       // whose gradients are this node's outputs.
@@ -74,11 +81,7 @@ struct CheckpointBackward : torch::autograd::Node {
 at::Tensor checkpoint(const std::function<at::Tensor(const TensorList&)>& fn, const TensorList& inputs) {
   if (!at::GradMode::is_enabled()) return fn(inputs);
   auto node = compat::make_autograd_node<CheckpointBackward>();
-  {
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    node->rng_state = generator.get_state();
-  }
+  node->rng_state = cpu_rng_state();
   at::Tensor out;
   {
     at::NoGradGuard no_grad;

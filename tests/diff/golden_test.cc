@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tests/diff/compare.h"
+#include "tests/diff/data_files.h"
 #include "tests/diff/runner.h"
 
 namespace dtensor::diff {
@@ -28,20 +29,9 @@ using nlohmann::json;
 // overloads and PyTorch 2.15's other pointwise ops (generate_programs.py).
 constexpr int kShards = 11;
 
-std::string testdata(const std::string& name) {
-  const std::string rel = "tests/diff/testdata/" + name;
-  if (const char* srcdir = std::getenv("TEST_SRCDIR")) {
-    const std::string full = std::string(srcdir) + "/dtensor/" + rel;
-    if (std::ifstream(full).good()) return full;
-  }
-  return rel;
-}
+std::string testdata(const std::string& name) { return data_file("tests/diff/testdata/" + name); }
 
-json read_json(const std::string& name) {
-  std::ifstream in(testdata(name));
-  if (!in) throw std::runtime_error("cannot read " + testdata(name));
-  return json::parse(in);
-}
+json read_json(const std::string& name) { return read_json_file("tests/diff/testdata/" + name); }
 
 std::string shard_name(const char* stem, int shard) {
   std::ostringstream out;

@@ -150,39 +150,36 @@ TEST(QuickstartTest, WorldSizeOneCheckAgainstTheFakeWorldPasses) {
   }
 }
 
-// The same comparison where there are collectives to compare: 2 Gloo ranks
-// (tp=2 with sequence parallelism), each against its rank of a fake world.
-TEST(QuickstartTest, TwoRankCheckAgainstTheFakeWorldComparesRealCollectives) {
-  const dtensor::launch::LaunchResult run = run_gloo(
-      /*nproc=*/2, {"--backend", "gloo", "--mesh", "2", "--dtype", "double", "--steps", "2", "--raw",
-                    "--check-against-fake"});
+// Every rank of a Gloo run with --check-against-fake passed the check, and
+// its one QUICKSTART_RESULT line contains `expected` (real collectives).
+void expect_every_rank_equals_the_fake_world(const dtensor::launch::LaunchResult& run,
+                                             const std::string& expected) {
   ASSERT_TRUE(run.ok()) << run.report();
   for (const auto& rank : run.ranks) {
     EXPECT_NE(rank.output.find("backend=gloo PASSED: collectives per phase equal"), std::string::npos)
         << rank.output;
     const std::map<int, std::string> results = parse_results(rank.output);
     ASSERT_EQ(results.size(), 1u) << rank.output;
-    EXPECT_NE(results.begin()->second.find("forward={all_gather_into_tensor: "), std::string::npos)
-        << results.begin()->second;
+    EXPECT_NE(results.begin()->second.find(expected), std::string::npos) << results.begin()->second;
   }
+}
+
+// The same comparison where there are collectives to compare: 2 Gloo ranks
+// (tp=2 with sequence parallelism), each against its rank of a fake world.
+TEST(QuickstartTest, TwoRankCheckAgainstTheFakeWorldComparesRealCollectives) {
+  expect_every_rank_equals_the_fake_world(
+      run_gloo(/*nproc=*/2, {"--backend", "gloo", "--mesh", "2", "--dtype", "double", "--steps", "2", "--raw",
+                             "--check-against-fake"}),
+      "forward={all_gather_into_tensor: ");
 }
 
 // fully_shard on 4 Gloo processes: each rank's collectives per phase and its
 // losses equal its rank's of a fake world (and the losses one device's).
 TEST(QuickstartTest, FsdpOnGlooEqualsTheFakeWorld) {
-  const dtensor::launch::LaunchResult run = run_gloo(
-      /*nproc=*/4, {"--backend", "gloo", "--fsdp", "--mesh", "4", "--dtype", "double", "--steps", "2", "--raw",
-                    "--check-against-fake"});
-  ASSERT_TRUE(run.ok()) << run.report();
-  for (const auto& rank : run.ranks) {
-    EXPECT_NE(rank.output.find("backend=gloo PASSED: collectives per phase equal"), std::string::npos)
-        << rank.output;
-    const std::map<int, std::string> results = parse_results(rank.output);
-    ASSERT_EQ(results.size(), 1u) << rank.output;
-    EXPECT_NE(results.begin()->second.find("backward={all_gather_into_tensor: 2, reduce_scatter_tensor: 3}"),
-              std::string::npos)
-        << results.begin()->second;
-  }
+  expect_every_rank_equals_the_fake_world(
+      run_gloo(/*nproc=*/4, {"--backend", "gloo", "--fsdp", "--mesh", "4", "--dtype", "double", "--steps", "2",
+                             "--raw", "--check-against-fake"}),
+      "backward={all_gather_into_tensor: 2, reduce_scatter_tensor: 3}");
 }
 
 // Without a GPU or an NCCL build, --backend nccl fails with init_world_from_env's

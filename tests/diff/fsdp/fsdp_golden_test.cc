@@ -9,8 +9,6 @@
 #include <torch/optim/sgd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <map>
@@ -27,6 +25,7 @@
 #include "examples/models/transformer.h"
 #include "examples/models/transformer_training.h"
 #include "tests/core/fsdp/linear_stack.h"
+#include "tests/diff/data_files.h"
 
 namespace dtensor {
 namespace {
@@ -34,20 +33,7 @@ namespace {
 using nlohmann::json;
 using testing::Counts;
 
-std::string data_path(const std::string& name) {
-  const std::string rel = "tests/diff/fsdp/" + name;
-  if (const char* srcdir = std::getenv("TEST_SRCDIR")) {
-    const std::string full = std::string(srcdir) + "/dtensor/" + rel;
-    if (std::ifstream(full).good()) return full;
-  }
-  return rel;
-}
-
-json read_json(const std::string& name) {
-  std::ifstream in(data_path(name));
-  if (!in) throw std::runtime_error("cannot read " + data_path(name));
-  return json::parse(in);
-}
+json read_json(const std::string& name) { return diff::read_json_file("tests/diff/fsdp/" + name); }
 
 // One forward + backward: counts by key, "forward" and "backward" for the
 // totals, "<path> <phase>" per fully_shard module ("layer0 backward"; the
