@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "layout/shard_layout.h"
@@ -48,6 +49,35 @@ at::Tensor all_gather_dim(const at::Tensor& local, const DeviceMesh& mesh, int m
   at::Tensor gathered = at::empty(out_shape, send.options());
   comm.all_gather_into_tensor(gathered, send, {}, mesh.collective_tag(mesh_dim));
   return unpad_pieces(gathered, n, piece, extent).movedim(0, dim).contiguous();
+}
+
+at::Tensor all_gather_sized(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                            int64_t dim, const std::vector<int64_t>& sizes) {
+  Communicator& comm = mesh.communicator(mesh_dim);
+  const int64_t n = comm.size();
+  TORCH_CHECK(static_cast<int64_t>(sizes.size()) == n, "all_gather_sized: ", sizes.size(),
+              " piece sizes for a group of ", n, " ranks");
+  TORCH_CHECK(local.size(dim) == sizes[static_cast<size_t>(comm.rank())], "all_gather_sized: rank ",
+              mesh.global_rank(), " holds ", local.size(dim), " elements of dim ", dim,
+              " but its piece is ", sizes[static_cast<size_t>(comm.rank())]);
+  const int64_t piece = *std::max_element(sizes.begin(), sizes.end());
+  at::Tensor send = pad_dim(local.movedim(dim, 0), 0, piece).contiguous();
+  std::vector<int64_t> out_shape = send.sizes().vec();
+  out_shape[0] = piece * n;
+  at::Tensor gathered = at::empty(out_shape, send.options());
+  comm.all_gather_into_tensor(gathered, send, {}, mesh.collective_tag(mesh_dim));
+  std::vector<at::Tensor> pieces;
+  for (int64_t r = 0; r < n; ++r) pieces.push_back(gathered.narrow(0, r * piece, sizes[static_cast<size_t>(r)]));
+  return at::cat(pieces, 0).movedim(0, dim).contiguous();
+}
+
+at::Tensor strided_piece(const at::Tensor& full, int64_t dim, int64_t split_factor, int64_t n,
+                         int64_t index) {
+  std::vector<at::Tensor> pieces;
+  for (const ChunkSpan& span : strided_chunk_spans(full.size(dim), split_factor, n, index)) {
+    pieces.push_back(full.narrow(dim, span.offset, span.size));
+  }
+  return at::cat(pieces, dim).contiguous();
 }
 
 at::Tensor reduce_scatter_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,

@@ -28,6 +28,19 @@ namespace dtensor::collectives {
 at::Tensor all_gather_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
                           int64_t dim, int64_t extent);
 
+/// Like all_gather_dim for pieces of any lengths known to every rank: group
+/// rank r holds `sizes[r]` elements of `dim` (a _StridedShard's pieces);
+/// returns them concatenated along `dim` in group rank order. Each rank sends
+/// max(sizes) elements, padded.
+at::Tensor all_gather_sized(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                            int64_t dim, const std::vector<int64_t>& sizes);
+
+/// No communication: the piece of `full` that member `index` of n holds under
+/// _StridedShard(dim, split_factor) (layout/shard_layout.h's
+/// strided_chunk_spans, concatenated), a new contiguous tensor.
+at::Tensor strided_piece(const at::Tensor& full, int64_t dim, int64_t split_factor, int64_t n,
+                         int64_t index);
+
 /// P(op) -> S(dim): reduce(op) over the group, then this rank's torch.chunk
 /// piece of `dim` (of length local.size(dim)).
 at::Tensor reduce_scatter_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,

@@ -21,6 +21,11 @@ struct DeviceMesh::Impl {
   // What core/collectives attaches to each collective over a mesh dim: built
   // once here, so tagging costs a shared_ptr copy per collective.
   std::vector<std::shared_ptr<const MeshDimTag>> tags;  // one per mesh dim
+  // Where a sub-mesh came from, so that concatenate() can rejoin slices of
+  // one mesh: the mesh it was sliced from first (null for a mesh built by
+  // init / from_ranks / flatten) and which of that mesh's dims each dim is.
+  std::shared_ptr<const Impl> root;
+  std::vector<int> root_dims;
   // Note [Mesh hash computed once]: DTensorSpec::hash() (every sharding-cache
   // lookup) hashes the mesh; over all ranks that is O(world size) per op
   // (65,536 ranks in solo mode: most of a traced step). Set when built.
@@ -231,17 +236,33 @@ DeviceMesh DeviceMesh::operator[](const std::string& dim_name) const {
 
 DeviceMesh DeviceMesh::operator[](const std::vector<std::string>& dim_names) const {
   member_impl_coordinate("DeviceMesh::operator[]");
-  const Impl& parent = *impl_;
-  auto sub = std::make_shared<Impl>();
   std::vector<int> dims;
   rethrow_as_torch_error([&] {
-    sub->shape = parent.shape.slice(dim_names);
-    for (const auto& name : dim_names) dims.push_back(parent.shape.dim_index(name));
+    impl_->shape.slice(dim_names);  // checks the names (known, distinct)
+    for (const auto& name : dim_names) dims.push_back(impl_->shape.dim_index(name));
     return 0;
   }, "DeviceMesh::operator[]");
+  if (!impl_->root) return slice(impl_, dims);
+  std::vector<int> in_root;
+  for (int d : dims) in_root.push_back(impl_->root_dims[static_cast<size_t>(d)]);
+  return slice(impl_->root, in_root);
+}
+
+DeviceMesh DeviceMesh::slice(const std::shared_ptr<const Impl>& parent_ptr, const std::vector<int>& dims) {
+  const Impl& parent = *parent_ptr;
+  auto sub = std::make_shared<Impl>();
+  std::vector<int64_t> sizes;
+  std::vector<std::string> names;
+  for (int d : dims) {
+    sizes.push_back(parent.shape.size(d));
+    if (parent.shape.has_dim_names()) names.push_back(parent.shape.dim_names()[static_cast<size_t>(d)]);
+  }
+  sub->shape = MeshShape::create(std::move(sizes), std::move(names));
   sub->device = parent.device;
   sub->world = parent.world;
   sub->member = true;
+  sub->root = parent_ptr;
+  sub->root_dims = dims;
   for (int d : dims) {
     sub->coordinate.push_back(parent.coordinate[static_cast<size_t>(d)]);
     sub->communicators.push_back(parent.communicators[static_cast<size_t>(d)]);
@@ -257,6 +278,32 @@ DeviceMesh DeviceMesh::operator[](const std::vector<std::string>& dim_names) con
   sub->hash = hash_of(sub->shape, sub->mesh_ranks);
   sub->tags = tags_of(sub->shape, sub->device);
   return DeviceMesh(std::move(sub));
+}
+
+DeviceMesh DeviceMesh::concatenate(const std::vector<DeviceMesh>& meshes) {
+  TORCH_CHECK(!meshes.empty(), "DeviceMesh::concatenate: no meshes given");
+  std::shared_ptr<const Impl> root;
+  std::vector<int> dims;
+  for (const DeviceMesh& mesh : meshes) {
+    mesh.member_impl_coordinate("DeviceMesh::concatenate");
+    const std::shared_ptr<const Impl> its_root = mesh.impl_->root ? mesh.impl_->root : mesh.impl_;
+    TORCH_CHECK(!root || its_root == root, "DeviceMesh::concatenate: ", mesh.to_string(), " and ",
+                meshes.front().to_string(), " are not slices of one mesh; slice them from the same mesh ",
+                "(mesh[\"dp\"], mesh[\"tp\"]) to join them");
+    root = its_root;
+    if (mesh.impl_->root) {
+      dims.insert(dims.end(), mesh.impl_->root_dims.begin(), mesh.impl_->root_dims.end());
+    } else {
+      for (int d = 0; d < mesh.ndim(); ++d) dims.push_back(d);
+    }
+  }
+  for (size_t a = 0; a < dims.size(); ++a) {
+    for (size_t b = a + 1; b < dims.size(); ++b) {
+      TORCH_CHECK(dims[a] != dims[b], "DeviceMesh::concatenate: dim ", dims[a], " of the mesh they were ",
+                  "sliced from appears twice; give each mesh dim once");
+    }
+  }
+  return slice(root, dims);
 }
 
 std::string DeviceMesh::to_string() const {

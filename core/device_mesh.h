@@ -86,6 +86,12 @@ class DeviceMesh {
     return (*this)[std::vector<std::string>(dim_names)];
   }
 
+  /// Slices of one mesh joined into one mesh with their dims in the order
+  /// given, as PyTorch's `DeviceMesh._concatenate`: FSDP over tensor
+  /// parallelism puts parameters on (dp, tp) from mesh["dp"] and mesh["tp"].
+  /// Throws when the meshes were not sliced from the same mesh, or repeat a dim.
+  /// Example: `DeviceMesh::concatenate({mesh["dp"], mesh["tp"]}) == mesh`.
+  static DeviceMesh concatenate(const std::vector<DeviceMesh>& meshes);
   /// The mesh as one dim over the same ranks in row-major order, as PyTorch's
   /// `mesh["dp", "cp"]._flatten()`: collectives over it span every rank of
   /// this mesh (e.g. the data-parallel gradient reduction over dp x cp). The
@@ -106,6 +112,8 @@ class DeviceMesh {
   explicit DeviceMesh(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   static DeviceMesh build(MeshShape shape, std::vector<int64_t> mesh_ranks,
                           c10::DeviceType device_type, World& world);
+  /// The sub-mesh of `parent`'s `dims` (in that order) through this rank.
+  static DeviceMesh slice(const std::shared_ptr<const Impl>& parent, const std::vector<int>& dims);
   const Impl& impl(const char* caller) const;
   /// This rank's coordinate; throws naming `caller` when it is not a member.
   const std::vector<int64_t>& member_impl_coordinate(const char* caller) const;

@@ -43,7 +43,12 @@ at::Tensor local_piece(at::Tensor current, const DeviceMesh& mesh, const Placeme
         continue;
       }
       current = collectives::broadcast(current, mesh, i, root);
-    } else if (p.is_shard()) {
+    }
+    if (p.is_strided_shard() && n > 1) {
+      // Broadcast, then each rank keeps its strided pieces (Note [Strided shards]).
+      current = collectives::strided_piece(current, p.shard_dim(), p.split_factor(), n,
+                                           mesh.get_local_rank(i));
+    } else if (!src_rank && p.is_shard()) {
       ChunkSpan span = chunk_span(current.size(p.shard_dim()), n, mesh.get_local_rank(i));
       current = current.narrow(p.shard_dim(), span.offset, span.size);
     }

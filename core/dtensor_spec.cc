@@ -53,7 +53,13 @@ ShardLayout layout_of(const DTensorSpec& spec) {
 }
 }  // namespace
 
-std::vector<int64_t> DTensorSpec::local_shape() const { return layout_of(*this).local_shape; }
+std::vector<int64_t> DTensorSpec::local_shape() const {
+  return rethrow_as_torch_error(
+      [&] {
+        return dtensor::local_shape(meta.shape, mesh.mesh_shape(), placements, mesh.get_coordinate());
+      },
+      "DTensorSpec ", to_string());
+}
 std::vector<int64_t> DTensorSpec::global_offset() const { return layout_of(*this).global_offset; }
 
 DTensorSpec DTensorSpec::with_placements(Placements new_placements) const {

@@ -24,15 +24,43 @@ namespace {
 int64_t group_extent(const DTensorSpec& spec, int mesh_dim, int64_t dim) {
   Placements unsharded = spec.placements;
   unsharded[static_cast<size_t>(mesh_dim)] = Replicate();
-  ShardLayout layout = local_shape_and_offset(spec.meta.shape, spec.mesh.mesh_shape(), unsharded,
-                                              spec.mesh.get_coordinate());
-  return layout.local_shape[static_cast<size_t>(dim)];
+  return local_shape(spec.meta.shape, spec.mesh.mesh_shape(), unsharded,
+                     spec.mesh.get_coordinate())[static_cast<size_t>(dim)];
 }
 
 at::Tensor local_chunk(const at::Tensor& local, const DTensorSpec& spec, int mesh_dim, int64_t dim) {
   const int64_t n = spec.mesh.size(mesh_dim);
   ChunkSpan span = chunk_span(local.size(dim), n, spec.mesh.get_local_rank(mesh_dim));
   return local.narrow(dim, span.offset, span.size).contiguous();
+}
+
+// _StridedShard(dim, sf) -> R along mesh dim `mesh_dim`: gather every group
+// rank's sub-pieces, then put them back in tensor order (piece by piece, and
+// within a piece rank by rank), as PyTorch's _StridedShard._to_replicate_tensor.
+at::Tensor strided_gather(const at::Tensor& local, const DTensorSpec& spec, int mesh_dim,
+                          const Placement& from) {
+  const int64_t dim = from.shard_dim();
+  const int64_t extent = group_extent(spec, mesh_dim, dim);
+  const int64_t n = spec.mesh.size(mesh_dim);
+  std::vector<std::vector<ChunkSpan>> spans_of(static_cast<size_t>(n));
+  std::vector<int64_t> sizes(static_cast<size_t>(n), 0);
+  for (int64_t r = 0; r < n; ++r) {
+    spans_of[static_cast<size_t>(r)] = strided_chunk_spans(extent, from.split_factor(), n, r);
+    for (const ChunkSpan& span : spans_of[static_cast<size_t>(r)]) sizes[static_cast<size_t>(r)] += span.size;
+  }
+  const at::Tensor gathered = collectives::all_gather_sized(local, spec.mesh, mesh_dim, dim, sizes);
+  // Where each rank's data starts in `gathered`, advanced piece by piece.
+  std::vector<int64_t> cursor(static_cast<size_t>(n), 0);
+  for (int64_t r = 1; r < n; ++r) cursor[static_cast<size_t>(r)] = cursor[static_cast<size_t>(r - 1)] + sizes[static_cast<size_t>(r - 1)];
+  std::vector<at::Tensor> ordered;
+  for (int64_t j = 0; j < from.split_factor(); ++j) {
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t size = spans_of[static_cast<size_t>(r)][static_cast<size_t>(j)].size;
+      ordered.push_back(gathered.narrow(dim, cursor[static_cast<size_t>(r)], size));
+      cursor[static_cast<size_t>(r)] += size;
+    }
+  }
+  return at::cat(ordered, dim).contiguous();
 }
 
 // Shard(dim) -> Partial(sum) along mesh dim `mesh_dim`: this rank's shard at
@@ -58,6 +86,7 @@ at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const Re
   const DeviceMesh& mesh = before.mesh;
   switch (step.kind) {
     case StepKind::kAllGather: {
+      if (step.from.is_strided_shard()) return strided_gather(local, before, i, step.from);
       const int64_t d = step.from.shard_dim();
       return collectives::all_gather_dim(local, mesh, i, d, group_extent(before, i, d));
     }
@@ -72,6 +101,11 @@ at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const Re
       return collectives::reduce_scatter_dim(local, mesh, i, step.to.shard_dim(),
                                              step.from.reduce_op());
     case StepKind::kLocalChunk:
+      if (step.to.is_strided_shard()) {
+        // Note [Strided shards] in layout/shard_layout.h.
+        return collectives::strided_piece(local, step.to.shard_dim(), step.to.split_factor(),
+                                          mesh.size(i), mesh.get_local_rank(i));
+      }
       return local_chunk(local, before, i, step.to.shard_dim());
     case StepKind::kLocalPartition:
       // Replicate -> Partial(sum): every rank holds value / n so the sum is the value.

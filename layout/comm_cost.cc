@@ -2,6 +2,7 @@
 // See comm_cost.h, Note [Comm cost model].
 #include "layout/comm_cost.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "layout/layout_error.h"
@@ -67,15 +68,28 @@ int64_t all_to_all_bytes_per_rank(int64_t input_bytes, int64_t n) {
   return ring_fraction(input_bytes, n - 1, n);
 }
 
+int64_t padded_split_extent(int64_t size, int64_t n, const Placement& split) {
+  if (!split.is_strided_shard()) return (size + n - 1) / n;
+  const int64_t sf = split.split_factor();
+  int64_t largest = 0;
+  for (int64_t j = 0; j < sf; ++j) {
+    // torch.chunk of size into sf: ceil(size / sf)-sized pieces, the last ones shorter.
+    const int64_t chunk = (size + sf - 1) / sf;
+    const int64_t piece = std::max<int64_t>(0, std::min(chunk, size - chunk * j));
+    largest += (piece + n - 1) / n;
+  }
+  return largest;
+}
+
 std::vector<int64_t> padded_local_shape(const std::vector<int64_t>& global_shape,
                                         const MeshShape& mesh, const Placements& placements) {
   std::vector<int64_t> shape = global_shape;
   for (size_t i = 0; i < placements.size(); ++i) {
-    if (!placements[i].is_shard()) continue;
+    if (!placements[i].splits_dim()) continue;
     // torch.chunk's first piece is the largest: ceil(size / n), nested left to right.
     const int64_t n = mesh.size(static_cast<int>(i));
     int64_t& extent = shape[static_cast<size_t>(placements[i].shard_dim())];
-    extent = (extent + n - 1) / n;
+    extent = padded_split_extent(extent, n, placements[i]);
   }
   return shape;
 }

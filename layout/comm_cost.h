@@ -86,6 +86,12 @@ int64_t ring_bytes_per_rank(CollectiveKind kind, int64_t input_bytes, int64_t ou
 // Example: padded_extent(5, 4) == 8.
 int64_t padded_extent(int64_t size, int64_t n);
 
+// The largest piece one of n ranks holds when `split` (a Shard or a
+// StridedShard) cuts `size` elements: ceil(size / n) for a Shard; for
+// StridedShard(d, sf) the sum over its sf torch.chunk pieces of ceil(piece / n)
+// (rank 0 holds the largest sub-piece of each). Example: (9, 4, _S(0, 2)) == 3.
+int64_t padded_split_extent(int64_t size, int64_t n, const Placement& split);
+
 // Bytes of a dense buffer of `shape` with elements of `element_size` bytes;
 // saturates at INT64_MAX. Example: buffer_bytes({2, 3}, 4) == 24.
 int64_t buffer_bytes(const std::vector<int64_t>& shape, int64_t element_size);

@@ -11,8 +11,10 @@ namespace {
 
 constexpr const char* kGrammar =
     "accepted placements: S(<dim>) | Shard(<dim>) | Shard(dim=<dim>) | R | Replicate | "
-    "Replicate() | P | P(<op>) | Partial | Partial(<op>) | Partial(reduce_op=<op>), "
-    "with <dim> an integer and <op> one of sum, avg, max, min, product (bare P means sum); "
+    "Replicate() | P | P(<op>) | Partial | Partial(<op>) | Partial(reduce_op=<op>) | "
+    "_S(<dim>, <sf>) | _StridedShard(dim=<dim>, sf=<sf>) | _StridedShard(<dim>, split_factor=<sf>), "
+    "with <dim> an integer, <sf> a split factor >= 1 and <op> one of sum, avg, max, min, "
+    "product (bare P means sum); "
     "a list is comma-separated, optionally inside [ ], e.g. \"[S(0), R, P(sum)]\"";
 
 // A hand-written recursive-descent parser over the grammar in kGrammar.
@@ -81,16 +83,16 @@ class PlacementParser {
     pos_ = start;
   }
 
-  int64_t read_integer() {
+  int64_t read_integer(const char* what = "tensor dim") {
     skip_space();
     const bool negative = consume('-');
     if (!negative) consume('+');
     skip_space();
-    if (!std::isdigit(static_cast<unsigned char>(peek()))) fail("expected an integer tensor dim");
+    if (!std::isdigit(static_cast<unsigned char>(peek()))) fail(detail::str_cat("expected an integer ", what));
     int64_t value = 0;
     while (std::isdigit(static_cast<unsigned char>(peek()))) {
       value = value * 10 + (text_[pos_++] - '0');
-      if (value > (int64_t{1} << 31)) fail("tensor dim is too large");
+      if (value > (int64_t{1} << 31)) fail(detail::str_cat(what, " is too large"));
     }
     return negative ? -value : value;
   }
@@ -101,6 +103,24 @@ class PlacementParser {
     const int64_t dim = read_integer();
     expect(')', "after the shard dim");
     return Shard(dim);
+  }
+
+  // "(<dim>, <sf>)" with optional dim= and sf= / split_factor= keywords.
+  Placement read_strided_shard() {
+    expect('(', "after _StridedShard");
+    skip_keyword("dim");
+    const int64_t dim = read_integer();
+    expect(',', "after the shard dim of a _StridedShard (it needs a split factor)");
+    skip_keyword("sf");
+    skip_keyword("split_factor");
+    const size_t factor_start = pos_;
+    const int64_t split_factor = read_integer("split factor");
+    if (split_factor < 1) {
+      pos_ = factor_start;
+      fail("a split factor must be >= 1");
+    }
+    expect(')', "after the split factor");
+    return StridedShard(dim, split_factor);
   }
 
   Placement read_partial() {
@@ -128,6 +148,7 @@ class PlacementParser {
       return Replicate();
     }
     if (name == "P" || name == "Partial") return read_partial();
+    if (name == "_S" || name == "_StridedShard") return read_strided_shard();
     pos_ = start;
     if (name.empty()) fail("expected a placement");
     fail(detail::str_cat("unknown placement '", name, "'"));
@@ -147,9 +168,15 @@ class PlacementParser {
 }  // namespace
 
 int64_t Placement::shard_dim() const {
-  DTENSOR_LAYOUT_CHECK(is_shard(), "Placement::shard_dim: called on ", to_string(),
+  DTENSOR_LAYOUT_CHECK(splits_dim(), "Placement::shard_dim: called on ", to_string(),
                        ", which is not a Shard placement; check is_shard() first");
   return dim_;
+}
+
+int64_t Placement::split_factor() const {
+  DTENSOR_LAYOUT_CHECK(is_strided_shard(), "Placement::split_factor: called on ", to_string(),
+                       ", which is not a _StridedShard; check is_strided_shard() first");
+  return split_factor_;
 }
 
 ReduceOp Placement::reduce_op() const {
@@ -159,14 +186,15 @@ ReduceOp Placement::reduce_op() const {
 }
 
 Placement Placement::normalized(int64_t tensor_ndim) const {
-  if (!is_shard()) return *this;
+  if (!splits_dim()) return *this;
   DTENSOR_LAYOUT_CHECK(tensor_ndim >= 0, "Placement::normalized: tensor rank ", tensor_ndim,
                        " is negative; pass the number of tensor dims");
   DTENSOR_LAYOUT_CHECK(dim_ >= -tensor_ndim && dim_ < tensor_ndim, "Placement::normalized: ",
                        to_string(), " shards tensor dim ", dim_, " but the tensor has ",
                        tensor_ndim, " dims; use a shard dim in [", -tensor_ndim, ", ",
                        tensor_ndim - 1, "]");
-  return Shard(dim_ < 0 ? dim_ + tensor_ndim : dim_);
+  const int64_t dim = dim_ < 0 ? dim_ + tensor_ndim : dim_;
+  return is_strided_shard() ? StridedShard(dim, split_factor_) : Shard(dim);
 }
 
 std::string Placement::to_string() const {
@@ -177,6 +205,8 @@ std::string Placement::to_string() const {
       return "R";
     case Kind::kPartial:
       return std::string("P(") + reduce_op_name(op_) + ")";
+    case Kind::kStridedShard:
+      return "_S(" + std::to_string(dim_) + ", " + std::to_string(split_factor_) + ")";
   }
   return "?";
 }
@@ -189,6 +219,17 @@ Placement Shard(int64_t dim) {
 }
 
 Placement Replicate() { return Placement(); }
+
+Placement StridedShard(int64_t dim, int64_t split_factor) {
+  DTENSOR_LAYOUT_CHECK(split_factor >= 1, "StridedShard(", dim, ", ", split_factor,
+                       "): the split factor must be >= 1 (the number of shards cut before ",
+                       "this mesh dim's split; 1 is a plain Shard)");
+  Placement placement;
+  placement.kind_ = Placement::Kind::kStridedShard;
+  placement.dim_ = dim;
+  placement.split_factor_ = split_factor;
+  return placement;
+}
 
 Placement Partial(ReduceOp op) {
   Placement placement;
@@ -226,7 +267,7 @@ Placements validate_placements(const Placements& placements, const MeshShape& me
   normalized.reserve(placements.size());
   for (size_t i = 0; i < placements.size(); ++i) {
     const Placement& p = placements[i];
-    if (p.is_shard()) {
+    if (p.splits_dim()) {
       const int64_t dim = p.shard_dim();
       DTENSOR_LAYOUT_CHECK(dim >= -tensor_ndim && dim < tensor_ndim, "validate_placements: ",
                            p.to_string(), " on mesh dim ", i, " of ", to_string(placements),
@@ -255,7 +296,9 @@ size_t PlacementsHash::operator()(const Placements& placements) const {
 
 size_t std::hash<dtensor::Placement>::operator()(const dtensor::Placement& placement) const {
   const size_t kind = static_cast<size_t>(placement.kind());
-  const size_t dim = placement.is_shard() ? static_cast<size_t>(placement.shard_dim()) : 0;
+  const size_t dim = placement.splits_dim() ? static_cast<size_t>(placement.shard_dim()) : 0;
   const size_t op = placement.is_partial() ? static_cast<size_t>(placement.reduce_op()) : 0;
-  return (dim * 31 + op) * 4 + kind;
+  const size_t factor =
+      placement.is_strided_shard() ? static_cast<size_t>(placement.split_factor()) : 0;
+  return ((dim * 31 + op) * 37 + factor) * 4 + kind;
 }

@@ -81,6 +81,11 @@ AliasSpec alias_from_placements(const Placements& placements, const MeshShape& n
                          " on mesh dim '", named_mesh.dim_names()[mesh_dim], "' of ",
                          to_string(placements), " (", named_mesh.to_string(),
                          ") has no alias form; redistribute it to Replicate or Shard first");
+    DTENSOR_LAYOUT_CHECK(!p.is_strided_shard(), "alias_from_placements: ", p.to_string(),
+                         " on mesh dim '", named_mesh.dim_names()[mesh_dim], "' of ",
+                         to_string(placements), " (", named_mesh.to_string(),
+                         ") has no alias form (an alias lists mesh dims in nesting order, and a ",
+                         "_StridedShard nests out of order); redistribute it to Replicate or Shard first");
     if (p.is_shard()) {
       alias[static_cast<size_t>(p.shard_dim())].push_back(named_mesh.dim_names()[mesh_dim]);
     }

@@ -139,7 +139,8 @@ struct Arrival {
 };
 
 // Every placement a mesh dim may take: R, S(0..ndim-1), then the Partials of
-// `from` and `to` in ReduceOp order (intermediate Partials never help).
+// `from` and `to` in ReduceOp order (intermediate Partials never help), then
+// the _StridedShards of `from` and `to` in the order they occur there.
 Placements alphabet(const Problem& p) {
   Placements out = {Replicate()};
   for (size_t d = 0; d < p.shape.size(); ++d) out.push_back(Shard(static_cast<int64_t>(d)));
@@ -149,6 +150,13 @@ Placements alphabet(const Problem& p) {
     const bool used = std::count(p.from.begin(), p.from.end(), partial) > 0 ||
                       std::count(p.to.begin(), p.to.end(), partial) > 0;
     if (used) out.push_back(partial);
+  }
+  for (const Placements* side : {&p.from, &p.to}) {
+    for (const Placement& placement : *side) {
+      if (placement.is_strided_shard() && std::count(out.begin(), out.end(), placement) == 0) {
+        out.push_back(placement);
+      }
+    }
   }
   return out;
 }

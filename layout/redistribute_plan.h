@@ -23,7 +23,8 @@ namespace dtensor {
 // A step changes ONE mesh dim i from `from` to `to`; n = mesh.size(i). Mesh
 // dims nest left to right (See Note [Nested sharding order] in shard_layout.h),
 // so a step may only touch the innermost split of a tensor dim: "i is
-// innermost for d" means no mesh dim j > i with size > 1 shards d (size-1
+// innermost for d" means no mesh dim j > i with size > 1 shards d, with a
+// Shard or a _StridedShard (size-1
 // mesh dims split nothing, so their order does not matter).
 //   S(d) -> R      all_gather          if i is innermost for d
 //   S(d) -> S(e)   all_to_all          if i is innermost for d and for e
@@ -39,6 +40,10 @@ namespace dtensor {
 //                  the shard at its offset in zeros, so the sum over the
 //                  group is the gathered tensor. Moves nothing, but each rank
 //                  holds the full extent of d; never an intermediate step
+//   _S(d, sf) -> R all_gather, then a reorder   if i is innermost for d
+//   R -> _S(d, sf) local strided chunk          if i is innermost for d
+//                  (Note [Strided shards] in shard_layout.h; every other
+//                  change of a _StridedShard goes through R)
 //   S(d) -> P(avg) no direct edge; the search routes it as S(d) -> R
 //                  (all_gather) then R -> P(avg) (local)
 // On a size-1 mesh dim every change (including P(a) -> P(b) and R -> P(max),
@@ -62,8 +67,10 @@ namespace dtensor {
 
 // Note [Redistribute plan search]
 // States are full placements lists; edges are the legal steps of Note
-// [Redistribute step legality] with every mesh dim ranging over R, S(0..ndim-1)
-// and the Partial placements that occur in `from` or `to`. Dijkstra finds the
+// [Redistribute step legality] with every mesh dim ranging over R, S(0..ndim-1),
+// the Partial placements that occur in `from` or `to`, then the _StridedShards
+// that occur there (a strided shard is only ever left to R or made from R, so
+// others never help). Dijkstra finds the
 // plan that is smallest LEXICOGRAPHICALLY by (number of collectives, total
 // bytes per rank, number of steps, then the sequence of (mesh dim, target)
 // pairs, R < S(0) < S(1) < ... < Partial ops in ReduceOp order). Every key is

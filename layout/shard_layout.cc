@@ -22,7 +22,7 @@ std::vector<int64_t> shard_factors(size_t tensor_ndim, const MeshShape& mesh,
                                    const Placements& normalized) {
   std::vector<int64_t> factors(tensor_ndim, 1);
   for (size_t i = 0; i < normalized.size(); ++i) {
-    if (normalized[i].is_shard()) {
+    if (normalized[i].splits_dim()) {
       // Cannot overflow: the product of all mesh sizes fits (MeshShape::create checked).
       factors[static_cast<size_t>(normalized[i].shard_dim())] *= mesh.size(static_cast<int>(i));
     }
@@ -30,19 +30,109 @@ std::vector<int64_t> shard_factors(size_t tensor_ndim, const MeshShape& mesh,
   return factors;
 }
 
-// The body shared by both local_shape_and_offset overloads; `normalized`
-// has passed validate_placements and `coordinate` is on the mesh.
+using DimSpans = std::vector<ChunkSpan>;
+
+int64_t total_size(const DimSpans& spans) {
+  int64_t total = 0;
+  for (const ChunkSpan& span : spans) total += span.size;
+  return total;
+}
+
+// Global position of element `at` of the concatenated spans (`at` may be
+// their total, meaning the end of the last span).
+int64_t position_of(const DimSpans& spans, int64_t at) {
+  for (const ChunkSpan& span : spans) {
+    if (at < span.size) return span.offset + at;
+    at -= span.size;
+  }
+  return spans.back().offset + spans.back().size;
+}
+
+// Elements [begin, begin + size) of the concatenated spans, as global spans,
+// appended to `out` (merged with its last span where they touch). An empty
+// range adds an empty span at its position only when `out` is still empty,
+// so an empty dim keeps one span with its (clamped) offset.
+void append_range(const DimSpans& spans, int64_t begin, int64_t size, DimSpans* out) {
+  if (size == 0) {
+    if (out->empty()) out->push_back({position_of(spans, begin), 0});
+    return;
+  }
+  if (out->size() == 1 && out->front().size == 0) out->clear();
+  for (const ChunkSpan& span : spans) {
+    if (size == 0) break;
+    if (begin >= span.size) {
+      begin -= span.size;
+      continue;
+    }
+    const int64_t take = std::min(size, span.size - begin);
+    const ChunkSpan piece{span.offset + begin, take};
+    if (!out->empty() && out->back().offset + out->back().size == piece.offset) {
+      out->back().size += take;
+    } else {
+      out->push_back(piece);
+    }
+    size -= take;
+    begin = 0;
+  }
+}
+
+// The body shared by local_spans and its callers; `normalized` has passed
+// validate_placements and `coordinate` is on the mesh. Each mesh dim splits
+// what earlier mesh dims left (Note [Nested sharding order], Note [Strided
+// shards]).
+std::vector<DimSpans> spans_at(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                               const Placements& normalized, const std::vector<int64_t>& coordinate) {
+  std::vector<DimSpans> spans;
+  spans.reserve(global_shape.size());
+  for (int64_t size : global_shape) spans.push_back({{0, size}});
+  for (size_t i = 0; i < normalized.size(); ++i) {
+    const Placement& p = normalized[i];
+    if (!p.splits_dim()) continue;  // Replicate / Partial keep the full extent.
+    DimSpans& dim = spans[static_cast<size_t>(p.shard_dim())];
+    const int64_t n = mesh.size(static_cast<int>(i));
+    const int64_t total = total_size(dim);
+    DimSpans next;
+    if (p.is_shard()) {
+      const ChunkSpan mine = chunk_span(total, n, coordinate[i]);
+      append_range(dim, mine.offset, mine.size, &next);
+    } else {
+      for (const ChunkSpan& mine : strided_chunk_spans(total, p.split_factor(), n, coordinate[i])) {
+        append_range(dim, mine.offset, mine.size, &next);
+      }
+    }
+    dim = std::move(next);
+  }
+  return spans;
+}
+
+std::vector<int64_t> shape_of(const std::vector<DimSpans>& spans) {
+  std::vector<int64_t> shape;
+  shape.reserve(spans.size());
+  for (const DimSpans& dim : spans) shape.push_back(total_size(dim));
+  return shape;
+}
+
+// The single-block layout, or a LayoutError naming the dim held in pieces.
 ShardLayout layout_at(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
                       const Placements& normalized, const std::vector<int64_t>& coordinate) {
-  ShardLayout layout{global_shape, std::vector<int64_t>(global_shape.size(), 0)};
-  for (size_t i = 0; i < normalized.size(); ++i) {
-    if (!normalized[i].is_shard()) continue;  // Replicate / Partial keep the full extent.
-    const size_t d = static_cast<size_t>(normalized[i].shard_dim());
-    // Chunk what earlier mesh dims left; See Note [Nested sharding order].
-    const ChunkSpan span = chunk_span(layout.local_shape[d], mesh.size(static_cast<int>(i)),
-                                      coordinate[i]);
-    layout.local_shape[d] = span.size;
-    layout.global_offset[d] += span.offset;
+  const std::vector<DimSpans> spans = spans_at(global_shape, mesh, normalized, coordinate);
+  ShardLayout layout{shape_of(spans), std::vector<int64_t>(global_shape.size(), 0)};
+  for (size_t d = 0; d < spans.size(); ++d) {
+    if (spans[d].size() > 1) {
+      std::string pieces;
+      for (const ChunkSpan& span : spans[d]) {
+        pieces += detail::str_cat(pieces.empty() ? "" : ", ", "[", span.offset, ", ",
+                                  span.offset + span.size, ")");
+      }
+      throw LayoutError(detail::str_cat(
+          "local_shape_and_offset: under ", to_string(normalized), " on ", mesh.to_string(),
+          " the rank at coordinate ", detail::shape_to_string(coordinate), " holds ",
+          spans[d].size(), " separate spans of tensor dim ", d, " (", pieces, ") of ",
+          detail::shape_to_string(global_shape),
+          ", so it has no single global offset; use local_spans() or local_shape(), or ",
+          "redistribute to a layout where each rank holds one block (See Note [Strided shards])"));
+    }
+    layout.global_offset[d] = spans[d].front().offset;
   }
   return layout;
 }
@@ -56,7 +146,7 @@ int64_t sum_shards_of_dim(size_t d, const std::vector<std::vector<int64_t>>& loc
     const std::vector<int64_t> coordinate = mesh.coordinate_of(rank);
     bool on_axis = true;
     for (size_t i = 0; i < normalized.size() && on_axis; ++i) {
-      on_axis = normalized[i].is_shard(static_cast<int64_t>(d)) || coordinate[i] == 0;
+      on_axis = normalized[i].splits_dim(static_cast<int64_t>(d)) || coordinate[i] == 0;
     }
     if (!on_axis) continue;
     DTENSOR_LAYOUT_CHECK(!__builtin_add_overflow(total, local_shapes[static_cast<size_t>(rank)][d], &total),
@@ -76,7 +166,7 @@ void check_replicas_agree(const std::vector<std::vector<int64_t>>& local_shapes,
     for (size_t d = 0; d < local_shapes[0].size(); ++d) {
       std::vector<int64_t> lead = coordinate;
       for (size_t i = 0; i < normalized.size(); ++i) {
-        if (!normalized[i].is_shard(static_cast<int64_t>(d))) lead[i] = 0;
+        if (!normalized[i].splits_dim(static_cast<int64_t>(d))) lead[i] = 0;
       }
       const int64_t lead_rank = mesh.rank_of(lead);
       const int64_t mine = local_shapes[static_cast<size_t>(rank)][d];
@@ -137,6 +227,20 @@ ChunkSpan chunk_span(int64_t dim_size, int64_t num_chunks, int64_t index) {
   return ChunkSpan{start, std::min(chunk, dim_size - start)};
 }
 
+std::vector<ChunkSpan> strided_chunk_spans(int64_t extent, int64_t split_factor,
+                                           int64_t num_chunks, int64_t index) {
+  DTENSOR_LAYOUT_CHECK(split_factor >= 1, "strided_chunk_spans: split factor ", split_factor,
+                       " must be >= 1");
+  std::vector<ChunkSpan> spans;
+  spans.reserve(static_cast<size_t>(split_factor));
+  for (int64_t j = 0; j < split_factor; ++j) {
+    const ChunkSpan piece = chunk_span(extent, split_factor, j);
+    const ChunkSpan mine = chunk_span(piece.size, num_chunks, index);
+    spans.push_back({piece.offset + mine.offset, mine.size});
+  }
+  return spans;
+}
+
 ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
                                    const MeshShape& mesh, const Placements& placements,
                                    int64_t rank) {
@@ -151,6 +255,52 @@ ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
   const Placements normalized =
       validate_placements(placements, mesh, static_cast<int64_t>(global_shape.size()));
   return layout_at(global_shape, mesh, normalized, coordinate);
+}
+
+std::vector<std::vector<ChunkSpan>> local_spans(const std::vector<int64_t>& global_shape,
+                                                const MeshShape& mesh,
+                                                const Placements& placements,
+                                                const std::vector<int64_t>& coordinate) {
+  mesh.rank_of(coordinate);  // Throws if the coordinate is not on the mesh.
+  check_extents(global_shape, "local_spans", "global shape");
+  const Placements normalized =
+      validate_placements(placements, mesh, static_cast<int64_t>(global_shape.size()));
+  return spans_at(global_shape, mesh, normalized, coordinate);
+}
+
+std::vector<int64_t> local_shape(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                                 const Placements& placements,
+                                 const std::vector<int64_t>& coordinate) {
+  return shape_of(local_spans(global_shape, mesh, placements, coordinate));
+}
+
+std::vector<int64_t> local_shape(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                                 const Placements& placements, int64_t rank) {
+  return local_shape(global_shape, mesh, placements, mesh.coordinate_of(rank));
+}
+
+std::vector<ShardLayout> local_blocks(const std::vector<int64_t>& global_shape,
+                                      const MeshShape& mesh, const Placements& placements,
+                                      int64_t rank) {
+  std::vector<ShardLayout> blocks = {ShardLayout{}};
+  for (const DimSpans& dim : local_spans(global_shape, mesh, placements, mesh.coordinate_of(rank))) {
+    std::vector<ShardLayout> next;
+    for (const ShardLayout& block : blocks) {
+      for (const ChunkSpan& span : dim) {
+        ShardLayout grown = block;
+        grown.local_shape.push_back(span.size);
+        grown.global_offset.push_back(span.offset);
+        next.push_back(std::move(grown));
+      }
+    }
+    blocks = std::move(next);
+  }
+  return blocks;
+}
+
+bool has_strided_shard(const Placements& placements) {
+  return std::any_of(placements.begin(), placements.end(),
+                     [](const Placement& p) { return p.is_strided_shard(); });
 }
 
 std::vector<int64_t> global_shape_from_local(
@@ -168,14 +318,14 @@ std::vector<int64_t> global_shape_from_local(
   // The sum is only a candidate: every rank must hold exactly its chunk of it.
   for (int64_t rank = 0; rank < mesh.num_ranks(); ++rank) {
     const std::vector<int64_t> coordinate = mesh.coordinate_of(rank);
-    const ShardLayout expected = layout_at(global_shape, mesh, normalized, coordinate);
+    const std::vector<int64_t> expected = shape_of(spans_at(global_shape, mesh, normalized, coordinate));
     const std::vector<int64_t>& actual = local_shapes_by_rank[static_cast<size_t>(rank)];
     DTENSOR_LAYOUT_CHECK(
-        expected.local_shape == actual, "global_shape_from_local: rank ", rank, " (coordinate ",
+        expected == actual, "global_shape_from_local: rank ", rank, " (coordinate ",
         detail::shape_to_string(coordinate), ") has local shape ", detail::shape_to_string(actual),
         " but the shards sum to global shape ", detail::shape_to_string(global_shape),
         ", whose torch.chunk shard on rank ", rank, " is ",
-        detail::shape_to_string(expected.local_shape), " under ", to_string(placements), " on ",
+        detail::shape_to_string(expected), " under ", to_string(placements), " on ",
         mesh.to_string(), " (local shapes by rank: ", shapes_to_string(local_shapes_by_rank),
         "); local shapes must be the torch.chunk shards of one global shape");
   }
@@ -204,6 +354,14 @@ bool is_evenly_sharded(const std::vector<int64_t>& global_shape, const MeshShape
   check_extents(global_shape, "is_evenly_sharded", "global shape");
   const Placements normalized =
       validate_placements(placements, mesh, static_cast<int64_t>(global_shape.size()));
+  if (has_strided_shard(normalized)) {
+    // Strided pieces are uneven in ways no factor shows: compare every rank.
+    const std::vector<int64_t> first = shape_of(spans_at(global_shape, mesh, normalized, mesh.coordinate_of(0)));
+    for (int64_t rank = 1; rank < mesh.num_ranks(); ++rank) {
+      if (shape_of(spans_at(global_shape, mesh, normalized, mesh.coordinate_of(rank))) != first) return false;
+    }
+    return true;
+  }
   const std::vector<int64_t> factors = shard_factors(global_shape.size(), mesh, normalized);
   for (size_t d = 0; d < global_shape.size(); ++d) {
     // Nested chunks are all equal iff the size divides by the product of the
@@ -219,8 +377,7 @@ int64_t shape_numel(const std::vector<int64_t>& shape) {
 
 int64_t local_numel(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
                     const Placements& placements, int64_t rank) {
-  return detail::checked_numel(local_shape_and_offset(global_shape, mesh, placements, rank).local_shape,
-                               "local_numel");
+  return detail::checked_numel(local_shape(global_shape, mesh, placements, rank), "local_numel");
 }
 
 int64_t local_bytes(const std::vector<int64_t>& global_shape, const MeshShape& mesh,

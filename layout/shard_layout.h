@@ -31,6 +31,21 @@ namespace dtensor {
 // PyTorch replaced the offset instead of adding when the new offset was larger;
 // current PyTorch adds, and so do we.)
 
+// Note [Strided shards]
+// StridedShard(d, sf) (PyTorch's _StridedShard) on a mesh dim of n ranks
+// splits what earlier mesh dims left of tensor dim d as PyTorch 2.15's
+// _StridedShard._split_tensor does: torch.chunk it into sf pieces, torch.chunk
+// each piece into n, and rank r holds the r-th sub-piece of every piece, in
+// order. It says "this mesh dim was applied after sf later shards", which is
+// how FSDP shards a tensor-parallel parameter: with 8 rows on a (dp=2, tp=2)
+// mesh, [_S(0, 2), S(0)] gives rank (i, j) rows [4j + 2i, 4j + 2i + 2), the
+// dp chunk i of the tp chunk j, where [S(0), S(0)] would give rows 4i + 2j.
+// A rank then may hold several separate spans of a tensor dim ([_S(0, 2), R]:
+// rank 0 holds rows 0-1 and 4-5), so local_spans() lists them;
+// local_shape_and_offset() refuses such a layout, as it has no single offset.
+// Later mesh dims chunk the concatenation of the spans (the rank's local
+// tensor), as they chunk a plain shard.
+
 // One piece of a torch.chunk split: elements [offset, offset + size).
 struct ChunkSpan {
   int64_t offset = 0;
@@ -47,6 +62,16 @@ struct ChunkSpan {
 // dim_size >= 0, num_chunks >= 1 and 0 <= index < num_chunks.
 // Example: chunk_span(5, 4, 2) == {4, 1}; chunk_span(5, 4, 3) == {5, 0}.
 ChunkSpan chunk_span(int64_t dim_size, int64_t num_chunks, int64_t index);
+
+// The spans of a dim of `extent` elements that member `index` of
+// `num_chunks` holds under a StridedShard with `split_factor`, in the order it
+// concatenates them, positions relative to the dim (Note [Strided shards]):
+// sub-piece `index` of each of the split_factor torch.chunk pieces. Empty
+// sub-pieces are listed too (size 0), so the list always has split_factor
+// entries. Throws LayoutError as chunk_span does, or for split_factor < 1.
+// Example: strided_chunk_spans(9, 2, 4, 0) == {{0, 2}, {5, 1}}.
+std::vector<ChunkSpan> strided_chunk_spans(int64_t extent, int64_t split_factor,
+                                           int64_t num_chunks, int64_t index);
 
 // The block of the global tensor that one rank holds: elements
 // [global_offset[d], global_offset[d] + local_shape[d]) along every tensor dim d.
@@ -65,7 +90,9 @@ struct ShardLayout {
 // compute_local_shape_and_global_offset). Replicate and Partial keep the shape;
 // See Note [Nested sharding order] for several Shard on one tensor dim.
 // Throws LayoutError for a negative extent, invalid placements
-// (validate_placements) or a rank outside the mesh.
+// (validate_placements), a rank outside the mesh, or a strided layout under
+// which the rank holds separate spans of a dim (Note [Strided shards]: use
+// local_spans or local_shape there).
 // Example: ({6}, Mesh(4), [S(0)], rank 3) -> local_shape [0], global_offset [6].
 ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
                                    const MeshShape& mesh, const Placements& placements,
@@ -76,6 +103,36 @@ ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
 ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
                                    const MeshShape& mesh, const Placements& placements,
                                    const std::vector<int64_t>& coordinate);
+
+// For each tensor dim, the spans of the global tensor that the rank at
+// `coordinate` holds, in the order its local tensor concatenates them
+// (Note [Strided shards]). Without StridedShard every dim has one span, the
+// one local_shape_and_offset gives; an empty dim has one empty span. Throws
+// as local_shape_and_offset does, except for several spans.
+// Example: ({8}, Mesh(2), [_S(0, 2)], {0}) -> {{{0, 2}, {4, 2}}}.
+std::vector<std::vector<ChunkSpan>> local_spans(const std::vector<int64_t>& global_shape,
+                                                const MeshShape& mesh,
+                                                const Placements& placements,
+                                                const std::vector<int64_t>& coordinate);
+
+// The local shape of the rank at `coordinate` (or `rank`): what
+// local_shape_and_offset gives, for strided layouts too.
+std::vector<int64_t> local_shape(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                                 const Placements& placements,
+                                 const std::vector<int64_t>& coordinate);
+std::vector<int64_t> local_shape(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                                 const Placements& placements, int64_t rank);
+
+// The blocks of the global tensor that `rank` holds: one block (what
+// local_shape_and_offset gives), or under a StridedShard one per combination
+// of its spans (local_spans), in local order.
+// Example: ({8, 2}, Mesh(2), [_S(0, 2)], 1) -> {[2, 2] at [2, 0], [2, 2] at [6, 0]}.
+std::vector<ShardLayout> local_blocks(const std::vector<int64_t>& global_shape,
+                                      const MeshShape& mesh, const Placements& placements,
+                                      int64_t rank);
+
+// True when some placement is a StridedShard (on a mesh dim of any size).
+bool has_strided_shard(const Placements& placements);
 
 // Reconstructs the global shape from the local shapes of all ranks
 // (`local_shapes_by_rank[r]` is rank r's shape), the inverse of

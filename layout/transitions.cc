@@ -23,6 +23,16 @@ Buffers gather_buffers(std::vector<int64_t> shape, int64_t n, const Placement& f
   return {out / n, out};
 }
 
+// _S(d, sf) -> R: each rank sends its padded strided piece (the largest one,
+// rank 0's: padded_split_extent), as core/redistribute pads it.
+Buffers strided_gather_buffers(std::vector<int64_t> shape, int64_t n, const Placement& from,
+                               const Placement&, int64_t element_size) {
+  auto d = static_cast<size_t>(from.shard_dim());
+  shape[d] = padded_split_extent(shape[d], n, from);
+  const int64_t in = buffer_bytes(shape, element_size);
+  return {in, in * n};
+}
+
 Buffers all_to_all_buffers(std::vector<int64_t> shape, int64_t n, const Placement& from,
                            const Placement& to, int64_t element_size) {
   auto d = static_cast<size_t>(from.shard_dim());
@@ -82,6 +92,10 @@ constexpr TransitionRow kTransitions[] = {
      all_reduce_buffers},
     {Kind::kPartial, Kind::kShard, StepKind::kReduceScatter, false, true, false, nullptr,
      reduce_scatter_buffers},
+    {Kind::kStridedShard, Kind::kReplicate, StepKind::kAllGather, true, false, false, nullptr,
+     strided_gather_buffers},
+    {Kind::kReplicate, Kind::kStridedShard, StepKind::kLocalChunk, false, true, false, nullptr,
+     nullptr},
 };
 
 const TransitionRow* find_row(const Placement& from, const Placement& to) {
@@ -112,7 +126,7 @@ bool has_pending_product(const Placements& state, const MeshShape& mesh, int i) 
 // True when no mesh dim after `i` (of size > 1) shards tensor dim `d`.
 bool is_innermost(const Placements& state, const MeshShape& mesh, int i, int64_t d) {
   for (int j = i + 1; j < mesh.ndim(); ++j) {
-    if (mesh.size(j) > 1 && state[static_cast<size_t>(j)].is_shard(d)) return false;
+    if (mesh.size(j) > 1 && state[static_cast<size_t>(j)].splits_dim(d)) return false;
   }
   return true;
 }

@@ -44,6 +44,11 @@ enum class StepKind {
 //   S(d)   P(sum)      local zero-fill  -                       d innermost; destination only
 //   P(op)  R           all_reduce(op)   all_reduce              -
 //   P(op)  S(d)        reduce_scatter   reduce_scatter_tensor   d innermost
+//   _S(d)  R           all_gather       all_gather_into_tensor  d innermost; reordered after
+//   R      _S(d)       local chunk      -                       d innermost; strided pieces
+// "Innermost" counts a later _S(d) as a split of d too. A _StridedShard
+// (Note [Strided shards] in shard_layout.h) has only those two rows: every
+// other change goes through R, as PyTorch's does.
 // Pairs with no row have no direct step: S -> P(avg) (the planner routes it
 // through R), P(a) -> P(b) and R -> P(max|min|product) (refused).
 // "Destination only" (PyTorch 2.15's explicit-only Shard -> Partial("sum")):

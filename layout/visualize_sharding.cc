@@ -26,17 +26,18 @@ struct Block {
   }
 };
 
-// Groups ranks by the block they hold, sorted by offset with empty blocks last.
+// Groups ranks by the blocks they hold (several under a _StridedShard), sorted by offset with empty blocks last.
 std::vector<Block> collect_blocks(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
                                   const Placements& placements) {
   std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t> index_of;
   std::vector<Block> blocks;
   for (int64_t rank = 0; rank < mesh.num_ranks(); ++rank) {
-    ShardLayout layout = local_shape_and_offset(global_shape, mesh, placements, rank);
-    auto key = std::make_pair(layout.global_offset, layout.local_shape);
-    auto [it, inserted] = index_of.emplace(key, blocks.size());
-    if (inserted) blocks.push_back(Block{std::move(layout), {}});
-    blocks[it->second].ranks.push_back(rank);
+    for (ShardLayout& layout : local_blocks(global_shape, mesh, placements, rank)) {
+      auto key = std::make_pair(layout.global_offset, layout.local_shape);
+      auto [it, inserted] = index_of.emplace(key, blocks.size());
+      if (inserted) blocks.push_back(Block{std::move(layout), {}});
+      blocks[it->second].ranks.push_back(rank);
+    }
   }
   std::sort(blocks.begin(), blocks.end(), [](const Block& a, const Block& b) {
     return std::make_tuple(a.empty(), a.layout.global_offset, a.layout.local_shape) <

@@ -31,7 +31,7 @@ std::vector<WriteChunk> write_chunks(const std::vector<int64_t>& global_shape,
     const std::vector<int64_t> coordinate = mesh.coordinate_of(rank);
     bool writer = true;
     for (size_t d = 0; d < placements.size(); ++d) {
-      if (!placements[d].is_shard() && coordinate[d] != 0) writer = false;
+      if (!placements[d].splits_dim() && coordinate[d] != 0) writer = false;
     }
     if (!writer) continue;
     ShardLayout layout = local_shape_and_offset(global_shape, mesh, placements, coordinate);

@@ -7,6 +7,7 @@
 
 #include "core/dispatch/derived_rules.h"
 #include "core/dispatch/op_name.h"
+#include "core/dispatch/strided_inputs.h"
 
 namespace dtensor {
 namespace {
@@ -114,7 +115,7 @@ std::optional<ShardingRule> derive_foreach_rule(const c10::OperatorHandle& op, c
       }
       ShardingPlan element_plan;
       try {
-        element_plan = rule(sub);
+        element_plan = plan_with_strided_inputs(rule, sub);
       } catch (const c10::Error& err) {
         TORCH_CHECK(false, call.name, " element ", e, " (sharded by the rule of ", name,
                     "): ", err.what_without_backtrace());

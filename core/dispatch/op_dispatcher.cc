@@ -254,6 +254,11 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (logging) log_op_decision(call, result, propagation_cache_stats().misses == misses_before);
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     if (plan.input_placements[i] != call.inputs[i].placements) {
+      // The local op would write a redistributed copy of the written tensor.
+      TORCH_INTERNAL_ASSERT(static_cast<int64_t>(i) != call.self_input || plan.self_placements_change,
+                            call.describe(), ": the rule redistributes the tensor this op writes from ",
+                            to_string(call.inputs[i].placements), " to ", to_string(plan.input_placements[i]),
+                            " without changing its placements; please report this");
       // Only here, where an input is redistributed: an op whose inputs fit
       // pays nothing for strict mode and origins (Note [Collective origins]).
       if (ExplicitRedistributionGuard* strict = ExplicitRedistributionGuard::current()) {

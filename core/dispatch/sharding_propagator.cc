@@ -13,6 +13,7 @@
 #include "core/dispatch/dispatch_mode.h"
 #include "core/dispatch/derived_rules.h"
 #include "core/dispatch/sharding_registry.h"
+#include "core/dispatch/strided_inputs.h"
 
 namespace dtensor {
 namespace {
@@ -196,7 +197,7 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
   }
   call.outputs = result->output_metas;
   check_out_shape(call);
-  result->plan = (*rule)(call);
+  result->plan = plan_with_strided_inputs(*rule, call);  // Note [Operators on strided shards]
   const ShardingPlan& plan = result->plan;
   TORCH_INTERNAL_ASSERT(plan.input_placements.size() == call.inputs.size(), call.name,
                         ": rule returned ", plan.input_placements.size(),

@@ -65,35 +65,75 @@ ParamGroup::ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrec
   const c10::ScalarType first_dtype =
       params_.empty() ? c10::ScalarType::Float : param(*params_.front().owner, params_.front().name).scalar_type();
   for (FsdpParam& p : params_) {
-    const at::Tensor full = param(*p.owner, p.name);
-    TORCH_CHECK(!is_dtensor(full), "fully_shard(", module_name_, ") on rank ", mesh_.global_rank(),
-                ": parameter ", p.fqn, " is already a DTensor (", DTensor(full).spec().to_string(),
-                "); FSDP over tensor-parallel parameters (_StridedShard) is not supported yet: "
-                "apply fully_shard to plain parameters");
+    const at::Tensor registered = param(*p.owner, p.name);
+    // A tensor-parallel parameter: FSDP shards its local tensor (Note [FSDP
+    // over tensor parallelism]).
+    const at::Tensor full = is_dtensor(registered) ? DTensor(registered).local_tensor() : registered;
+    p.global_shape = registered.sizes().vec();
+    if (is_dtensor(registered)) {
+      const DTensorSpec& spec = DTensor(registered).spec();
+      p.tp_mesh = spec.mesh;
+      p.tp_placements = spec.placements;
+    }
     TORCH_CHECK(full.dim() >= 1, "fully_shard(", module_name_, "): parameter ", p.fqn,
                 " is a scalar; FSDP shards dim 0, so register it with at least one dim");
     TORCH_CHECK(full.scalar_type() == first_dtype, "fully_shard(", module_name_, "): parameter ", p.fqn,
                 " is ", full.scalar_type(), " but ", params_.front().fqn, " is ", first_dtype,
                 "; one all-gather moves a group, so give its parameters one dtype");
     p.shape = full.sizes().vec();
-    p.requires_grad = full.requires_grad();
+    p.requires_grad = registered.requires_grad();
     p.padded_rows = ceil_div(p.shape[0], world_);
     p.row_numel = p.shape[0] == 0 ? 0 : full.numel() / p.shape[0];
     const int64_t start = std::min(rank_ * p.padded_rows, p.shape[0]);
     p.local_rows = std::min(p.padded_rows, p.shape[0] - start);
     at::Tensor local = full.detach().narrow(0, start, p.local_rows).clone();
     FromLocalOptions options;
-    options.shape = p.shape;
-    at::Tensor sharded = DTensor::from_local(local, mesh_, placements_, options);
+    options.shape = p.global_shape;
+    const auto [sharded_mesh, sharded_placements] = sharded_layout(p);
+    at::Tensor sharded = DTensor::from_local(local, sharded_mesh, sharded_placements, options);
     sharded.set_requires_grad(p.requires_grad);
     p.sharded = sharded;
     const auto dtype = mp_.param_dtype.value_or(full.scalar_type());
-    p.unsharded = at::empty(p.shape, full.options().dtype(dtype));
+    p.unsharded_local = at::empty(p.shape, full.options().dtype(dtype));
+    free_storage(p.unsharded_local);
+    // A leaf either way: a plain tensor, or a DTensor aliasing the plain one.
+    p.unsharded = p.is_tp() ? DTensor::from_local(p.unsharded_local, p.tp_mesh, p.tp_placements, options)
+                            : p.unsharded_local;
     p.unsharded.set_requires_grad(p.requires_grad);
-    free_storage(p.unsharded);
     padded_total_ += p.padded_numel();
   }
   register_params(/*unsharded=*/false);
+}
+
+std::pair<DeviceMesh, Placements> ParamGroup::sharded_layout(const FsdpParam& p) const {
+  if (!p.is_tp()) return {mesh_, placements_};
+  DeviceMesh joined;
+  try {
+    joined = DeviceMesh::concatenate({mesh_, p.tp_mesh});
+  } catch (c10::Error& e) {
+    e.add_context("fully_shard(" + module_name_ + ") of the tensor-parallel parameter " + p.fqn + " on " +
+                  p.tp_mesh.to_string() + " over " + mesh_.to_string() +
+                  ": slice both meshes from one mesh (mesh[\"dp\"] and mesh[\"tp\"])");
+    throw;
+  }
+  TORCH_CHECK(p.tp_mesh.ndim() == 1, "fully_shard(", module_name_, "): parameter ", p.fqn, " is ",
+              to_string(p.tp_placements), " on the ", p.tp_mesh.ndim(), "-D ", p.tp_mesh.to_string(),
+              "; FSDP over tensor parallelism takes parameters on a 1-D tp mesh");
+  // The pieces the tp placements cut dim 0 into: dp's shard must interleave them.
+  int64_t split_factor = 1;
+  for (size_t i = 0; i < p.tp_placements.size(); ++i) {
+    if (p.tp_placements[i].splits_dim(0)) split_factor *= p.tp_mesh.size(static_cast<int>(i));
+  }
+  TORCH_CHECK(p.global_shape[0] % split_factor == 0, "fully_shard(", module_name_, ") on rank ",
+              mesh_.global_rank(), ": the tensor-parallel parameter ", p.fqn, " of shape ",
+              c10::IntArrayRef(p.global_shape), " is ", to_string(p.tp_placements), " on ",
+              p.tp_mesh.to_string(), ", which splits its ", p.global_shape[0], " rows unevenly over ",
+              split_factor, " ranks; FSDP shards each rank's rows again, and the layout is only exact ",
+              "for equal tp pieces (a _StridedShard). Pad dim 0 to a multiple of ", split_factor);
+  Placements placements = placements_;
+  if (split_factor > 1) placements.back() = StridedShard(0, split_factor);
+  placements.insert(placements.end(), p.tp_placements.begin(), p.tp_placements.end());
+  return {joined, placements};
 }
 
 void ParamGroup::register_params(bool unsharded) {
@@ -127,11 +167,11 @@ void ParamGroup::unshard() {
   const at::Tensor blocks = gathered.view({world_, padded_total_});
   offset = 0;
   for (FsdpParam& p : params_) {
-    restore_storage(p.unsharded);
+    restore_storage(p.unsharded_local);
     std::vector<int64_t> padded_shape = p.shape;
     padded_shape[0] = p.padded_rows * world_;
     // variable_data(): the copy must not bump the version autograd saved.
-    p.unsharded.variable_data().copy_(
+    p.unsharded_local.variable_data().copy_(
         blocks.narrow(1, offset, p.padded_numel()).reshape(padded_shape).narrow(0, 0, p.shape[0]));
     offset += p.padded_numel();
   }
@@ -142,7 +182,7 @@ void ParamGroup::unshard() {
 void ParamGroup::reshard() {
   if (!unsharded_) return;
   register_params(/*unsharded=*/false);
-  for (FsdpParam& p : params_) free_storage(p.unsharded);
+  for (FsdpParam& p : params_) free_storage(p.unsharded_local);
   unsharded_ = false;
 }
 
@@ -151,6 +191,16 @@ bool ParamGroup::has_unsharded_gradients() const {
     if (p.unsharded.grad().defined()) return true;
   }
   return false;
+}
+
+at::Tensor ParamGroup::local_gradient(const FsdpParam& p) const {
+  const at::Tensor grad = p.unsharded.grad();
+  if (!grad.defined() || !p.is_tp()) return grad;
+  DTensor dgrad(grad);
+  // A Partial gradient (a replicated parameter used on sharded activations)
+  // is reduced over tp first, as PyTorch's FSDP does.
+  if (dgrad.placements() != p.tp_placements) dgrad = dgrad.redistribute(p.tp_placements);
+  return dgrad.local_tensor();
 }
 
 bool ParamGroup::reduce_gradients() {
@@ -162,7 +212,7 @@ bool ParamGroup::reduce_gradients() {
   at::Tensor send = at::zeros({world_, padded_total_}, first.options().dtype(reduce_dtype));
   int64_t offset = 0;
   for (FsdpParam& p : params_) {
-    const at::Tensor grad = p.unsharded.grad();
+    const at::Tensor grad = local_gradient(p);
     if (grad.defined()) {
       std::vector<int64_t> padded_shape = p.shape;
       padded_shape[0] = p.padded_rows * world_;
@@ -201,8 +251,9 @@ bool ParamGroup::reduce_gradients() {
         dtensor_impl(grad)->local().add_(local);
       } else {
         FromLocalOptions options;
-        options.shape = p.shape;
-        grad = DTensor::from_local(local, mesh_, placements_, options);
+        options.shape = p.global_shape;
+        const auto [sharded_mesh, sharded_placements] = sharded_layout(p);
+        grad = DTensor::from_local(local, sharded_mesh, sharded_placements, options);
       }
     }
     offset += p.padded_numel();

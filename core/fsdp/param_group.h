@@ -33,6 +33,20 @@ namespace dtensor::fsdp {
 //   unsharding allocates the storage again and copies the all-gathered rows
 //   in, without bumping the version counter (through variable_data()), so
 //   backward reads what forward read.
+// Note [FSDP over tensor parallelism]
+// A parameter that is already a DTensor on a tensor-parallel mesh (from
+// parallelize_module on mesh["tp"], with fully_shard on mesh["dp"] of the
+// same mesh) is sharded on its LOCAL tensor, as PyTorch's FSDP2: `shape` is
+// the tp-local shape, dim 0 of it is chunked over dp, and `sharded` lives on
+// the joined mesh (dp..., tp...) (DeviceMesh::concatenate) with placements
+// (dp's, then the tp ones), where dp's Shard(0) becomes _StridedShard(0, sf)
+// when the tp placements split dim 0 into sf pieces: rank (i, j) then holds
+// the dp chunk i of the tp chunk j (Note [Strided shards]). That is exact when
+// the tp pieces of dim 0 are equal (global rows divisible by sf), which is
+// checked. `unsharded` is a leaf DTensor on the tp mesh whose local tensor
+// (`unsharded_local`) has its storage freed and restored as above; its
+// gradient is redistributed to the tp placements (a Partial one all-reduced
+// over tp, as PyTorch does) before the reduce-scatter over dp.
 // One all-gather moves a group's parameters: each rank contributes its
 // shards, each padded to ceil(rows / world) rows, one after another; rank
 // r's block of parameter p holds global rows [r * c, r * c + c), so the
@@ -46,13 +60,19 @@ struct FsdpParam {
   std::vector<std::pair<torch::nn::Module*, std::string>> aliases;
   at::Tensor sharded;                  // DTensor Shard(0)
   at::Tensor unsharded;                // leaf, full shape; storage freed while resharded
-  std::vector<int64_t> shape;          // the full shape
+  at::Tensor unsharded_local;          // unsharded, or for tp its local tensor
+  std::vector<int64_t> shape;          // the full shape (for tp: the tp-local shape)
+  // Tensor parallelism (Note [FSDP over tensor parallelism]); empty tp_mesh: none.
+  DeviceMesh tp_mesh;
+  Placements tp_placements;
+  std::vector<int64_t> global_shape;   // the DTensor's shape (== shape without tp)
   int64_t padded_rows = 0;             // ceil(shape[0] / world)
   int64_t row_numel = 1;               // elements per row
   int64_t local_rows = 0;              // this rank's rows
   bool requires_grad = false;
 
   int64_t padded_numel() const { return padded_rows * row_numel; }
+  bool is_tp() const { return tp_mesh.defined(); }
 };
 
 struct MixedPrecision {
@@ -66,6 +86,7 @@ class ParamGroup {
   /// the rest is computed) on every rank identically, without communication:
   /// every rank must hold the same full values (seeded init), as PyTorch's
   /// fully_shard assumes. The owners register the sharded DTensors.
+  /// DTensor parameters are sharded as Note [FSDP over tensor parallelism].
   ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrecision mp, std::string module_name);
 
   const std::vector<FsdpParam>& params() const { return params_; }
@@ -91,6 +112,11 @@ class ParamGroup {
 
  private:
   void register_params(bool unsharded);
+  /// The mesh and placements of `p.sharded`: the group's, or for a tp
+  /// parameter the joined (dp, tp) mesh (Note [FSDP over tensor parallelism]).
+  std::pair<DeviceMesh, Placements> sharded_layout(const FsdpParam& p) const;
+  /// The unsharded gradient as the local tensor FSDP reduce-scatters, or undefined.
+  at::Tensor local_gradient(const FsdpParam& p) const;
 
   std::vector<FsdpParam> params_;
   DeviceMesh mesh_;

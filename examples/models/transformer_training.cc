@@ -55,9 +55,7 @@ TransformerTrainer::TransformerTrainer(const TrainingConfig& config) : config_(c
   const c10::DeviceType device_type = config.device ? config.device->type() : world.device().type();
   int64_t dp_size = 1;
   int64_t dp_rank = 0;
-  if (config.fully_shard) {
-    TORCH_CHECK(ndim == 1, "TransformerTrainer: with fully_shard, mesh_shape must be {dp}; FSDP + TP "
-                "(_StridedShard parameters) is not supported yet");
+  if (config.fully_shard && ndim == 1) {
     mesh_ = DeviceMesh::init(device_type, config.mesh_shape, {"dp"});
     dp_mesh_ = mesh_;
   } else {
@@ -75,11 +73,12 @@ TransformerTrainer::TransformerTrainer(const TrainingConfig& config) : config_(c
               " does not split evenly over dp = ", dp_size);
   model_ = Transformer(ModelArgs(config.model).device(mesh_.device()));
   model_->to(config.dtype);
+  // FSDP + TP: tensor parallelism first, then fully_shard over dp (its
+  // parameters become (_StridedShard(0, tp) or Shard(0), tp placements)).
+  if (tp_mesh_.defined()) parallelize_transformer(*model_, tp_mesh_, config.sequence_parallel);
   if (config.fully_shard) {
     for (const auto& block : *model_->layers) dtensor::fully_shard(*block, dp_mesh_);
     dtensor::fully_shard(*model_, dp_mesh_);
-  } else {
-    parallelize_transformer(*model_, tp_mesh_, config.sequence_parallel);
   }
   optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(config.lr));
   auto [tokens, targets] = training_batch(config);

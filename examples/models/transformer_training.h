@@ -26,11 +26,12 @@
 namespace dtensor::examples {
 
 struct TrainingConfig {
-  /// {tp} or {dp, tp}; with fully_shard, {dp}. The product is the world size.
+  /// {tp} or {dp, tp}; with fully_shard, {dp} or {dp, tp}. The product is
+  /// the world size.
   std::vector<int64_t> mesh_shape = {2, 2};
   /// Fully sharded data parallel (fully_shard on every block, then on the
-  /// root, core/fsdp/fully_shard.h) over the 1-D mesh {dp}, instead of tensor
-  /// parallelism with gradient averaging. FSDP + TP is not supported yet.
+  /// root, core/fsdp/fully_shard.h) over dp instead of gradient averaging: on
+  /// {dp} alone, or on {dp, tp} after tensor parallelism on tp (FSDP + TP).
   bool fully_shard = false;
   bool sequence_parallel = true;
   c10::ScalarType dtype = at::kFloat;
@@ -113,8 +114,8 @@ class TransformerTrainer {
   const StepCounts& last_counts() const { return counts_; }
 
   TransformerImpl& model() { return *model_; }
-  /// The full mesh ({"dp", "tp"}, {"tp"}, or {"dp"} with fully_shard) and
-  /// its tp dim (empty with fully_shard).
+  /// The full mesh ({"dp", "tp"}, {"tp"}, or {"dp"} with FSDP alone) and
+  /// its tp dim (empty with FSDP alone).
   const DeviceMesh& mesh() const { return mesh_; }
   const DeviceMesh& tp_mesh() const { return tp_mesh_; }
 

@@ -66,7 +66,7 @@ Parsed<CallPreset> call_preset(const trace::CommTrace& trace,
     std::vector<int64_t> global = shape;
     for (size_t i = 0; i < from.value->size(); ++i) {
       const Placement& p = (*from.value)[i];
-      if (p.is_shard()) global[static_cast<size_t>(p.shard_dim())] *= mesh.value->shape()[i];
+      if (p.splits_dim()) global[static_cast<size_t>(p.shard_dim())] *= mesh.value->shape()[i];
     }
     for (size_t d = 0; d < global.size(); ++d)
       preset.tensor += (d ? ", " : "") + std::to_string(global[d]);

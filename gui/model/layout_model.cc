@@ -34,7 +34,7 @@ std::vector<std::string> placement_notes(const MeshShape& mesh, const Placements
   std::vector<std::string> notes;
   for (size_t i = 0; i < placements.size(); ++i) {
     const Placement& p = placements[i];
-    if (p.is_shard() || mesh.shape()[i] == 1) continue;
+    if (p.splits_dim() || mesh.shape()[i] == 1) continue;
     std::string where = "mesh dim " + std::to_string(i);
     if (mesh.has_dim_names()) where += " (" + mesh.dim_names()[i] + ")";
     if (p.is_partial()) {
@@ -58,24 +58,24 @@ void project(const DrawSelection& selection, LayoutBlock* block) {
   }
 }
 
-// Groups every rank by the (offset, shape) it holds, in rank order.
+// Groups every rank by the (offset, shape) blocks it holds, in rank order.
 std::vector<LayoutBlock> group_blocks(const LayoutView& view) {
   std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t> index_of;
   std::vector<LayoutBlock> blocks;
   for (int64_t rank = 0; rank < view.mesh.num_ranks(); ++rank) {
-    ShardLayout layout =
-        local_shape_and_offset(view.global_shape, view.mesh, view.placements, rank);
-    auto key = std::make_pair(layout.global_offset, layout.local_shape);
-    auto [it, inserted] = index_of.emplace(key, blocks.size());
-    if (inserted) {
-      LayoutBlock block;
-      block.local_shape = layout.local_shape;
-      block.global_offset = layout.global_offset;
-      block.bytes = shape_numel(layout.local_shape) * view.element_size;
-      project(view.selection, &block);
-      blocks.push_back(std::move(block));
+    for (ShardLayout& layout : local_blocks(view.global_shape, view.mesh, view.placements, rank)) {
+      auto key = std::make_pair(layout.global_offset, layout.local_shape);
+      auto [it, inserted] = index_of.emplace(key, blocks.size());
+      if (inserted) {
+        LayoutBlock block;
+        block.local_shape = std::move(layout.local_shape);
+        block.global_offset = std::move(layout.global_offset);
+        block.bytes = shape_numel(block.local_shape) * view.element_size;
+        project(view.selection, &block);
+        blocks.push_back(std::move(block));
+      }
+      blocks[it->second].ranks.push_back(rank);
     }
-    blocks[it->second].ranks.push_back(rank);
   }
   return blocks;
 }
@@ -91,7 +91,7 @@ DrawSelection default_draw_selection(const std::vector<int64_t>& global_shape,
   if (ndim < 2) return selection;
   std::vector<int> dims;
   for (const Placement& p : placements) {
-    if (!p.is_shard()) continue;
+    if (!p.splits_dim()) continue;
     int dim = static_cast<int>(p.shard_dim() < 0 ? p.shard_dim() + ndim : p.shard_dim());
     if (dim >= 0 && dim < ndim && std::find(dims.begin(), dims.end(), dim) == dims.end()) {
       dims.push_back(dim);

@@ -1,5 +1,6 @@
 // Layout model of the viewer: a tensor shape + mesh + placements turned into
-// rectangles (one per distinct block, with the ranks holding it), ready for a
+// rectangles (one per distinct block, with the ranks holding it; under a
+// _StridedShard a rank holds several), ready for a
 // panel to draw. Tensors of more than two dims show two chosen dims; the
 // others are sliced at an index. No ImGui here.
 //   LayoutRequest request{{8, 6}, MeshShape::create({2, 2}), {Shard(0), Shard(1)}};

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/redistribute.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor::testing {
 
@@ -20,11 +21,14 @@ Placements without_partial(const Placements& placements) {
 }
 
 at::Tensor expected_local(const at::Tensor& global, const DTensorSpec& spec) {
-  std::vector<int64_t> shape = spec.local_shape();
-  std::vector<int64_t> offset = spec.global_offset();
+  // Spans, not one offset: a _StridedShard rank holds several pieces of a dim.
+  const std::vector<std::vector<ChunkSpan>> spans =
+      local_spans(spec.meta.shape, spec.mesh.mesh_shape(), spec.placements, spec.mesh.get_coordinate());
   at::Tensor out = global;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    out = out.narrow(static_cast<int64_t>(d), offset[d], shape[d]);
+  for (size_t d = 0; d < spans.size(); ++d) {
+    std::vector<at::Tensor> pieces;
+    for (const ChunkSpan& span : spans[d]) pieces.push_back(out.narrow(static_cast<int64_t>(d), span.offset, span.size));
+    out = pieces.size() == 1 ? pieces[0] : at::cat(pieces, static_cast<int64_t>(d));
   }
   return out;
 }

@@ -35,7 +35,8 @@ DTensor redistribute_or_internal(const DTensor& x, const Placements& to);
 /// Placements with every Partial replaced by Replicate.
 Placements without_partial(const Placements& placements);
 
-/// The block of `global` that this rank holds under `spec` (Partial dims ignored).
+/// What this rank holds of `global` under `spec` (Partial dims ignored): its
+/// block, or its spans concatenated under a _StridedShard.
 at::Tensor expected_local(const at::Tensor& global, const DTensorSpec& spec);
 
 /// Standard-normal float64 values from a private generator: the same on every

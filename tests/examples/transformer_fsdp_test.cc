@@ -18,6 +18,7 @@
 #include "core/dtensor_impl.h"
 #include "core/fsdp/fully_shard.h"
 #include "examples/models/transformer_training.h"
+#include "testing/collective_counter.h"
 
 namespace dtensor {
 namespace {
@@ -56,6 +57,48 @@ TEST(TransformerFsdpTest, ThreeAdamStepsEqualOneDevice) {
           << item.key() << " differs by " << (full - ref[item.key()]).abs().max().item<double>();
     }
   });
+}
+
+// FSDP + TP (+ SP) on a (dp=2, tp=2) mesh: tensor parallelism on tp, then
+// fully_shard over dp. Column-wise weights become (_StridedShard(0, 2),
+// Shard(0)); Adam steps them with no collective; 3 steps equal one device.
+TEST(TransformerFsdpTest, FsdpOverTensorParallelEqualsOneDevice) {
+  for (const bool sequence_parallel : {false, true}) {
+    SCOPED_TRACE(sequence_parallel ? "FSDP + TP + SP" : "FSDP + TP");
+    examples::TrainingConfig config = fsdp_config(2);
+    config.mesh_shape = {2, 2};
+    config.sequence_parallel = sequence_parallel;
+    const examples::SingleDeviceRun reference = examples::run_single_device(config, 3);
+    run_fake_world(4, [&](World&) {
+      examples::TransformerTrainer trainer(config);
+      for (int step = 0; step < 3; ++step) {
+        EXPECT_NEAR(trainer.step(), reference.losses[step], 1e-10) << "step " << step;
+        const examples::StepCounts& counts = trainer.last_counts();
+        // FSDP's one all_gather and one reduce_scatter per group, and TP's
+        // (SP's backward reduce-scatters too).
+        EXPECT_GE(counts.forward.at("all_gather_into_tensor"), config.model.n_layers_ + 1);
+        EXPECT_GE(counts.backward.at("reduce_scatter_tensor"), config.model.n_layers_ + 1);
+        EXPECT_TRUE(counts.data_parallel.empty());
+        EXPECT_TRUE(counts.optimizer.empty()) << testing::to_string(counts.optimizer);
+      }
+      auto ref = reference.model->named_parameters();
+      int strided = 0;
+      for (const auto& item : trainer.model().named_parameters()) {
+        ASSERT_TRUE(is_dtensor(item.value())) << item.key();
+        const DTensor param(item.value());
+        // Without SP the norms stay plain under TP, so FSDP shards them on dp alone.
+        if (sequence_parallel || param.device_mesh() != trainer.mesh()["dp"]) {
+          EXPECT_EQ(param.device_mesh(), trainer.mesh()) << item.key();
+        }
+        if (param.placements() == Placements{StridedShard(0, 2), Shard(0)}) ++strided;
+        const at::Tensor full = param.full_tensor();
+        EXPECT_TRUE(at::allclose(full, ref[item.key()], 1e-10, 1e-10))
+            << item.key() << " " << to_string(param.placements()) << " differs by "
+            << (full - ref[item.key()]).abs().max().item<double>();
+      }
+      EXPECT_GE(strided, 3 * config.model.n_layers_);  // wq, wk, wv and w1, w3 of every block
+    });
+  }
 }
 
 // Full and selective (every 2nd block) activation checkpointing inside the

@@ -20,6 +20,8 @@
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
 #include "core/fsdp/fully_shard.h"
+#include "core/parallel/parallelize.h"
+#include "core/parallel/style.h"
 #include "debug/comm_debug_mode.h"
 #include "testing/collective_counter.h"
 #include "examples/models/transformer.h"
@@ -112,6 +114,20 @@ ProgramModel make_model(const json& program) {
   return m;
 }
 
+// As pytorch_fsdp_runner.py's tensor_parallel: even layers column-wise, odd
+// ones row-wise, a last column-wise layer with its output gathered.
+void tensor_parallel(const std::vector<std::shared_ptr<torch::nn::Module>>& layers, const DeviceMesh& tp_mesh) {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (i % 2 == 1) {
+      parallelize_module(*layers[i], tp_mesh, RowwiseParallel());
+    } else if (i + 1 == layers.size()) {
+      parallelize_module(*layers[i], tp_mesh, ColwiseParallel().output_layouts(Replicate()));
+    } else {
+      parallelize_module(*layers[i], tp_mesh, ColwiseParallel());
+    }
+  }
+}
+
 // Runs `program` with fully_shard on the fake world and on one device;
 // returns rank 0's record and checks the values.
 Record run_program(const json& program) {
@@ -123,10 +139,21 @@ Record run_program(const json& program) {
   Record record;
   run_fake_world(world, [&](World& w) {
     const auto shape = program.value("mesh", std::vector<int64_t>{world});
-    auto mesh = shape.size() == 2 ? DeviceMesh::init(c10::kCPU, shape, {"replicate", "shard"})
-                                  : DeviceMesh::init(c10::kCPU, shape, {"dp"});
+    const bool tp = program.value("tp", false);
+    auto mesh = tp                  ? DeviceMesh::init(c10::kCPU, shape, {"dp", "tp"})
+                : shape.size() == 2 ? DeviceMesh::init(c10::kCPU, shape, {"replicate", "shard"})
+                                    : DeviceMesh::init(c10::kCPU, shape, {"dp"});
     ProgramModel model = make_model(program);
     ProgramModel reference = make_model(program);
+    // The batch is split over the data-parallel ranks: all of them, or dp's.
+    int64_t data_ranks = world;
+    int64_t data_rank = w.rank();
+    if (tp) {
+      tensor_parallel(model.layers, mesh["tp"]);
+      mesh = mesh["dp"];
+      data_ranks = mesh.size();
+      data_rank = mesh.get_local_rank(0);
+    }
     std::vector<FSDPModule> layers;
     for (const auto& layer : model.layers) layers.push_back(fully_shard(*layer, mesh, options));
     FSDPModule root = fully_shard(*model.root, mesh, options);
@@ -152,7 +179,6 @@ Record run_program(const json& program) {
     torch::optim::SGD opt(model.root->parameters(), torch::optim::SGDOptions(0.1));
     torch::optim::SGD ref_opt(reference.root->parameters(), torch::optim::SGDOptions(0.1));
     testing::CollectiveCounter counter(w);
-    const int64_t rank = w.rank();  // the batch is split over every rank (HSDP too)
     Record mine;
     for (int step = 0; step < steps; ++step) {
       mine.emplace_back();
@@ -164,7 +190,7 @@ Record run_program(const json& program) {
         MicroStep counts;
         {
           auto guard = comm.enter(*model.root, model.root_name);
-          at::Tensor loss = model.loss(data, world, rank);
+          at::Tensor loss = model.loss(data, data_ranks, data_rank);
           counts["forward"] = counter.take();
           loss.backward();
           counts["backward"] = counter.take();
@@ -192,7 +218,7 @@ Record run_program(const json& program) {
           << program.at("name") << ": " << item.key() << " differs from one device's by "
           << (full - ref[item.key()]).abs().max().item<double>();
     }
-    if (rank == 0) record = mine;
+    if (w.rank() == 0) record = mine;
   });
   return record;
 }

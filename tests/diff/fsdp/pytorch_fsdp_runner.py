@@ -11,6 +11,9 @@ dtensor's fake world and compares.
 The models and data are built from the program (Linear widths, seeds) the way
 the C++ test builds them; only the collectives and the reference PyTorch
 version are recorded, values are checked against one device by the C++ test.
+With "tp", the mesh is (dp, tp): the layers are parallelized on mesh["tp"]
+(tensor_parallel) before fully_shard on mesh["dp"], and the batch is split
+over dp only.
 """
 import json
 import os
@@ -105,6 +108,21 @@ def make_model(program):
     return model, [getattr(model, f"layer{i}") for i in range(model.n)], [f"layer{i}" for i in range(model.n)], loss
 
 
+def tensor_parallel(layers, tp_mesh):
+    """Megatron-style: even layers column-wise, odd ones row-wise; a last
+    column-wise layer gathers its output (so the loss sees the full rows)."""
+    from torch.distributed.tensor import Replicate
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    for i, layer in enumerate(layers):
+        if i % 2 == 1:
+            style = RowwiseParallel()
+        elif i + 1 == len(layers):
+            style = ColwiseParallel(output_layouts=Replicate())
+        else:
+            style = ColwiseParallel()
+        parallelize_module(layer, tp_mesh, style)
+
+
 def run_program(rank, world, program):
     torch.manual_seed(program.get("seed", 0))
     model, layers, layer_paths, loss_of = make_model(program)
@@ -112,7 +130,14 @@ def run_program(rank, world, program):
     kwargs = {"mp_policy": mp_policy}
     if "reshard_after_forward" in program:  # else PyTorch's default (None: all but the root)
         kwargs["reshard_after_forward"] = program["reshard_after_forward"]
-    if "mesh" in program:  # HSDP
+    data_ranks, data_rank = world, rank
+    if program.get("tp"):  # FSDP over tensor parallelism on a (dp, tp) mesh
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh("cpu", tuple(program["mesh"]), mesh_dim_names=("dp", "tp"))
+        tensor_parallel(layers, mesh["tp"])
+        kwargs["mesh"] = mesh["dp"]
+        data_ranks, data_rank = mesh["dp"].size(), mesh["dp"].get_local_rank()
+    elif "mesh" in program:  # HSDP
         from torch.distributed.device_mesh import init_device_mesh
         kwargs["mesh"] = init_device_mesh("cpu", tuple(program["mesh"]), mesh_dim_names=("replicate", "shard"))
     for layer in layers:
@@ -135,7 +160,7 @@ def run_program(rank, world, program):
             if micro > 1:
                 model.set_requires_gradient_sync(m == micro - 1)
             with CommDebugMode() as mode:
-                loss = loss_of(step * 10 + m, world, rank)
+                loss = loss_of(step * 10 + m, data_ranks, data_rank)
                 loss.backward()
             modules = module_counts(mode, type(model).__name__, paths)
             total = module_counts(mode, "Global", {""})[""]
