@@ -52,8 +52,9 @@ const char* kUsage =
     "--check-against-fake also runs the same training on a fake world of the job's size in\n"
     "this process and fails (exit 1) unless this rank's collectives per phase are the same\n"
     "and its losses agree (float64: 1e-10, float32: 1e-5): a QUICKSTART_CHECK line says which.\n"
-    "--fsdp: fully sharded data parallel (fully_shard on every block and the root) on a 1-D\n"
-    "mesh --mesh DP (default 4) instead of tensor parallelism.\n";
+    "--fsdp: fully sharded data parallel (fully_shard on every block and the root) on\n"
+    "--mesh DP (default 4) instead of tensor parallelism, or with --mesh DP,TP on dp after\n"
+    "tensor (+ sequence) parallelism on tp (FSDP + TP).\n";
 
 // Throws std::invalid_argument (usage and exit status 2) for a bad flag;
 // prints the usage and exits for --help.
@@ -98,7 +99,7 @@ Options parse_options(int argc, char** argv) {
   }
   if (options.config.fully_shard) {
     if (!mesh_given) options.config.mesh_shape = {4};
-    if (options.config.mesh_shape.size() != 1) throw std::invalid_argument("--fsdp takes a 1-D --mesh DP");
+    if (options.config.mesh_shape.size() > 2) throw std::invalid_argument("--fsdp takes --mesh DP or --mesh DP,TP");
   }
   return options;
 }
@@ -118,13 +119,17 @@ int64_t mesh_size(const std::vector<int64_t>& shape) {
 
 std::string mesh_text(const TrainingConfig& config) {
   const std::vector<int64_t>& shape = config.mesh_shape;
-  if (config.fully_shard) return "(dp=" + std::to_string(shape[0]) + ")";
+  if (config.fully_shard && shape.size() == 1) return "(dp=" + std::to_string(shape[0]) + ")";
   return shape.size() == 2 ? "(dp=" + std::to_string(shape[0]) + ", tp=" + std::to_string(shape[1]) + ")"
                            : "(tp=" + std::to_string(shape[0]) + ")";
 }
 
 std::string parallelism_text(const TrainingConfig& config) {
-  if (config.fully_shard) return "fully sharded data parallel (fully_shard) on \"dp\"";
+  if (config.fully_shard && config.mesh_shape.size() == 1) return "fully sharded data parallel (fully_shard) on \"dp\"";
+  if (config.fully_shard) {
+    return std::string("tensor") + (config.sequence_parallel ? " + sequence" : "") +
+           " parallel on \"tp\", fully sharded data parallel (fully_shard) on \"dp\"";
+  }
   return std::string("tensor") + (config.sequence_parallel ? " + sequence" : "") + " parallel on \"tp\"" +
          (config.mesh_shape.size() == 2 ? ", data parallel on \"dp\"" : "");
 }

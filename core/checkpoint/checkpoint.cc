@@ -31,6 +31,11 @@ namespace {
 constexpr const char* kFormat = "dtensor-checkpoint";
 constexpr int kVersion = 1;
 constexpr const char* kIndexFile = "index.json";
+// Note [PyTorch DCP's Hugging Face layout]: the __metadata__ keys that
+// torch.distributed.checkpoint's HuggingFaceStorageReader reads.
+constexpr const char* kDcpShardingInfoKey = "DCP_SHARDING_INFO";
+constexpr const char* kDcpVersionKey = "DCP_VERSION";
+constexpr const char* kDcpVersion = "1.0";
 
 std::string shape_text(c10::IntArrayRef shape) {
   std::ostringstream out;
@@ -157,12 +162,64 @@ void check_replaceable(const std::filesystem::path& target, const std::string& d
               "earlier checkpoint's");
 }
 
+// The index of a directory of safetensors files without ours: PyTorch DCP's
+// Hugging Face layout (each file's DCP_SHARDING_INFO gives its blocks'
+// offsets) or plain Hugging Face weights (whole tensors, one file or several).
+// See Note [PyTorch DCP's Hugging Face layout].
+nlohmann::ordered_json index_of_safetensors_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& item : std::filesystem::directory_iterator(dir)) {
+    const std::string name = item.path().filename().string();
+    if (item.is_regular_file() && name.size() > 12 && name.substr(name.size() - 12) == ".safetensors") {
+      files.push_back(name);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  nlohmann::ordered_json entries = nlohmann::ordered_json::object();
+  for (const std::string& name : files) {
+    const SafetensorsFile file(dir + "/" + name);
+    nlohmann::json offsets = nlohmann::json::object();
+    if (auto info = file.metadata().find(kDcpShardingInfoKey); info != file.metadata().end()) {
+      try {
+        offsets = nlohmann::json::parse(info->second);
+      } catch (const nlohmann::json::exception& e) {
+        TORCH_CHECK(false, "checkpoint::load: ", dir, "/", name, "'s ", kDcpShardingInfoKey,
+                    " is not valid JSON: ", e.what());
+      }
+    }
+    for (const auto& [tensor, entry] : file.entries()) {
+      std::vector<int64_t> at(entry.shape.size(), 0);
+      if (offsets.contains(tensor)) at = offsets[tensor].at("saved_offsets").get<std::vector<int64_t>>();
+      TORCH_CHECK(at.size() == entry.shape.size(), "checkpoint::load: ", dir, "/", name, " holds \"", tensor,
+                  "\" as ", shape_text(entry.shape), " at offsets ", shape_text(at),
+                  ": one offset per dim expected");
+      nlohmann::ordered_json& t = entries[tensor];
+      if (t.is_null()) {
+        t = {{"dtype", safetensors_dtype(entry.dtype)},
+             {"shape", std::vector<int64_t>(at.size(), 0)},
+             {"chunks", nlohmann::ordered_json::array()}};
+      }
+      // The global shape is where the blocks end, as PyTorch's reader computes it.
+      std::vector<int64_t> shape = t["shape"].get<std::vector<int64_t>>();
+      for (size_t d = 0; d < shape.size(); ++d) shape[d] = std::max(shape[d], at[d] + entry.shape[d]);
+      t["shape"] = shape;
+      t["chunks"].push_back({{"file", name}, {"offsets", at}, {"sizes", entry.shape}});
+    }
+  }
+  return {{"format", kFormat}, {"version", kVersion}, {"tensors", std::move(entries)}};
+}
+
 // Ordered: error messages list the tensors in the order they were saved.
 nlohmann::ordered_json read_index(const std::string& dir) {
   const std::string path = dir + "/" + kIndexFile;
   std::ifstream in(path);
+  if (!in && std::filesystem::is_directory(dir)) {
+    nlohmann::ordered_json index = index_of_safetensors_files(dir);
+    if (!index["tensors"].empty()) return index;
+  }
   TORCH_CHECK(in, "checkpoint::load: no checkpoint index at ", path,
-              " (save writes it; is this the directory given to save?)");
+              " and no safetensors files in ", dir,
+              " (save writes them; is this the directory given to save?)");
   nlohmann::ordered_json index;
   try {
     index = nlohmann::ordered_json::parse(in);
@@ -295,13 +352,19 @@ void save(const StateDict& state, const std::string& dir, const SaveOptions& opt
   reached(SavePhase::kStarted);
 
   std::vector<std::pair<std::string, at::Tensor>> mine;
+  nlohmann::ordered_json sharding_info = nlohmann::ordered_json::object();  // Note [PyTorch DCP's Hugging Face layout]
   for (const SavedTensor& t : tensors) {
     for (const WriteChunk& chunk : t.chunks) {
-      if (chunk.mesh_rank == world.rank()) mine.emplace_back(t.name, t.local);
+      if (chunk.mesh_rank != world.rank()) continue;
+      mine.emplace_back(t.name, t.local);
+      sharding_info[t.name] = {{"saved_offsets", chunk.box.offsets}};
     }
   }
   write_safetensors((dirs.staging / rank_file_name(world.rank())).string(), mine,
-                    {{"format", "pt"}, {"writer", kFormat}});
+                    {{"format", "pt"},
+                     {"writer", kFormat},
+                     {kDcpShardingInfoKey, sharding_info.dump()},
+                     {kDcpVersionKey, kDcpVersion}});
   reached(SavePhase::kFileWritten);
   collectives::barrier(world);  // every rank's file is durable
 

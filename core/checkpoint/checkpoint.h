@@ -28,6 +28,21 @@
 // directory appears in one atomic step (Note [Crash-consistent saves] in
 // checkpoint.cc); each block carries a CRC-32 that load checks (Note [Block
 // checksums] in safetensors.cc).
+//
+// Note [PyTorch DCP's Hugging Face layout]
+// The rank files are also what torch.distributed.checkpoint's
+// HuggingFaceStorageReader reads: each file's __metadata__ holds
+// "DCP_SHARDING_INFO" ({name: {"saved_offsets": [...]}}, the block's global
+// offsets) and "DCP_VERSION" "1.0", so in Python
+//   dcp.load(state_dict, storage_reader=HuggingFaceStorageReader(dir))
+// fills DTensors of any mesh and placements (or plain tensors) from a
+// dtensor checkpoint. The other way, load reads a directory without
+// index.json from its *.safetensors files: what
+// dcp.save(..., storage_writer=HuggingFaceStorageWriter(dir, save_distributed=True))
+// writes (blocks placed by their DCP_SHARDING_INFO), or plain Hugging Face
+// weights (model.safetensors, or model-0000x-of-0000y.safetensors: whole
+// tensors). Files of other writers carry no CRC-32, so their blocks are not
+// checksummed.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -99,7 +114,9 @@ std::optional<std::string> latest_step(const std::string& root);
 
 /// Fills every tensor of `state` in place (DTensors: their local data, by
 /// their own mesh and placements; plain tensors: whole) from the checkpoint
-/// in `dir`, converting the dtype if it differs. No collectives. Every block
+/// in `dir` (ours, PyTorch DCP's Hugging Face layout or plain Hugging Face
+/// safetensors files: Note [PyTorch DCP's Hugging Face layout]), converting
+/// the dtype if it differs. No collectives. Every block
 /// read is checked against its CRC-32. Throws c10::Error naming the tensor
 /// when the checkpoint lacks it or its global shape differs, and naming the
 /// file and the tensor when a block is missing, unreadable or corrupt.

@@ -138,6 +138,15 @@ int LayoutView::block_of_rank(int64_t rank) const {
   return -1;
 }
 
+std::vector<int> LayoutView::blocks_of_rank(int64_t rank) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const std::vector<int64_t>& r = blocks[i].ranks;
+    if (std::binary_search(r.begin(), r.end(), rank)) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
 bool LayoutView::rank_is_empty(int64_t rank) const {
   for (const LayoutBlock& block : empty_blocks) {
     if (std::binary_search(block.ranks.begin(), block.ranks.end(), rank)) return true;

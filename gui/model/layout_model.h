@@ -87,8 +87,10 @@ struct LayoutView {
   // Human notes: "P(sum) over mesh dim 1 (tp)", "replicated over mesh dim 0 (dp)".
   std::vector<std::string> notes;
 
-  // Index into `blocks` of the block `rank` holds, or -1 (empty or off-slice).
+  // Index into `blocks` of the (first) block `rank` holds, or -1 (empty or off-slice).
   int block_of_rank(int64_t rank) const;
+  // Every block `rank` holds: one, or several under a _StridedShard.
+  std::vector<int> blocks_of_rank(int64_t rank) const;
   // True when `rank` holds a block with no elements.
   bool rank_is_empty(int64_t rank) const;
 };

@@ -52,12 +52,14 @@ void cell_tooltip(const ViewerState& state, const MeshShape& mesh, int64_t rank)
   }
   const LayoutResult& layout = state.playground.layout();
   if (layout.view) {
-    int b = layout.view->block_of_rank(rank);
+    const std::vector<int> held = layout.view->blocks_of_rank(rank);
     ImGui::Separator();
-    if (b >= 0) {
-      const LayoutBlock& block = layout.view->blocks[static_cast<size_t>(b)];
-      ImGui::Text("holds %s at offset %s (%s)", format_shape(block.local_shape).c_str(),
-                  format_shape(block.global_offset).c_str(), format_bytes(block.bytes).c_str());
+    if (!held.empty()) {
+      for (int b : held) {  // several under a _StridedShard
+        const LayoutBlock& block = layout.view->blocks[static_cast<size_t>(b)];
+        ImGui::Text("holds %s at offset %s (%s)", format_shape(block.local_shape).c_str(),
+                    format_shape(block.global_offset).c_str(), format_bytes(block.bytes).c_str());
+      }
     } else {
       ImGui::TextUnformatted(layout.view->rank_is_empty(rank) ? "holds an empty shard"
                                                               : "holds nothing in the drawn slice");
@@ -92,10 +94,12 @@ bool draw_cell(ViewerState& state, const MeshShape& mesh, int64_t rank, ImVec2 m
   auto sent = state.exchange.sent_by_rank.find(rank);
   if (sent != state.exchange.sent_by_rank.end()) lines.push_back("sends " + format_bytes(sent->second));
   const LayoutResult& layout = state.playground.layout();
-  int block = layout.view ? layout.view->block_of_rank(rank) : -1;
-  if (block >= 0)
-    lines.push_back("holds " +
-                    format_shape(layout.view->blocks[static_cast<size_t>(block)].local_shape));
+  const std::vector<int> held = layout.view ? layout.view->blocks_of_rank(rank) : std::vector<int>{};
+  if (held.size() == 1) {
+    lines.push_back("holds " + format_shape(layout.view->blocks[static_cast<size_t>(held[0])].local_shape));
+  } else if (held.size() > 1) {
+    lines.push_back("holds " + std::to_string(held.size()) + " blocks");
+  }
   draw_fitted_lines(draw, min, max, lines, to_imu32(text_color_on(color)), false);
   ImVec2 mouse = ImGui::GetIO().MousePos;
   return ImGui::IsWindowHovered() && mouse.x >= min.x && mouse.x < max.x && mouse.y >= min.y &&

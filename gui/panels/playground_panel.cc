@@ -29,6 +29,7 @@ constexpr Example kExamples[] = {
     {"Partial sums to row shards", "dp=2, tp=2", "8, 8", "R, P(sum)", "R, S(0)"},
     {"Swap the sharded dims", "2, 2", "8, 8", "S(0), S(1)", "S(1), S(0)"},
     {"3-D mesh, 3-D tensor", "pp=2, dp=2, tp=2", "4, 8, 16", "R, S(0), S(2)", "S(1), R, S(0)"},
+    {"FSDP + TP weight (_StridedShard)", "dp=2, tp=2", "8, 4", "_S(0, 2), S(0)", "R, S(0)"},
 };
 
 void examples_combo(PlaygroundInputs& inputs) {

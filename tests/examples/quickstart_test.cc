@@ -182,6 +182,15 @@ TEST(QuickstartTest, FsdpOnGlooEqualsTheFakeWorld) {
       "backward={all_gather_into_tensor: 2, reduce_scatter_tensor: 3}");
 }
 
+// FSDP + TP + SP on a (dp=2, tp=2) mesh of 4 Gloo processes: each rank's
+// collectives per phase and its losses equal its rank's of a fake world.
+TEST(QuickstartTest, FsdpOverTensorParallelOnGlooEqualsTheFakeWorld) {
+  expect_every_rank_equals_the_fake_world(
+      run_gloo(/*nproc=*/4, {"--backend", "gloo", "--fsdp", "--mesh", "2,2", "--dtype", "double", "--steps",
+                             "2", "--raw", "--check-against-fake"}),
+      "reduce_scatter_tensor: ");
+}
+
 // Without a GPU or an NCCL build, --backend nccl fails with init_world_from_env's
 // message instead of running on another backend.
 TEST(QuickstartTest, NcclBackendWithoutAGpuIsAClearError) {

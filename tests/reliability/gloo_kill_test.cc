@@ -1,8 +1,10 @@
 // Gloo with a killed process (issue 10), beyond tests/backends/gloo's
 // gloo_failure_test (a rank _exit()s between collectives): here a rank is
 // SIGKILLed while its peers already wait inside a collective, for several
-// collective kinds and for a sub-group. The survivors must get a c10::Error
-// naming the collective, the group and their rank, and exit normally before
+// collective kinds and for a sub-group, and inside fully_shard's forward and
+// backward collectives (issue 34). The survivors must get a c10::Error
+// naming the collective (for FSDP: the module and the collective), the group
+// and their rank, and exit normally before
 // the job limit (no hang); no process may be left behind.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -21,6 +23,10 @@
 #include "backends/launch/env.h"
 #include "backends/world.h"
 #include "backends/launch/launcher.h"
+#include "core/device_mesh.h"
+#include "core/fsdp/fully_shard.h"
+#include "core/nn/module_call.h"
+#include "tests/core/fsdp/linear_stack.h"
 
 namespace dtensor {
 namespace {
@@ -61,6 +67,31 @@ void issue(const std::string& kind, Communicator& comm) {
   }
 }
 
+// FSDP cases ("fsdp_forward" / "fsdp_backward"): a fully_shard'ed 2-layer
+// stack on the 4 ranks; the victim dies before forward (peers wait in the
+// first layer's all_gather) or after it (peers wait in backward's). Every
+// rank but the victim runs forward and backward.
+void run_fsdp(World& world, bool victim_dies_in_backward) {
+  ScopedCurrentWorld current(world);
+  auto mesh = DeviceMesh::init(c10::kCPU, {kRanks}, {"dp"});
+  testing::LinearStack model = testing::make_linear_stack({6, 8, 4}, 3);
+  for (auto& layer : model->layers) fully_shard(*layer, mesh);
+  fully_shard(*model, mesh);
+  const bool victim = world.rank() == kVictim;
+  if (victim && !victim_dies_in_backward) {
+    std::this_thread::sleep_for(milliseconds(500));
+    std::fflush(nullptr);
+    raise(SIGKILL);
+  }
+  at::Tensor loss = nn::call(model, testing::make_batch(2, 6, 1)).pow(2).mean();
+  if (victim) {
+    std::this_thread::sleep_for(milliseconds(500));
+    std::fflush(nullptr);
+    raise(SIGKILL);
+  }
+  loss.backward();
+}
+
 // Worker side: the victim SIGKILLs itself after its peers entered the
 // collective (it never issues it); survivors print SURVIVOR_ERROR <message>.
 TEST(GlooKillWorker, KilledWhilePeersWait) {
@@ -75,15 +106,19 @@ TEST(GlooKillWorker, KilledWhilePeersWait) {
       subgroup ? (world->rank() == 0 ? nullptr : world->new_group({1, 2, 3})) : world->world_group();
   world->world_group()->barrier();
   if (comm == nullptr) return;  // rank 0 is outside the sub-group
-  if (world->rank() == kVictim) {
-    // Not a timed assertion: a delay so that peers are (very likely) inside the collective.
-    std::this_thread::sleep_for(milliseconds(500));
-    std::fflush(nullptr);
-    raise(SIGKILL);
-  }
   const auto start = std::chrono::steady_clock::now();
   try {
-    issue(kind, *comm);
+    if (kind.rfind("fsdp_", 0) == 0) {
+      run_fsdp(*world, kind == "fsdp_backward");
+    } else {
+      if (world->rank() == kVictim) {
+        // Not a timed assertion: a delay so that peers are (very likely) inside the collective.
+        std::this_thread::sleep_for(milliseconds(500));
+        std::fflush(nullptr);
+        raise(SIGKILL);
+      }
+      issue(kind, *comm);
+    }
     ADD_FAILURE() << kind << " completed although rank " << kVictim << " was killed";
   } catch (const c10::Error& e) {
     // Elapsed time is printed for the report, never asserted.
@@ -137,6 +172,18 @@ TEST_P(GlooKillTest, SurvivorsErrorOutNamingTheCollectiveAndNobodyIsLeft) {
     const auto at = rank.output.find("SURVIVOR_ERROR ");
     ASSERT_NE(at, std::string::npos) << result.report();
     const std::string message = rank.output.substr(at);
+    if (c.kind == "fsdp_forward") {
+      EXPECT_NE(message.find("in fully_shard(LinearStack.layer0)'s all_gather of its parameters"),
+                std::string::npos) << message;
+      continue;
+    }
+    if (c.kind == "fsdp_backward") {
+      // Backward's first collective: the last layer's gradients, or the first
+      // layer's parameters gathered ahead (prefetch).
+      EXPECT_NE(message.find("in fully_shard(LinearStack.layer"), std::string::npos) << message;
+      EXPECT_NE(message.find("(backward)"), std::string::npos) << message;
+      continue;
+    }
     EXPECT_NE(message.find(c.kind + " on gloo group " + group), std::string::npos) << message;
     EXPECT_NE(message.find("global rank " + std::to_string(rank.rank)), std::string::npos) << message;
   }
@@ -150,7 +197,8 @@ INSTANTIATE_TEST_SUITE_P(Kinds, GlooKillTest,
                          ::testing::Values(KillCase{"all_reduce", false},
                                            KillCase{"all_gather_into_tensor", false},
                                            KillCase{"broadcast", false}, KillCase{"barrier", false},
-                                           KillCase{"all_reduce", true}),
+                                           KillCase{"all_reduce", true}, KillCase{"fsdp_forward", false},
+                                           KillCase{"fsdp_backward", false}),
                          [](const auto& info) {
                            return info.param.kind + (info.param.subgroup ? "_subgroup" : "_world");
                          });

@@ -339,6 +339,66 @@ TEST(FullyShardTest, CheckpointsReshardOntoOtherLayouts) {
   });
 }
 
+// FSDP over TP on (dp=2, tp=2): column-wise weights are (_S(0, 2), S(0)) on
+// the joined mesh; a checkpoint of it loads onto one device and onto FSDP
+// alone on 4 ranks.
+TEST(FullyShardTest, FsdpOverTensorParallelCheckpointsReshard) {
+  const std::string dir = testing::scratch_dir("fsdp_tp_checkpoint");
+  const std::vector<int64_t> widths = {6, 10, 6, 4};
+  Stack reference = make_stack(widths, 23);
+  run_fake_world(4, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2}, {"dp", "tp"});
+    Stack model = make_stack(widths, 23);
+    testing::parallelize_linear_stack(model, mesh["tp"]);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh["dp"]);
+    fully_shard(*model, mesh["dp"]);
+    const DTensor w0(model->layers[0]->weight);
+    EXPECT_EQ(w0.placements(), (Placements{StridedShard(0, 2), Shard(0)}));
+    EXPECT_EQ(w0.device_mesh(), mesh);
+    EXPECT_EQ(DTensor(model->layers[1]->weight).placements(), (Placements{Shard(0), Shard(1)}));
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+    const at::Tensor x = make_batch(8, 6, 5);
+    loss_of(nn::call(model, x.chunk(2, 0)[mesh.get_local_rank("dp")])).backward();
+    opt.step();
+    checkpoint::save(*model, dir);
+  });
+  {
+    torch::optim::SGD opt(reference->parameters(), torch::optim::SGDOptions(0.1));
+    loss_of(reference->forward(make_batch(8, 6, 5))).backward();
+    opt.step();
+  }
+  Stack plain = make_stack(widths, 99);
+  checkpoint::load(*plain, dir);
+  expect_same_parameters(*plain, *reference, 1e-12);
+  run_fake_world(4, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    Stack model = make_stack(widths, 99);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh);
+    fully_shard(*model, mesh);
+    checkpoint::load(*model, dir);
+    expect_same_parameters(*model, *reference, 1e-12);
+  });
+}
+
+TEST(FullyShardTest, FsdpOverTensorParallelClearErrors) {
+  run_fake_world(4, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2}, {"dp", "tp"});
+    // 5 rows column-wise over tp = 2: the tp pieces differ, no _StridedShard is exact.
+    Stack uneven = make_stack({4, 5, 2}, 1);
+    testing::parallelize_linear_stack(uneven, mesh["tp"]);
+    EXPECT_NE(testing::error_of([&] { fully_shard(*uneven->layers[0], mesh["dp"]); })
+                  .find("Pad dim 0 to a multiple of 2"),
+              std::string::npos);
+    // A dp mesh that is not a slice of the tp mesh's mesh.
+    Stack other = make_stack({4, 6, 2}, 1);
+    testing::parallelize_linear_stack(other, mesh["tp"]);
+    auto separate = DeviceMesh::init(c10::kCPU, {2, 2}, {"dp", "tp"});
+    EXPECT_NE(testing::error_of([&] { fully_shard(*other->layers[0], separate["dp"]); })
+                  .find("are not slices of one mesh"),
+              std::string::npos);
+  });
+}
+
 // Each rank's error message, "" where a rank returned.
 std::vector<std::string> rank_errors(int64_t world, const std::function<void(int64_t rank)>& fn) {
   std::vector<std::string> errors(static_cast<size_t>(world));

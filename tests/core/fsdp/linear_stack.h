@@ -2,7 +2,7 @@
 // called through dtensor::nn::call (so fully_shard sees their boundaries),
 // float64, parameters from seeded_init (the same on every rank and on the
 // one-device reference). tests/diff/fsdp/pytorch_fsdp_runner.py builds the
-// same shape in PyTorch.
+// same shape in PyTorch, and its tensor parallelism (parallelize_linear_stack).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -16,7 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/device_mesh.h"
 #include "core/nn/module_call.h"
+#include "core/parallel/parallelize.h"
+#include "core/parallel/style.h"
 #include "examples/models/seeded_init.h"
 
 namespace dtensor::testing {
@@ -43,6 +46,24 @@ inline LinearStack make_linear_stack(const std::vector<int64_t>& widths, uint64_
   stack->to(torch::kDouble);
   examples::seeded_init(*stack, seed);
   return stack;
+}
+
+/// Megatron-style tensor parallelism on `tp_mesh`, as
+/// tests/diff/fsdp/pytorch_fsdp_runner.py's tensor_parallel: even layers
+/// column-wise, odd ones row-wise, a last column-wise layer with its output
+/// gathered (so the loss sees whole rows).
+inline void parallelize_linear_stack(LinearStack& stack, const DeviceMesh& tp_mesh) {
+  const size_t n = stack->layers.size();
+  for (size_t i = 0; i < n; ++i) {
+    torch::nn::Module& layer = *stack->layers[i];
+    if (i % 2 == 1) {
+      parallelize_module(layer, tp_mesh, RowwiseParallel());
+    } else if (i + 1 == n) {
+      parallelize_module(layer, tp_mesh, ColwiseParallel().output_layouts(Replicate()));
+    } else {
+      parallelize_module(layer, tp_mesh, ColwiseParallel());
+    }
+  }
 }
 
 /// A [rows, cols] float64 batch from a private generator: the same on every rank.

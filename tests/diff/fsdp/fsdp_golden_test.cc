@@ -20,8 +20,6 @@
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
 #include "core/fsdp/fully_shard.h"
-#include "core/parallel/parallelize.h"
-#include "core/parallel/style.h"
 #include "debug/comm_debug_mode.h"
 #include "testing/collective_counter.h"
 #include "examples/models/transformer.h"
@@ -70,6 +68,7 @@ struct ProgramModel {
   std::shared_ptr<torch::nn::Module> root;
   std::string root_name;                                  // as traces name it
   std::vector<std::shared_ptr<torch::nn::Module>> layers;  // fully_shard'ed before the root
+  std::function<void(const DeviceMesh& tp_mesh)> tensor_parallel;  // programs with "tp"
   std::function<at::Tensor(int64_t step, int64_t ranks, int64_t rank)> loss;  // rows `rank` of `ranks`
 };
 
@@ -106,26 +105,13 @@ ProgramModel make_model(const json& program) {
     for (auto& layer : model->layers) m.layers.push_back(layer.ptr());
     m.root = model.ptr();
     m.root_name = "LinearStack";
+    m.tensor_parallel = [model](const DeviceMesh& tp_mesh) mutable { testing::parallelize_linear_stack(model, tp_mesh); };
     m.loss = [model, widths, batch](int64_t step, int64_t ranks, int64_t rank) mutable {
       const at::Tensor x = testing::make_batch(batch, widths.front(), 100 + static_cast<uint64_t>(step));
       return nn::call(model, x.chunk(ranks, 0)[rank]).pow(2).mean();
     };
   }
   return m;
-}
-
-// As pytorch_fsdp_runner.py's tensor_parallel: even layers column-wise, odd
-// ones row-wise, a last column-wise layer with its output gathered.
-void tensor_parallel(const std::vector<std::shared_ptr<torch::nn::Module>>& layers, const DeviceMesh& tp_mesh) {
-  for (size_t i = 0; i < layers.size(); ++i) {
-    if (i % 2 == 1) {
-      parallelize_module(*layers[i], tp_mesh, RowwiseParallel());
-    } else if (i + 1 == layers.size()) {
-      parallelize_module(*layers[i], tp_mesh, ColwiseParallel().output_layouts(Replicate()));
-    } else {
-      parallelize_module(*layers[i], tp_mesh, ColwiseParallel());
-    }
-  }
 }
 
 // Runs `program` with fully_shard on the fake world and on one device;
@@ -149,7 +135,8 @@ Record run_program(const json& program) {
     int64_t data_ranks = world;
     int64_t data_rank = w.rank();
     if (tp) {
-      tensor_parallel(model.layers, mesh["tp"]);
+      ASSERT_TRUE(model.tensor_parallel) << program.at("name") << ": \"tp\" is for Linear stacks";
+      model.tensor_parallel(mesh["tp"]);
       mesh = mesh["dp"];
       data_ranks = mesh.size();
       data_rank = mesh.get_local_rank(0);

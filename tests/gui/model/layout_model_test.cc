@@ -48,6 +48,26 @@ TEST(LayoutModelTest, RowAndColumnShardsGiveFourBlocksOnePerRank) {
   EXPECT_TRUE(view.notes.empty());
 }
 
+// FSDP + TP: [_S(0, 2), S(0)] gives rank (i, j) rows 4j + 2i (one block
+// each); [_S(0, 2), R] gives every rank two separate row blocks.
+TEST(LayoutModelTest, StridedShardsDrawEveryBlockOfARank) {
+  LayoutView fsdp_tp = layout_of({8, 4}, MeshShape::create({2, 2}), "_S(0, 2), S(0)");
+  ASSERT_EQ(fsdp_tp.blocks.size(), 4u);
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    const int64_t i = rank / 2, j = rank % 2;
+    const LayoutBlock& b = fsdp_tp.blocks[static_cast<size_t>(fsdp_tp.block_of_rank(rank))];
+    expect_rect(b, {4 * j + 2 * i, 4 * j + 2 * i + 2, 0, 4});
+  }
+  LayoutView strided = layout_of({8, 4}, MeshShape::create({2, 2}), "_S(0, 2), R");
+  ASSERT_EQ(strided.blocks.size(), 4u);
+  const std::vector<int> held = strided.blocks_of_rank(2);  // dp 1: rows 2-3 and 6-7
+  ASSERT_EQ(held.size(), 2u);
+  expect_rect(strided.blocks[static_cast<size_t>(held[0])], {2, 4, 0, 4});
+  expect_rect(strided.blocks[static_cast<size_t>(held[1])], {6, 8, 0, 4});
+  EXPECT_EQ(strided.blocks[static_cast<size_t>(held[1])].ranks, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(strided.notes, (std::vector<std::string>{"replicated over mesh dim 1"}));
+}
+
 TEST(LayoutModelTest, UnevenThirteenOnFourRanksFollowsTorchChunk) {
   LayoutView view = layout_of({13}, MeshShape::create({4}), "S(0)");
   EXPECT_EQ(view.selection.row_dim, -1);

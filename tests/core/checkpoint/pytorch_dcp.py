@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""PyTorch's side of pytorch_dcp_test.cc: torch.distributed.checkpoint with its
+Hugging Face storage reader and writer, on Gloo processes (one per rank, on
+loopback), against dtensor checkpoints.
+
+  pytorch_dcp.py load DIR EXPECTED RANKS   # dcp.load a dtensor checkpoint onto RANKS
+                                           # ranks (DTensors sharded on their last dim,
+                                           # 1-D ones replicated), compare with EXPECTED
+  pytorch_dcp.py save DIR EXPECTED         # dcp.save DTensors of a (2, 2) mesh on 4
+                                           # ranks (save_distributed=True); EXPECTED
+                                           # gets the full tensors
+
+EXPECTED is a safetensors file of the full tensors. Exits 77 when torch or
+safetensors is missing, 1 on a mismatch; prints DCP_LOAD_OK / DCP_SAVE_OK.
+"""
+import os
+import sys
+import tempfile
+
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    import torch.multiprocessing as mp
+    from safetensors.torch import load_file, save_file
+    from torch.distributed.checkpoint import HuggingFaceStorageReader, HuggingFaceStorageWriter
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+except ImportError as e:
+    print(f"missing: {e}")
+    sys.exit(77)
+
+
+def load_worker(rank, world, init_file, ckpt, expected_path, result_file):
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    mesh = init_device_mesh("cpu", (world,))
+    expected = load_file(expected_path)
+    state = {}
+    for name, full in expected.items():
+        placement = Shard(full.dim() - 1) if full.dim() >= 2 else Replicate()
+        state[name] = distribute_tensor(torch.zeros_like(full), mesh, [placement])
+    dcp.load(state, storage_reader=HuggingFaceStorageReader(ckpt))
+    bad = []
+    for name, full in expected.items():
+        got = state[name].full_tensor()
+        if got.dtype != full.dtype or not torch.equal(got, full):
+            bad.append(f"{name}: {got.tolist()} != {full.tolist()}")
+    if rank == 0:
+        with open(result_file, "w") as f:
+            f.write("\n".join(bad) if bad else f"DCP_LOAD_OK {len(expected)} tensors on {world} ranks")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def save_worker(rank, world, init_file, ckpt, expected_path):
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    mesh = init_device_mesh("cpu", (2, 2))
+    g = torch.Generator().manual_seed(7)
+    full = {
+        "w": torch.randn(8, 6, generator=g, dtype=torch.float64),
+        "b": torch.randn(6, generator=g, dtype=torch.float64),
+        "uneven": torch.randn(5, 3, generator=g, dtype=torch.float32),
+        "steps": torch.arange(7, dtype=torch.int64),
+    }
+    placements = {
+        "w": [Shard(0), Shard(1)],
+        "b": [Replicate(), Shard(0)],
+        "uneven": [Shard(0), Replicate()],
+        "steps": [Replicate(), Replicate()],
+    }
+    state = {name: distribute_tensor(t, mesh, placements[name]) for name, t in full.items()}
+    dcp.save(state, storage_writer=HuggingFaceStorageWriter(ckpt, save_distributed=True))
+    if rank == 0:
+        save_file(full, expected_path)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    mode, ckpt, expected = sys.argv[1], sys.argv[2], sys.argv[3]
+    with tempfile.TemporaryDirectory() as tmp:
+        init_file = os.path.join(tmp, "init")
+        if mode == "load":
+            world = int(sys.argv[4])
+            result = os.path.join(tmp, "result")
+            mp.spawn(load_worker, args=(world, init_file, ckpt, expected, result), nprocs=world, join=True)
+            text = open(result).read()
+            print(text)
+            sys.exit(0 if text.startswith("DCP_LOAD_OK") else 1)
+        mp.spawn(save_worker, args=(4, init_file, ckpt, expected), nprocs=4, join=True)
+        print("DCP_SAVE_OK")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+// dtensor checkpoints and PyTorch's torch.distributed.checkpoint (DCP) with
+// its Hugging Face storage, both ways, by running PyTorch ($DTENSOR_PYTHON,
+// tests/core/checkpoint/pytorch_dcp.py, Gloo processes): a checkpoint saved
+// from a 2x2 mesh (TP-sharded, FSDP + TP _StridedShard, uneven, plain and
+// integer tensors) loads in PyTorch on 3 ranks sharded otherwise and equals
+// the saved values; one PyTorch saved on 4 ranks (HuggingFaceStorageWriter,
+// save_distributed) loads here on 2 ranks and on 1. Note [PyTorch DCP's
+// Hugging Face layout] in core/checkpoint/checkpoint.h.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/fake/fake_world.h"
+#include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/safetensors.h"
+#include "core/dtensor.h"
+#include "testing/scratch_dir.h"
+
+namespace dtensor {
+namespace {
+
+struct PythonRun {
+  int status = -1;
+  std::string output;
+};
+
+// Runs pytorch_dcp.py with `args`; skips the test when no Python with torch
+// and safetensors is given.
+PythonRun run_python(const std::string& args) {
+  const char* python = std::getenv("DTENSOR_PYTHON");
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  PythonRun run;
+  if (python == nullptr || srcdir == nullptr || workspace == nullptr) return run;
+  const std::string script = std::string(srcdir) + "/" + workspace + "/tests/core/checkpoint/pytorch_dcp.py";
+  FILE* pipe = popen((std::string(python) + " " + script + " " + args + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer{};
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) run.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+#define SKIP_WITHOUT_PYTORCH(run)                                                       \
+  if ((run).status == -1) GTEST_SKIP() << "DTENSOR_PYTHON not set (tools/test.sh sets it)"; \
+  if ((run).status == 77) GTEST_SKIP() << "no torch or safetensors: " << (run).output
+
+TEST(PyTorchDcpTest, PyTorchLoadsOurCheckpointOntoThreeRanks) {
+  const std::string dir = testing::scratch_dir("ours") + "/ckpt";
+  const std::string expected = testing::scratch_dir("expected") + "/full.safetensors";
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(11);
+  const std::vector<std::pair<std::string, at::Tensor>> full = {
+      {"tp.weight", at::randn({8, 6}, gen, at::kDouble)},
+      {"tp.bias", at::randn({6}, gen, at::kDouble)},
+      {"fsdp_tp.weight", at::randn({8, 4}, gen, at::kDouble)},
+      {"uneven", at::randn({5, 3}, gen, at::kFloat)},
+      {"plain.steps", at::arange(7, at::kLong)},
+  };
+  checkpoint::write_safetensors(expected, full);
+  run_fake_world(4, [&](World&) {
+    const DeviceMesh mesh = DeviceMesh::init(c10::kCPU, {2, 2}, {"dp", "tp"});
+    const std::vector<Placements> placements = {
+        {Shard(0), Shard(1)}, {Replicate(), Shard(0)}, {StridedShard(0, 2), Shard(0)}, {Shard(0), Replicate()}};
+    checkpoint::StateDict state;
+    for (size_t i = 0; i < placements.size(); ++i) {
+      state.emplace_back(full[i].first, distribute_tensor(full[i].second, mesh, placements[i]));
+    }
+    state.emplace_back(full[4]);  // a plain tensor
+    checkpoint::save(state, dir);
+  });
+  const PythonRun run = run_python("load " + dir + " " + expected + " 3");
+  SKIP_WITHOUT_PYTORCH(run);
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("DCP_LOAD_OK 5 tensors on 3 ranks"), std::string::npos) << run.output;
+}
+
+TEST(PyTorchDcpTest, OurLoadReadsPyTorchsCheckpointOnTwoRanksAndOne) {
+  const std::string dir = testing::scratch_dir("pytorch") + "/ckpt";
+  const std::string expected = testing::scratch_dir("expected") + "/full.safetensors";
+  const PythonRun run = run_python("save " + dir + " " + expected);
+  SKIP_WITHOUT_PYTORCH(run);
+  ASSERT_EQ(run.status, 0) << run.output;
+  const checkpoint::SafetensorsFile want(expected);
+  ASSERT_EQ(want.entries().size(), 4u);
+  // One rank: plain tensors.
+  checkpoint::StateDict plain;
+  for (const auto& [name, entry] : want.entries()) plain.emplace_back(name, at::zeros(entry.shape, at::TensorOptions().dtype(entry.dtype)));
+  checkpoint::load(plain, dir);
+  for (const auto& [name, tensor] : plain) EXPECT_TRUE(at::equal(tensor, want.tensor(name))) << name;
+  // Two ranks, sharded on dim 0 (the uneven 5 rows too).
+  run_fake_world(2, [&](World&) {
+    const DeviceMesh mesh = DeviceMesh::init(c10::kCPU, {2});
+    checkpoint::StateDict state;
+    for (const auto& [name, entry] : want.entries()) {
+      state.emplace_back(name, distribute_tensor(at::zeros(entry.shape, at::TensorOptions().dtype(entry.dtype)), mesh,
+                                                 {Shard(0)}));
+    }
+    checkpoint::load(state, dir);
+    for (const auto& [name, tensor] : state) {
+      EXPECT_TRUE(at::equal(DTensor(tensor).full_tensor(), want.tensor(name))) << name;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace dtensor
