@@ -265,9 +265,10 @@ at::Tensor narrow_to(at::Tensor t, const Box& whole, const Box& part) {
   return t;
 }
 
-void load_one(const std::string& name, const at::Tensor& tensor, const nlohmann::ordered_json& entry,
-              const std::string& dir,
-              std::map<std::string, std::unique_ptr<SafetensorsFile>>& files) {
+// Fills `tensor` (state's `name`) from the checkpoint's tensor `saved_name`.
+void load_one(const std::string& name, const std::string& saved_name, const at::Tensor& tensor,
+              const nlohmann::ordered_json& entry, const std::string& dir,
+              std::map<std::string, std::unique_ptr<SafetensorsFile>>& files, LoadStats& stats) {
   const auto shape = entry.at("shape").get<std::vector<int64_t>>();
   TORCH_CHECK(tensor.sizes().vec() == shape, "checkpoint::load: tensor \"", name,
               "\" has global shape ", tensor.sizes(), " but the checkpoint holds ",
@@ -285,13 +286,18 @@ void load_one(const std::string& name, const at::Tensor& tensor, const nlohmann:
     if (!overlap || overlap->numel() == 0) continue;
     const std::string path = dir + "/" + chunk.at("file").get<std::string>();
     auto& file = files[path];
-    if (!file) file = std::make_unique<SafetensorsFile>(path);
-    file->verify(name);
-    at::Tensor block = file->tensor(name);
+    if (!file) {
+      file = std::make_unique<SafetensorsFile>(path);
+      ++stats.files_opened;
+    }
+    stats.bytes_read += file->verify(saved_name);
+    at::Tensor block = file->tensor(saved_name);
     TORCH_CHECK(block.sizes().vec() == saved.sizes, "checkpoint::load: ", path, " holds \"",
-                name, "\" as ", block.sizes(), " but the index says ", shape_text(saved.sizes));
+                saved_name, "\" as ", block.sizes(), " but the index says ", shape_text(saved.sizes));
+    // A view of the mapping: the copy reads only the overlapping elements' pages.
     narrow_to(target.local, target.box, *overlap).copy_(narrow_to(block, saved, *overlap));
     covered += overlap->numel();
+    stats.bytes_read += overlap->numel() * static_cast<int64_t>(block.element_size());
   }
   TORCH_CHECK(covered == target.box.numel(), "checkpoint::load: the checkpoint's blocks of \"",
               name, "\" cover ", covered, " of the ", target.box.numel(),
@@ -425,25 +431,31 @@ void save_step(const StateDict& state, const std::string& root, int64_t step, in
   collectives::barrier(world);  // the old steps are gone on return
 }
 
-void load(const StateDict& state, const std::string& dir) {
+LoadStats load(const StateDict& state, const std::string& dir, const LoadOptions& options) {
   const nlohmann::ordered_json index = read_index(dir);
   const nlohmann::ordered_json& entries = index.at("tensors");
   torch::NoGradGuard no_grad;
   std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
+  LoadStats stats;
   for (const auto& [name, tensor] : state) {
     TORCH_CHECK(tensor.defined() && !tensor.is_meta(), "checkpoint::load: tensor \"", name,
                 "\" is undefined or a meta tensor; load needs storage to fill");
-    auto entry = entries.find(name);
+    const std::string saved_name = options.checkpoint_name ? options.checkpoint_name(name) : name;
+    auto entry = entries.find(saved_name);
     if (entry == entries.end()) {
       std::string names;
       for (const auto& item : entries.items()) names += (names.empty() ? "" : ", ") + item.key();
-      TORCH_CHECK(false, "checkpoint::load: ", dir, " has no tensor \"", name,
-                  "\" (it has: ", names.substr(0, 2000), ")");
+      TORCH_CHECK(false, "checkpoint::load: ", dir, " has no tensor \"", saved_name, "\"",
+                  saved_name == name ? std::string() : " (the checkpoint name of \"" + name + "\")",
+                  " (it has: ", names.substr(0, 2000), ")");
     }
-    load_one(name, tensor, *entry, dir, files);
+    load_one(name, saved_name, tensor, *entry, dir, files, stats);
   }
+  return stats;
 }
 
-void load(torch::nn::Module& module, const std::string& dir) { load(module_state(module), dir); }
+LoadStats load(torch::nn::Module& module, const std::string& dir, const LoadOptions& options) {
+  return load(module_state(module), dir, options);
+}
 
 }  // namespace dtensor::checkpoint

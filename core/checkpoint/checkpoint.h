@@ -112,6 +112,23 @@ std::vector<std::pair<int64_t, std::string>> list_steps(const std::string& root)
 /// Example: load(*model, *latest_step(root)) resumes from the last save.
 std::optional<std::string> latest_step(const std::string& root);
 
+/// How load finds each tensor in the checkpoint.
+struct LoadOptions {
+  /// The checkpoint's name of the tensor `state` calls `name`, e.g. Hugging
+  /// Face's "model.layers.0.self_attn.q_proj.weight" for a module's
+  /// "layers.0.attention.wq.weight"; unset: the same name.
+  std::function<std::string(const std::string& name)> checkpoint_name;
+};
+
+/// What a load read, on this rank.
+struct LoadStats {
+  /// Bytes read from the files: the parts of saved blocks that overlap this
+  /// rank's tensors (memory-mapped, so nothing else is read), plus whole
+  /// blocks whose CRC-32 was checked (dtensor's own files).
+  int64_t bytes_read = 0;
+  int64_t files_opened = 0;
+};
+
 /// Fills every tensor of `state` in place (DTensors: their local data, by
 /// their own mesh and placements; plain tensors: whole) from the checkpoint
 /// in `dir` (ours, PyTorch DCP's Hugging Face layout or plain Hugging Face
@@ -121,8 +138,8 @@ std::optional<std::string> latest_step(const std::string& root);
 /// when the checkpoint lacks it or its global shape differs, and naming the
 /// file and the tensor when a block is missing, unreadable or corrupt.
 /// Tensors are written under no_grad; autograd history is not touched.
-void load(const StateDict& state, const std::string& dir);
-void load(torch::nn::Module& module, const std::string& dir);
+LoadStats load(const StateDict& state, const std::string& dir, const LoadOptions& options = {});
+LoadStats load(torch::nn::Module& module, const std::string& dir, const LoadOptions& options = {});
 
 /// The global rank's data file name: "rank-00003.safetensors".
 std::string rank_file_name(int64_t global_rank);

@@ -179,10 +179,10 @@ at::Tensor SafetensorsFile::tensor(const std::string& name) const {
       data, entry.shape, [keep_alive](void*) mutable { keep_alive.reset(); }, options);
 }
 
-void SafetensorsFile::verify(const std::string& name) const {
-  if (verified_.count(name) != 0) return;
+int64_t SafetensorsFile::verify(const std::string& name) const {
+  if (verified_.count(name) != 0) return 0;
   auto stored = metadata_.find(kChecksumKey);
-  if (stored == metadata_.end()) return;  // another writer's file: nothing to check against
+  if (stored == metadata_.end()) return 0;  // another writer's file: nothing to check against
   std::optional<uint32_t> expected;
   try {
     const nlohmann::json sums = nlohmann::json::parse(stored->second);
@@ -200,6 +200,7 @@ void SafetensorsFile::verify(const std::string& name) const {
               "\" fails its checksum (CRC-32 ", actual, ", saved ", *expected,
               "): the file is corrupt; load an earlier checkpoint or save again");
   verified_.insert(name);
+  return entry.end - entry.begin;
 }
 
 }  // namespace dtensor::checkpoint

@@ -64,8 +64,9 @@ class SafetensorsFile {
   /// Checks tensor `name`'s bytes against the CRC-32 the writer stored
   /// (kChecksumKey); throws c10::Error naming the file and the tensor when
   /// they differ. Reads the whole tensor once (later calls are free); files
-  /// without checksums (other writers') pass. Precondition: contains(name).
-  void verify(const std::string& name) const;
+  /// without checksums (other writers') pass. Returns the bytes it read (0
+  /// when it read none). Precondition: contains(name).
+  int64_t verify(const std::string& name) const;
 
  private:
   struct Mapping;

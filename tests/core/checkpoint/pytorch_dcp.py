@@ -9,6 +9,8 @@ loopback), against dtensor checkpoints.
   pytorch_dcp.py save DIR EXPECTED         # dcp.save DTensors of a (2, 2) mesh on 4
                                            # ranks (save_distributed=True); EXPECTED
                                            # gets the full tensors
+  pytorch_dcp.py hf DIR                    # Hugging Face weights with the safetensors
+                                           # library: two files and their index
 
 EXPECTED is a safetensors file of the full tensors. Exits 77 when torch or
 safetensors is missing, 1 on a mismatch; prints DCP_LOAD_OK / DCP_SAVE_OK.
@@ -76,7 +78,31 @@ def save_worker(rank, world, init_file, ckpt, expected_path):
     dist.destroy_process_group()
 
 
+def write_hf(directory):
+    """A sharded Hugging Face checkpoint as transformers writes one: float32
+    weights under "model." names in model-0000x-of-00002.safetensors files,
+    and model.safetensors.index.json's weight_map."""
+    os.makedirs(directory, exist_ok=True)
+    g = torch.Generator().manual_seed(5)
+    files = {
+        "model-00001-of-00002.safetensors": {"model.embed.weight": torch.randn(10, 6, generator=g)},
+        "model-00002-of-00002.safetensors": {"model.proj.weight": torch.randn(6, 6, generator=g),
+                                             "model.proj.bias": torch.randn(6, generator=g)},
+    }
+    weight_map = {}
+    for name, tensors in files.items():
+        save_file(tensors, os.path.join(directory, name), metadata={"format": "pt"})
+        weight_map.update({t: name for t in tensors})
+    with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
+        import json
+        json.dump({"metadata": {"total_size": 4 * (60 + 36 + 6)}, "weight_map": weight_map}, f)
+    print("HF_WRITE_OK")
+
+
 def main():
+    if sys.argv[1] == "hf":
+        write_hf(sys.argv[2])
+        return
     mode, ckpt, expected = sys.argv[1], sys.argv[2], sys.argv[3]
     with tempfile.TemporaryDirectory() as tmp:
         init_file = os.path.join(tmp, "init")

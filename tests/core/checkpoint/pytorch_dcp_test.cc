@@ -4,8 +4,10 @@
 // from a 2x2 mesh (TP-sharded, FSDP + TP _StridedShard, uneven, plain and
 // integer tensors) loads in PyTorch on 3 ranks sharded otherwise and equals
 // the saved values; one PyTorch saved on 4 ranks (HuggingFaceStorageWriter,
-// save_distributed) loads here on 2 ranks and on 1. Note [PyTorch DCP's
-// Hugging Face layout] in core/checkpoint/checkpoint.h.
+// save_distributed) loads here on 2 ranks and on 1; Hugging Face weights
+// written by the safetensors library load onto a mesh, each rank reading only
+// its bytes. Note [PyTorch DCP's Hugging Face layout] in
+// core/checkpoint/checkpoint.h.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
@@ -108,6 +110,57 @@ TEST(PyTorchDcpTest, OurLoadReadsPyTorchsCheckpointOnTwoRanksAndOne) {
     for (const auto& [name, tensor] : state) {
       EXPECT_TRUE(at::equal(DTensor(tensor).full_tensor(), want.tensor(name))) << name;
     }
+  });
+}
+
+// Published weights (two Hugging Face files written by the safetensors
+// library, float32, "model." names) onto a 2-rank mesh of float64 DTensors
+// through a name mapping: the values equal the file's, and each rank reads
+// only its own shards' bytes (replicated tensors whole).
+TEST(PyTorchDcpTest, HuggingFaceWeightsLoadOntoAMeshReadingOnlyEachRanksBytes) {
+  const std::string dir = testing::scratch_dir("hf") + "/model";
+  const PythonRun run = run_python("hf " + dir);
+  SKIP_WITHOUT_PYTORCH(run);
+  ASSERT_EQ(run.status, 0) << run.output;
+  const checkpoint::SafetensorsFile first(dir + "/model-00001-of-00002.safetensors");
+  const checkpoint::SafetensorsFile second(dir + "/model-00002-of-00002.safetensors");
+  const std::vector<std::pair<std::string, Placements>> layout = {
+      {"embed.weight", {Shard(0)}}, {"proj.weight", {Shard(1)}}, {"proj.bias", {Replicate()}}};
+  run_fake_world(2, [&](World&) {
+    const DeviceMesh mesh = DeviceMesh::init(c10::kCPU, {2});
+    checkpoint::StateDict state;
+    int64_t expected_bytes = 0;
+    for (const auto& [name, placements] : layout) {
+      const auto& entries = (name == "embed.weight" ? first : second).entries();
+      const auto& shape = entries.at("model." + name).shape;
+      DTensor t = distribute_tensor(at::zeros(shape, at::kDouble), mesh, placements);
+      expected_bytes += t.local_tensor().numel() * 4;  // float32 in the file
+      state.emplace_back(name, t);
+    }
+    checkpoint::LoadOptions options;
+    options.checkpoint_name = [](const std::string& name) { return "model." + name; };
+    const checkpoint::LoadStats stats = checkpoint::load(state, dir, options);
+    EXPECT_EQ(stats.bytes_read, expected_bytes);
+    EXPECT_EQ(stats.files_opened, 2);
+    for (const auto& [name, tensor] : state) {
+      const at::Tensor want = (name == "embed.weight" ? first : second).tensor("model." + name).to(at::kDouble);
+      EXPECT_TRUE(at::equal(DTensor(tensor).full_tensor(), want)) << name;
+    }
+    // A name the mapping sends nowhere is named both ways.
+    options.checkpoint_name = [](const std::string& name) { return "transformer." + name; };
+    EXPECT_THROW(
+        {
+          try {
+            checkpoint::load(state, dir, options);
+          } catch (const c10::Error& e) {
+            EXPECT_NE(std::string(e.what()).find("no tensor \"transformer.embed.weight\" (the checkpoint name "
+                                                 "of \"embed.weight\")"),
+                      std::string::npos)
+                << e.what();
+            throw;
+          }
+        },
+        c10::Error);
   });
 }
 
