@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "debug/chrome_trace.h"
 #include "debug/report/comm_report.h"
 #include "debug/report/upgrade_report.h"
@@ -45,6 +47,9 @@ unless --markdown is given).
   --list                  list the registered programs
   --diff BEFORE AFTER     compare two report JSON files (--json of two runs) without running
                           anything: what changed and why (origins), then counts and bytes.
+                          Either may be a comm trace JSON instead (--trace-json, or a PyTorch
+                          program's from tools/pytorch_trace): its counts, module counts and
+                          bytes are compared (origins are not: PyTorch names causes otherwise)
                           Given two PyTorch versions' recordings of the same programs
                           (tests/diff/testdata/pytorch-<version>_NN.json): the upgrade report,
                           the collectives, placements and refusals each step changes
@@ -106,6 +111,23 @@ std::string producer_of(const nlohmann::json& doc, const std::string& path) {
   return doc.value("producer", path);
 }
 
+// A comm trace JSON (ours or a PyTorch program's, tools/pytorch_trace) as a
+// report JSON to compare: program "(trace)" on both sides, and no origins
+// (PyTorch's name their causes otherwise, see dtensor_trace.py).
+bool is_comm_trace(const nlohmann::json& doc) {
+  return doc.is_object() && doc.contains("fqn") && !doc.contains("dtensor_report_version");
+}
+
+std::string report_of_trace(const std::string& text) {
+  CommReport report;
+  report.options.program = "(trace)";
+  report.trace = trace::comm_trace_from_json(text);
+  report.options.world_size = report.trace.world_size;
+  nlohmann::json json = nlohmann::json::parse(report_json(report));
+  json.erase("origins");
+  return json.dump(2);
+}
+
 // --diff: two runs' report JSONs, what changed and why; or two PyTorch
 // versions' recordings of the same programs, what the upgrade changes.
 int diff_files(const Args& args) {
@@ -123,7 +145,10 @@ int diff_files(const Args& args) {
     return report.changes.empty() ? 0 : kMismatch;
   }
   if (!args.programs.empty()) throw std::invalid_argument("--programs goes with --diff of two recordings");
-  const GoldenComparison cmp = compare_report_json(before_text, after_text);
+  const nlohmann::json after = nlohmann::json::parse(after_text, nullptr, /*allow_exceptions=*/false);
+  const GoldenComparison cmp =
+      compare_report_json(is_comm_trace(before) ? report_of_trace(before_text) : before_text,
+                          is_comm_trace(after) ? report_of_trace(after_text) : after_text);
   if (cmp.matches) {
     std::cout << "comm_report: " << args.diff_before << " and " << args.diff_after << " agree\n";
     return 0;

@@ -219,6 +219,26 @@ TEST_F(ViewerScreenshotTest, TimelineMarksImplicitCallsAndFiltersThem) {
   EXPECT_GT(testing::find_color(only, a2a, 2).count, 1500) << "implicit calls stay solid";
 }
 
+// A PyTorch program's trace (tools/pytorch_trace/dtensor_trace.py on 4 Gloo
+// processes, testdata/make_pytorch_trace.py): a TP MLP, an implicit
+// redistribution of a matmul and a full_tensor(). It opens with its
+// timeline (one lane per rank, implicit calls marked) and the comm table's
+// origins (implicit and explicit tags), with no load error.
+TEST_F(ViewerScreenshotTest, PyTorchProgramTraceOpensWithTimelineAndOrigins) {
+  const std::string trace = runfile("tests/gui/testdata/pytorch_trace.json");
+  Image table = render("pytorch_comm_table", "comm_table", {trace});
+  EXPECT_LT(testing::find_color(table, kErrorColor, 3).count, 20) << "no load error";
+  EXPECT_GT(testing::find_color(table, kImplicitColor, 3).count, 60) << "implicit tags";
+  EXPECT_GT(testing::find_color(table, kExplicitColor, 3).count, 60) << "explicit tags";
+  Image timeline = render("pytorch_timeline", "timeline", {trace});
+  EXPECT_GT(testing::find_color(timeline, collective_kind_color("all_gather_into_tensor"), 2).count, 300);
+  EXPECT_GT(testing::find_color(timeline, collective_kind_color("all_reduce"), 2).count, 300);
+  EXPECT_GT(testing::find_color(timeline, kImplicitColor, 3).count, 4 * 2 * 10)
+      << "an amber corner on each implicit call of every lane";
+  std::vector<Box> swatch = rank_boxes(timeline, 4, /*min_row=*/1);
+  for (int r = 1; r < 4; ++r) EXPECT_LT(swatch[r - 1].y0, swatch[r].y0);
+}
+
 // --call 3 selects the implicit all_reduce over dp: the Mesh panel switches to
 // the trace's 2x2x2 mesh and draws arrows between each dp pair in the
 // all_reduce colour; without a selected call there are none.
