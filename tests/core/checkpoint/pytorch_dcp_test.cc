@@ -2,8 +2,8 @@
 // its Hugging Face storage, both ways, by running PyTorch ($DTENSOR_PYTHON,
 // tests/core/checkpoint/pytorch_dcp.py, Gloo processes): a checkpoint saved
 // from a 2x2 mesh (TP-sharded, FSDP + TP _StridedShard, uneven, plain and
-// integer tensors) loads in PyTorch on 3 ranks sharded otherwise and equals
-// the saved values; one PyTorch saved on 4 ranks (HuggingFaceStorageWriter,
+// integer tensors), and one of a trained FSDP + TP model, load in PyTorch on
+// 3 ranks sharded otherwise and equal the saved values; one PyTorch saved on 4 ranks (HuggingFaceStorageWriter,
 // save_distributed) loads here on 2 ranks and on 1; Hugging Face weights
 // written by the safetensors library load onto a mesh, each rank reading only
 // its bytes. Note [PyTorch DCP's Hugging Face layout] in
@@ -12,6 +12,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <torch/optim/sgd.h>
 
 #include <array>
 #include <cstdio>
@@ -24,6 +25,8 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/dtensor.h"
+#include "core/fsdp/fully_shard.h"
+#include "tests/core/fsdp/linear_stack.h"
 #include "testing/scratch_dir.h"
 
 namespace dtensor {
@@ -83,6 +86,33 @@ TEST(PyTorchDcpTest, PyTorchLoadsOurCheckpointOntoThreeRanks) {
   SKIP_WITHOUT_PYTORCH(run);
   EXPECT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("DCP_LOAD_OK 5 tensors on 3 ranks"), std::string::npos) << run.output;
+}
+
+// An FSDP + TP model (a Linear stack, column-/row-wise on tp, fully_shard on
+// dp of a 2x2 mesh; column-wise weights are (_StridedShard(0, 2), Shard(0)))
+// after an SGD step: PyTorch loads its checkpoint on 3 ranks.
+TEST(PyTorchDcpTest, PyTorchLoadsAnFsdpOverTpModelsCheckpoint) {
+  const std::string dir = testing::scratch_dir("fsdp_tp") + "/ckpt";
+  const std::string expected = testing::scratch_dir("expected_fsdp_tp") + "/full.safetensors";
+  run_fake_world(4, [&](World& w) {
+    const DeviceMesh mesh = DeviceMesh::init(c10::kCPU, {2, 2}, {"dp", "tp"});
+    testing::LinearStack model = testing::make_linear_stack({6, 10, 6, 4}, 17);
+    testing::parallelize_linear_stack(model, mesh["tp"]);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh["dp"]);
+    fully_shard(*model, mesh["dp"]);
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+    const at::Tensor x = testing::make_batch(8, 6, 3);
+    nn::call(model, x.chunk(2, 0)[mesh.get_local_rank("dp")]).pow(2).mean().backward();
+    opt.step();
+    checkpoint::save(*model, dir);
+    std::vector<std::pair<std::string, at::Tensor>> full;
+    for (const auto& item : model->named_parameters()) full.emplace_back(item.key(), DTensor(item.value()).full_tensor());
+    if (w.rank() == 0) checkpoint::write_safetensors(expected, full);
+  });
+  const PythonRun run = run_python("load " + dir + " " + expected + " 3");
+  SKIP_WITHOUT_PYTORCH(run);
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("DCP_LOAD_OK 6 tensors on 3 ranks"), std::string::npos) << run.output;
 }
 
 TEST(PyTorchDcpTest, OurLoadReadsPyTorchsCheckpointOnTwoRanksAndOne) {
