@@ -251,7 +251,13 @@ at::Tensor FsdpState::post_forward(at::Tensor output) {
     root_of_current_forward = false;
   }
   // With grad off no backward follows, so the root frees its parameters too.
-  if (!at::GradMode::is_enabled() || options.reshard_after_forward.value_or(!is_root)) group->reshard();
+  if (!at::GradMode::is_enabled()) {
+    group->reshard();
+  } else if (options.reshard_after_forward_to > 0) {
+    group->reshard_to_post_forward();  // a no-op reshard() without a post-forward mesh (n = shard size)
+  } else if (options.reshard_after_forward.value_or(!is_root)) {
+    group->reshard();
+  }
   if (at::GradMode::is_enabled()) {
     std::lock_guard<std::mutex> lock(context->mutex);
     context->post_forward_order.push_back(weak_from_this());
@@ -333,7 +339,10 @@ void FSDPModule::set_requires_gradient_sync(bool sync, bool recurse) {
 }
 
 void FSDPModule::set_reshard_after_forward(bool reshard, bool recurse) {
-  for (const auto& state : states(recurse)) state->options.reshard_after_forward = reshard;
+  for (const auto& state : states(recurse)) {
+    state->options.reshard_after_forward = reshard;
+    state->options.reshard_after_forward_to = 0;
+  }
 }
 
 void FSDPModule::set_modules_to_forward_prefetch(const std::vector<FSDPModule>& modules) {
@@ -357,12 +366,38 @@ std::optional<FSDPModule> fsdp_module_of(const torch::nn::Module& module) {
   return std::nullopt;
 }
 
+namespace {
+
+// PyTorch's int reshard_after_forward (FullyShardOptions::reshard_after_forward_to),
+// validated as PyTorch does: 1 becomes false and the shard dim's size true;
+// otherwise the group gets its post-forward mesh, the mesh's ranks row-major
+// as (-1, n) (PyTorch's mesh.view(-1, n)).
+void set_up_post_forward_mesh(fsdp::FsdpState& state) {
+  FullyShardOptions& o = state.options;
+  const int64_t n = o.reshard_after_forward_to;
+  const int64_t shard = state.mesh.size(state.mesh.ndim() - 1);
+  TORCH_CHECK(n <= shard && shard % n == 0, "fully_shard(", state.name, "): reshard_after_forward_to = ", n,
+              " must divide the ", shard, " ranks the parameters are sharded over (", state.mesh.to_string(),
+              "): give a divisor such as the ranks of one node, or use reshard_after_forward");
+  if (n == 1 || n == shard) {
+    o.reshard_after_forward = n == shard;
+    o.reshard_after_forward_to = 0;
+    return;
+  }
+  state.group->set_post_forward_mesh(
+      DeviceMesh::from_ranks(state.mesh.device_type(), {state.mesh.size() / n, n}, state.mesh.mesh_ranks()));
+}
+
+}  // namespace
+
 FSDPModule fully_shard(torch::nn::Module& module, const DeviceMesh& mesh, const FullyShardOptions& options) {
   TORCH_CHECK(mesh.defined() && (mesh.ndim() == 1 || mesh.ndim() == 2), "fully_shard(", module.name(),
               "): takes a 1-D data-parallel mesh (FSDP) or a 2-D (replicate, shard) mesh (HSDP), got ",
               mesh.defined() ? mesh.to_string() : std::string("an empty mesh"), "; pass mesh[\"dp\"]");
   TORCH_CHECK(fsdp::lookup(module) == nullptr, "fully_shard(", module.name(), ") on rank ", mesh.global_rank(),
               ": already applied to this module; call it once per module");
+  TORCH_CHECK(options.reshard_after_forward_to >= 0, "fully_shard(", module.name(), "): reshard_after_forward_to = ",
+              options.reshard_after_forward_to, " is negative; give a group size, or 0 to use reshard_after_forward");
   std::weak_ptr<torch::nn::Module> alive;
   try {
     alive = module.shared_from_this();
@@ -406,6 +441,7 @@ FSDPModule fully_shard(torch::nn::Module& module, const DeviceMesh& mesh, const 
   state->group = std::make_unique<fsdp::ParamGroup>(
       std::move(params), mesh,
       fsdp::MixedPrecision{options.mp_policy.param_dtype, options.mp_policy.reduce_dtype}, state->name);
+  if (options.reshard_after_forward_to > 0) set_up_post_forward_mesh(*state);
   fsdp::remember(module, state);
   // The hooks own the state; they live as long as the module.
   nn::register_forward_pre_hook(module, [state](torch::nn::Module&, nn::TensorList inputs) {

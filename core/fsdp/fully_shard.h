@@ -51,6 +51,13 @@ struct FullyShardOptions {
   /// default None): every module but the root (the first whose forward runs),
   /// whose parameters backward needs at once; true: the root too; false: none.
   std::optional<bool> reshard_after_forward;
+  /// PyTorch's int reshard_after_forward, when > 0 (it then replaces the
+  /// bool): after forward each rank keeps its piece of the parameters over
+  /// groups of this many consecutive ranks (the mesh's ranks row-major, viewed
+  /// as (-1, n)), so backward gathers over n ranks only (the ranks of a node,
+  /// say): more memory than true, a smaller all_gather. A divisor of the
+  /// shard dim's size; 1 means false and that size means true, as in PyTorch.
+  int64_t reshard_after_forward_to = 0;
   MixedPrecisionPolicy mp_policy;
 };
 
@@ -77,7 +84,8 @@ class FSDPModule {
   /// below this one too.
   void set_requires_gradient_sync(bool sync, bool recurse = true);
   /// Changes FullyShardOptions::reshard_after_forward (with `recurse`, of
-  /// every fully_shard module below this one too).
+  /// every fully_shard module below this one too); it also clears
+  /// reshard_after_forward_to, as PyTorch's bool replaces an int.
   void set_reshard_after_forward(bool reshard, bool recurse = true);
   /// Explicit forward prefetch (PyTorch's set_modules_to_forward_prefetch):
   /// this module's pre-forward gathers `modules` right after its own group,

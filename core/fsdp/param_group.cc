@@ -147,6 +147,20 @@ void ParamGroup::register_params(bool unsharded) {
 void ParamGroup::unshard() {
   if (unsharded_ || params_.empty()) return;
   at::NoGradGuard no_grad;
+  if (post_forward_.defined()) {
+    // Resharded after forward to a smaller group: gather over it only.
+    at::Tensor gathered;
+    {
+      ExplicitOriginScope origin(origin_cause::kFsdpUnshard, "fully_shard all_gather");
+      naming_failures(module_name_, "all_gather of its parameters", mesh_.global_rank(), [&] {
+        gathered = collectives::all_gather_dim(post_forward_, post_forward_mesh_, 1, 0,
+                                               padded_total(post_world_) * post_world_);
+      });
+    }
+    post_forward_ = at::Tensor();
+    fill_unsharded(gathered, post_world_);
+    return;
+  }
   const at::Tensor& first = dtensor_impl(params_.front().sharded)->local();
   const auto dtype = mp_.param_dtype.value_or(first.scalar_type());
   // This rank's padded shards, one after another.
@@ -164,22 +178,58 @@ void ParamGroup::unshard() {
       gathered = collectives::all_gather_dim(send, mesh_, shard_dim_, 0, padded_total_ * world_);
     });
   }
-  const at::Tensor blocks = gathered.view({world_, padded_total_});
-  offset = 0;
+  fill_unsharded(gathered, world_);
+}
+
+int64_t ParamGroup::padded_total(int64_t world) const {
+  int64_t total = 0;
+  for (const FsdpParam& p : params_) total += ceil_div(p.shape[0], world) * p.row_numel;
+  return total;
+}
+
+void ParamGroup::fill_unsharded(const at::Tensor& gathered, int64_t world) {
+  const int64_t total = padded_total(world);
+  const at::Tensor blocks = gathered.view({world, total});
+  int64_t offset = 0;
   for (FsdpParam& p : params_) {
     restore_storage(p.unsharded_local);
+    const int64_t rows = ceil_div(p.shape[0], world);
     std::vector<int64_t> padded_shape = p.shape;
-    padded_shape[0] = p.padded_rows * world_;
+    padded_shape[0] = rows * world;
     // variable_data(): the copy must not bump the version autograd saved.
     p.unsharded_local.variable_data().copy_(
-        blocks.narrow(1, offset, p.padded_numel()).reshape(padded_shape).narrow(0, 0, p.shape[0]));
-    offset += p.padded_numel();
+        blocks.narrow(1, offset, rows * p.row_numel).reshape(padded_shape).narrow(0, 0, p.shape[0]));
+    offset += rows * p.row_numel;
   }
   register_params(/*unsharded=*/true);
   unsharded_ = true;
 }
 
+void ParamGroup::set_post_forward_mesh(DeviceMesh mesh) {
+  post_forward_mesh_ = std::move(mesh);
+  post_world_ = post_forward_mesh_.size(1);
+  post_rank_ = post_forward_mesh_.get_local_rank(1);
+}
+
+void ParamGroup::reshard_to_post_forward() {
+  if (!unsharded_ || !post_forward_mesh_.defined()) return reshard();
+  at::NoGradGuard no_grad;
+  const at::Tensor& first = params_.front().unsharded_local;
+  at::Tensor mine = at::zeros({padded_total(post_world_)}, first.options());
+  int64_t offset = 0;
+  for (const FsdpParam& p : params_) {
+    const int64_t rows = ceil_div(p.shape[0], post_world_);
+    const int64_t start = std::min(post_rank_ * rows, p.shape[0]);
+    const int64_t count = std::min(rows, p.shape[0] - start);
+    mine.narrow(0, offset, count * p.row_numel).copy_(p.unsharded_local.narrow(0, start, count).reshape({-1}));
+    offset += rows * p.row_numel;
+  }
+  reshard();
+  post_forward_ = std::move(mine);
+}
+
 void ParamGroup::reshard() {
+  post_forward_ = at::Tensor();
   if (!unsharded_) return;
   register_params(/*unsharded=*/false);
   for (FsdpParam& p : params_) free_storage(p.unsharded_local);

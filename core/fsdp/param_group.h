@@ -96,8 +96,17 @@ class ParamGroup {
   /// registers the unsharded tensors. No-op when already unsharded.
   void unshard();
   /// The module registers the sharded DTensors again and the unsharded
-  /// storage is freed. No-op when already sharded.
+  /// storage is freed (and any post-forward piece dropped). No-op when
+  /// already sharded.
   void reshard();
+  /// PyTorch's int reshard_after_forward: `mesh` is the group's ranks viewed
+  /// as (-1, n); after forward each rank keeps its torch.chunk piece of the
+  /// full parameters over its row of n ranks (reshard_to_post_forward), and
+  /// the next unshard gathers over that row only.
+  void set_post_forward_mesh(DeviceMesh mesh);
+  /// reshard(), keeping this rank's post-forward piece (plain reshard()
+  /// without a post-forward mesh).
+  void reshard_to_post_forward();
   /// One reduce_scatter (sum, in reduce_dtype; HSDP: then an all_reduce
   /// over the replicas; then / the data-parallel size) of the unsharded
   /// gradients, added to (or set as) the sharded parameters'
@@ -117,6 +126,11 @@ class ParamGroup {
   std::pair<DeviceMesh, Placements> sharded_layout(const FsdpParam& p) const;
   /// The unsharded gradient as the local tensor FSDP reduce-scatters, or undefined.
   at::Tensor local_gradient(const FsdpParam& p) const;
+  /// One rank's share of a bucket when the group's rows are split over `world`.
+  int64_t padded_total(int64_t world) const;
+  /// Fills the unsharded parameters from an all-gather over `world` ranks of
+  /// their padded pieces, and registers them.
+  void fill_unsharded(const at::Tensor& gathered, int64_t world);
 
   std::vector<FsdpParam> params_;
   DeviceMesh mesh_;
@@ -128,6 +142,10 @@ class ParamGroup {
   int64_t rank_ = 0;         // this rank's index along it
   int64_t padded_total_ = 0;  // sum of padded_numel(): one rank's share of a bucket
   bool unsharded_ = false;
+  DeviceMesh post_forward_mesh_;  // see set_post_forward_mesh; empty: none
+  int64_t post_world_ = 0;        // its dim 1's size, and this rank's index there
+  int64_t post_rank_ = 0;
+  at::Tensor post_forward_;       // this rank's post-forward pieces, while resharded to them
 };
 
 }  // namespace dtensor::fsdp

@@ -119,6 +119,39 @@ TEST(FullyShardTest, NoReshardAfterForwardGathersOnce) {
   EXPECT_EQ(counts.backward, (Counts{{"reduce_scatter_tensor", 3}}));
 }
 
+// PyTorch's int reshard_after_forward: after forward each rank keeps its
+// piece over a pair of ranks, so backward gathers over 2 ranks, not 4; the
+// values still equal one device's. 1 and 4 mean false and true; 3 is refused.
+TEST(FullyShardTest, ReshardAfterForwardToASmallerGroup) {
+  FullyShardOptions options;
+  options.reshard_after_forward_to = 2;
+  train_and_compare(4, {8, 16, 16, 8}, options);
+  run_fake_world(4, [&](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4}, {"dp"});
+    Stack model = make_stack({8, 16, 16, 8}, 7);
+    for (auto& layer : model->layers) fully_shard(*layer, mesh, options);
+    fully_shard(*model, mesh, options);
+    CollectiveCounter counter(w);
+    at::Tensor loss = loss_of(nn::call(model, make_batch(3, 8, 1)));
+    for (const auto& e : counter.events()) EXPECT_EQ(e.group_ranks.size(), 4u) << e.to_string();
+    EXPECT_EQ(counter.take(), (Counts{{"all_gather_into_tensor", 3}}));
+    loss.backward();
+    int64_t pair_gathers = 0;
+    for (const auto& e : counter.events()) {
+      if (e.kind != CollectiveKind::kAllGatherIntoTensor) continue;
+      const int64_t first = (w.rank() / 2) * 2;
+      EXPECT_EQ(e.group_ranks, (std::vector<int64_t>{first, first + 1})) << e.to_string();
+      ++pair_gathers;
+    }
+    EXPECT_EQ(pair_gathers, 3);  // every layer, gathered again over its pair
+    auto bad = options;
+    bad.reshard_after_forward_to = 3;
+    Stack other = make_stack({4, 4}, 1);
+    EXPECT_NE(testing::error_of([&] { fully_shard(*other, mesh, bad); }).find("must divide the 4 ranks"),
+              std::string::npos);
+  });
+}
+
 TEST(FullyShardTest, UnevenRowsAndFewerRowsThanRanks) {
   // 7 rows over 4 ranks (2, 2, 2, 1); 3 rows over 4 (1, 1, 1, 0).
   train_and_compare(4, {5, 7, 3}, {});

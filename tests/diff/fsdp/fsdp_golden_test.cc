@@ -121,7 +121,14 @@ Record run_program(const json& program) {
   const int steps = program.value("steps", 2);
   const int micro_steps = program.value("micro_steps", 1);
   FullyShardOptions options;
-  if (program.contains("reshard_after_forward")) options.reshard_after_forward = program.at("reshard_after_forward");
+  if (program.contains("reshard_after_forward")) {
+    const json& reshard = program.at("reshard_after_forward");
+    if (reshard.is_boolean()) {
+      options.reshard_after_forward = reshard.get<bool>();
+    } else {
+      options.reshard_after_forward_to = reshard.get<int64_t>();  // PyTorch's int
+    }
+  }
   Record record;
   run_fake_world(world, [&](World& w) {
     const auto shape = program.value("mesh", std::vector<int64_t>{world});
