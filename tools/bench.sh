@@ -6,6 +6,8 @@
 #   tools/bench.sh --smoke                # tiny sizes: checks that everything runs
 #   tools/bench.sh dispatch planner_quality   # a subset, by name
 #   tools/bench.sh --callgrind            # instructions per op of dispatch_bench (needs valgrind)
+#   tools/bench.sh pytorch                # PyTorch's own DTensor benchmark cases, ours and
+#                                         # PyTorch's (its venv, fake process group) side by side
 # BAZEL="bazel --output_base=/tmp/ob" tools/bench.sh  uses another output base;
 # BENCH_BIN=/path/to/folder tools/bench.sh  runs prebuilt binaries.
 # Benchmarks are never tests of time; their numbers go into BENCHMARKS.md.
@@ -23,6 +25,8 @@ for arg in "$@"; do
   esac
 done
 [ ${#names[@]} -eq 0 ] && names=("${ALL[@]}")
+pytorch_side=0
+if [ "${names[*]}" = pytorch ]; then pytorch_side=1; names=(pytorch_cases); fi
 [ "$callgrind" = 1 ] && names=(dispatch)
 targets=()
 for n in "${names[@]}"; do targets+=("//benchmarks:${n}_bench"); done
@@ -54,6 +58,25 @@ if [ "$callgrind" = 1 ]; then
     printf '%-34s %14d\n' "${desc% iters=*}" $((total / n))
   done | tee "$out/dispatch_callgrind.txt"
   rm -rf "$dir"
+  exit 0
+fi
+
+if [ "$pytorch_side" = 1 ]; then
+  # Both sides in one run: ours (solo mode, 256 ranks), then PyTorch's (its
+  # fake process group, 256 ranks), the same eight cases and timing.
+  python=${DTENSOR_HOME:-$HOME/.cache/dtensor}/python
+  "$bin/pytorch_cases_bench" "${smoke[@]}" --json "$out/pytorch_cases.json" || exit 1
+  "$python" benchmarks/pytorch_cases.py --json "$out/pytorch_cases_pytorch.json" \
+      $([ ${#smoke[@]} -gt 0 ] && echo --iters 20 --reps 1) 2>/dev/null || exit 1
+  python3 - "$out/pytorch_cases.json" "$out/pytorch_cases_pytorch.json" <<'PY' | tee "$out/pytorch_cases.txt"
+import json, sys
+ours = {r["case"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+theirs = json.load(open(sys.argv[2]))
+print(f"{'case':16} {'ours extra us':>14} {theirs['bench'].split('(')[1][:-1] + ' extra us':>24} {'ratio':>8}")
+for r in theirs["rows"]:
+    o = ours[r["case"]]["extra_us"]
+    print(f"{r['case']:16} {o:14.2f} {r['extra_us']:24.2f} {r['extra_us'] / max(o, 1e-9):7.1f}x")
+PY
   exit 0
 fi
 

@@ -25,6 +25,7 @@ CI_TARGETS=(
   //tests/reliability:planner_property_test
   //tests/reliability:fake_world_injection_test
   //tests/reliability:redistribute_property_test
+  //tests/reliability:strided_shard_property_test
   //tests/reliability:bad_input_sweep_test
   //tests/reliability:fuzz_corpus_test
 )

@@ -129,6 +129,19 @@ void register_tensor_rules(ShardingRegistry& registry) {
                new_factory());
   registry.add({"aten::_local_scalar_dense", "aten::equal", "aten::allclose", "aten::is_nonzero"},
                per_mesh_dim(replicate_all()));
+  // is_same_size compares the global shapes, as PyTorch's custom handler:
+  // no redistribution, no communication, whatever the placements.
+  constexpr const char* kIsSameSize = "dtensor::is_same_size";
+  registry.add({"aten::is_same_size"}, [](const OpCall& call) {
+    ShardingPlan plan;
+    for (const DTensorSpec& in : call.inputs) plan.input_placements.push_back(in.placements);
+    plan.local_kernel = kIsSameSize;
+    return plan;
+  });
+  registry.add_local_kernel(kIsSameSize, [](const LocalCall& c, std::vector<c10::IValue>* stack) {
+    stack->clear();
+    stack->emplace_back(c.call.inputs.at(0).meta.shape == c.call.inputs.at(1).meta.shape);
+  });
 }
 
 }  // namespace dtensor

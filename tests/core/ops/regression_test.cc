@@ -19,6 +19,22 @@ namespace {
 // view_rules.cc: in-place views whose shard dim moves (squeeze_, unsqueeze_,
 // transpose_, t_) were refused, since the written tensor "must keep" its
 // placements; torch::matmul(vector, matrix [S(1)]) ends in squeeze_(0).
+// aten::is_same_size (PyTorch's DTensor benchmark's "custom handler" case):
+// global shapes compared whatever the placements (uneven shards, where the
+// local shapes differ across ranks), no collective. It had no rule.
+TEST(RegressionTest, IsSameSizeComparesGlobalShapesWithoutCollectives) {
+  run_fake_world(4, [](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    DTensor rows = distribute_tensor(at::ones({6, 3}), mesh, {Shard(0)});  // 2, 2, 2, 0 rows
+    DTensor replicated = distribute_tensor(at::ones({6, 3}), mesh, {Replicate()});
+    DTensor other = distribute_tensor(at::ones({3, 6}), mesh, {Shard(1)});
+    testing::CollectiveCounter count(world);
+    EXPECT_TRUE(at::is_same_size(rows, replicated));
+    EXPECT_FALSE(at::is_same_size(rows, other));
+    EXPECT_EQ(count.total(), 0);
+  });
+}
+
 TEST(RegressionTest, InPlaceSqueezeRenumbersTheShard) {
   run_fake_world(4, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {4});
