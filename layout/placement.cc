@@ -169,7 +169,7 @@ class PlacementParser {
 
 int64_t Placement::shard_dim() const {
   DTENSOR_LAYOUT_CHECK(splits_dim(), "Placement::shard_dim: called on ", to_string(),
-                       ", which is not a Shard placement; check is_shard() first");
+                       ", which is not a Shard placement; check splits_dim() first");
   return dim_;
 }
 

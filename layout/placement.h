@@ -38,7 +38,7 @@ class Placement {
   // Replicate(), so that containers can default-construct placements.
   Placement() = default;
 
-  // Which of the three kinds this is.
+  // Which of the four kinds this is.
   Kind kind() const { return kind_; }
   // True for any Shard placement. False for StridedShard: code that reads
   // is_shard() assumes contiguous torch.chunk pieces, which a strided shard

@@ -24,8 +24,8 @@ namespace dtensor {
 // dims nest left to right (See Note [Nested sharding order] in shard_layout.h),
 // so a step may only touch the innermost split of a tensor dim: "i is
 // innermost for d" means no mesh dim j > i with size > 1 shards d, with a
-// Shard or a _StridedShard (size-1
-// mesh dims split nothing, so their order does not matter).
+// Shard or a _StridedShard (size-1 mesh dims split nothing, so their order
+// does not matter).
 //   S(d) -> R      all_gather          if i is innermost for d
 //   S(d) -> S(e)   all_to_all          if i is innermost for d and for e
 //   R    -> S(d)   local chunk         if i is innermost for d
