@@ -69,7 +69,7 @@ TEST(PlacementTest, FactoriesSetKindAndPredicates) {
 
 TEST(PlacementTest, AccessorsOfTheWrongKindThrowWithAdvice) {
   EXPECT_THAT(error_of<LayoutError>([] { Replicate().shard_dim(); }),
-              AllOf(HasSubstr("shard_dim"), HasSubstr("called on R"), HasSubstr("is_shard()")));
+              AllOf(HasSubstr("shard_dim"), HasSubstr("called on R"), HasSubstr("splits_dim()")));
   EXPECT_THAT(error_of<LayoutError>([] { Shard(0).reduce_op(); }),
               AllOf(HasSubstr("reduce_op"), HasSubstr("called on S(0)"),
                     HasSubstr("is_partial()")));
