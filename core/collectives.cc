@@ -25,15 +25,14 @@ at::Tensor pad_dim(const at::Tensor& x, int64_t dim, int64_t size) {
   return out;
 }
 
-// `padded`'s dim 0 holds n pieces of `piece` rows each; keeps the first
-// chunk_span(extent, n, j).size rows of piece j (drops the padding).
+// `padded`'s dim 0 holds n pieces of `piece` = ceil(extent / n) rows each;
+// keeps the first chunk_span(extent, n, j).size rows of piece j (drops the
+// padding). Under torch.chunk sizes every piece before the last non-empty one
+// is full and the later ones are empty, so the kept rows are exactly rows
+// [0, extent): one copy, not n slices and a cat (256 of them on 256 ranks).
 at::Tensor unpad_pieces(const at::Tensor& padded, int64_t n, int64_t piece, int64_t extent) {
   if (piece * n == extent) return padded;
-  std::vector<at::Tensor> pieces;
-  for (int64_t j = 0; j < n; ++j) {
-    pieces.push_back(padded.narrow(0, j * piece, chunk_span(extent, n, j).size));
-  }
-  return at::cat(pieces, 0);
+  return padded.narrow(0, 0, extent).clone();  // a copy: the padding is not kept alive
 }
 
 }  // namespace
@@ -112,12 +111,11 @@ at::Tensor all_to_all_dims(const at::Tensor& local, const DeviceMesh& mesh, int 
   at::Tensor send = padded.unflatten(to_dim, split).movedim(to_dim, 0).contiguous();
   at::Tensor received = at::empty_like(send);
   comm.all_to_all_single(received, send, {}, mesh.collective_tag(mesh_dim));
-  std::vector<at::Tensor> pieces;
-  for (int64_t j = 0; j < n; ++j) {
-    pieces.push_back(received[j].narrow(from_dim, 0, chunk_span(from_extent, n, j).size));
-  }
+  // Rank j's padded piece of from_dim, one after another along from_dim; as
+  // in unpad_pieces, the real rows are the first from_extent of them.
+  const at::Tensor joined = received.movedim(0, from_dim).flatten(from_dim, from_dim + 1);
   const ChunkSpan mine = chunk_span(to_extent, n, comm.rank());
-  return at::cat(pieces, from_dim).narrow(to_dim, 0, mine.size).contiguous();
+  return joined.narrow(from_dim, 0, from_extent).narrow(to_dim, 0, mine.size).contiguous();
 }
 
 void all_reduce_(at::Tensor& tensor, const DeviceMesh& mesh, int mesh_dim, ReduceOp op) {
