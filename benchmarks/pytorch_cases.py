@@ -13,7 +13,6 @@ tools/bench.sh pytorch runs both sides and prints them side by side.
 
 import argparse
 import json
-import time
 import warnings
 
 import torch
@@ -21,20 +20,10 @@ import torch.distributed as dist
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
+from pytorch_dtensor_overhead import per_call_us  # the same timing as the 1-rank cases
+
 warnings.filterwarnings("ignore")
 WORLD = 256
-
-
-def per_call_us(fn, iters, reps):
-    for _ in range(max(1, iters // 10)):
-        fn()
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.thread_time_ns()
-        for _ in range(iters):
-            fn()
-        best = min(best, (time.thread_time_ns() - t0) / iters / 1e3)
-    return best
 
 
 def main():

@@ -5,7 +5,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -18,6 +17,7 @@
 #include "layout/shard_layout.h"
 #include "layout/visualize_sharding.h"
 #include "testing/error_of.h"
+#include "testing/run_command.h"
 
 namespace dtensor {
 namespace {
@@ -138,16 +138,10 @@ for extent in range(13):
             shards, _ = _StridedShard(0, split_factor=sf)._split_tensor(torch.arange(extent), n, with_padding=False)
             print(extent, sf, n, "|".join(",".join(str(v) for v in s.tolist()) for s in shards))
 )";
-  const std::string command = std::string(python) + " -c '" + script + "'";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buffer[4096];
-  while (size_t got = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, got);
-  const int status = pclose(pipe);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << python << " has no torch";
-  ASSERT_EQ(status, 0) << out;
-  std::istringstream lines(out);
+  const testing::CommandRun run = testing::run_command(std::string(python) + " -c '" + script + "'");
+  if (run.status == 77) GTEST_SKIP() << python << " has no torch";
+  ASSERT_EQ(run.status, 0) << run.output;
+  std::istringstream lines(run.output);
   int compared = 0;
   int64_t extent = 0, sf = 0, n = 0;
   std::string pieces;

@@ -11,11 +11,8 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <torch/optim/sgd.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -27,32 +24,23 @@
 #include "core/dtensor.h"
 #include "core/fsdp/fully_shard.h"
 #include "tests/core/fsdp/linear_stack.h"
+#include "testing/run_command.h"
 #include "testing/scratch_dir.h"
 
 namespace dtensor {
 namespace {
 
-struct PythonRun {
-  int status = -1;
-  std::string output;
-};
+using PythonRun = testing::CommandRun;
 
-// Runs pytorch_dcp.py with `args`; skips the test when no Python with torch
-// and safetensors is given.
+// Runs pytorch_dcp.py with `args`; status -1 when no Python is given (the
+// tests then skip).
 PythonRun run_python(const std::string& args) {
   const char* python = std::getenv("DTENSOR_PYTHON");
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
-  PythonRun run;
-  if (python == nullptr || srcdir == nullptr || workspace == nullptr) return run;
+  if (python == nullptr || srcdir == nullptr || workspace == nullptr) return {};
   const std::string script = std::string(srcdir) + "/" + workspace + "/tests/core/checkpoint/pytorch_dcp.py";
-  FILE* pipe = popen((std::string(python) + " " + script + " " + args + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer{};
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) run.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return run;
+  return testing::run_command(std::string(python) + " " + script + " " + args);
 }
 
 #define SKIP_WITHOUT_PYTORCH(run)                                                       \

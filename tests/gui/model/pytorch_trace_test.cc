@@ -5,10 +5,7 @@
 // origins, and `comm_report --diff` of the PyTorch MLP's trace and dtensor's
 // `--program mlp` trace agrees.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -16,6 +13,7 @@
 #include <string>
 
 #include "gui/model/trace_loader.h"
+#include "testing/run_command.h"
 #include "testing/scratch_dir.h"
 #include "trace/trace_json.h"
 
@@ -32,22 +30,6 @@ std::string read_all(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
-}
-
-struct CommandRun {
-  int status = -1;
-  std::string output;
-};
-
-CommandRun run_command(const std::string& command) {
-  CommandRun run;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer{};
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) run.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return run;
 }
 
 // Rank `rank`'s calls by origin cause ("implicit", "redistribute", or "none").
@@ -82,8 +64,8 @@ TEST(PyTorchTraceTest, PyTorchsTpMlpTraceEqualsDtensorsByCommReportDiff) {
   const std::string dir = testing::scratch_dir("pytorch_trace");
   const std::string theirs = dir + "/pytorch_mlp.json";
   const std::string ours = dir + "/dtensor_mlp.json";
-  const CommandRun traced =
-      run_command(std::string(python) + " " + runfile("tools/pytorch_trace/tp_mlp.py") + " " + theirs + " 4");
+  const testing::CommandRun traced =
+      testing::run_command(std::string(python) + " " + runfile("tools/pytorch_trace/tp_mlp.py") + " " + theirs + " 4");
   if (traced.status != 0 && traced.output.find("No module named") != std::string::npos) {
     GTEST_SKIP() << "the Python lacks torch: " << traced.output;
   }
@@ -96,9 +78,9 @@ TEST(PyTorchTraceTest, PyTorchsTpMlpTraceEqualsDtensorsByCommReportDiff) {
   EXPECT_TRUE(result.trace->calls_recorded);
   EXPECT_EQ(causes(*result.trace, 3), (std::map<std::string, int>{{"redistribute", 1}}));
   const std::string comm_report = runfile("examples/report/comm_report");
-  const CommandRun mine = run_command(comm_report + " --program mlp --trace-json " + ours);
+  const testing::CommandRun mine = testing::run_command(comm_report + " --program mlp --trace-json " + ours);
   ASSERT_EQ(mine.status, 0) << mine.output;
-  const CommandRun diff = run_command(comm_report + " --diff " + theirs + " " + ours);
+  const testing::CommandRun diff = testing::run_command(comm_report + " --diff " + theirs + " " + ours);
   EXPECT_EQ(diff.status, 0) << diff.output;
   EXPECT_NE(diff.output.find("agree"), std::string::npos) << diff.output;
 }
