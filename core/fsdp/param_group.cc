@@ -100,8 +100,8 @@ ParamGroup::ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrec
     p.unsharded = p.is_tp() ? DTensor::from_local(p.unsharded_local, p.tp_mesh, p.tp_placements, options)
                             : p.unsharded_local;
     p.unsharded.set_requires_grad(p.requires_grad);
-    padded_total_ += p.padded_numel();
   }
+  padded_total_ = padded_total(world_);
   register_params(/*unsharded=*/false);
 }
 
@@ -300,10 +300,11 @@ bool ParamGroup::reduce_gradients() {
       if (grad.defined()) {
         dtensor_impl(grad)->local().add_(local);
       } else {
+        // Laid out as the sharded parameter (its spec, not the meshes joined again).
+        const DTensorSpec& spec = dtensor_impl(p.sharded)->spec();
         FromLocalOptions options;
-        options.shape = p.global_shape;
-        const auto [sharded_mesh, sharded_placements] = sharded_layout(p);
-        grad = DTensor::from_local(local, sharded_mesh, sharded_placements, options);
+        options.shape = spec.meta.shape;
+        grad = DTensor::from_local(local, spec.mesh, spec.placements, options);
       }
     }
     offset += p.padded_numel();

@@ -140,7 +140,7 @@ class ParamGroup {
   Placements placements_;    // (Shard(0)) or, HSDP, (Replicate(), Shard(0))
   int64_t world_ = 1;        // ranks along shard_dim_
   int64_t rank_ = 0;         // this rank's index along it
-  int64_t padded_total_ = 0;  // sum of padded_numel(): one rank's share of a bucket
+  int64_t padded_total_ = 0;  // padded_total(world_), computed once
   bool unsharded_ = false;
   DeviceMesh post_forward_mesh_;  // see set_post_forward_mesh; empty: none
   int64_t post_world_ = 0;        // its dim 1's size, and this rank's index there
