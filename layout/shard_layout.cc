@@ -209,6 +209,16 @@ void check_local_shapes(const std::vector<std::vector<int64_t>>& local_shapes,
   }
 }
 
+// The checks both layout queries make: the coordinate is on the mesh, no
+// extent is negative, the placements are valid; returns them normalized.
+Placements checked_layout_inputs(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                                 const Placements& placements, const std::vector<int64_t>& coordinate,
+                                 const char* caller) {
+  mesh.rank_of(coordinate);  // Throws if the coordinate is not on the mesh.
+  check_extents(global_shape, caller, "global shape");
+  return validate_placements(placements, mesh, static_cast<int64_t>(global_shape.size()));
+}
+
 }  // namespace
 
 ChunkSpan chunk_span(int64_t dim_size, int64_t num_chunks, int64_t index) {
@@ -250,10 +260,8 @@ ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
 ShardLayout local_shape_and_offset(const std::vector<int64_t>& global_shape,
                                    const MeshShape& mesh, const Placements& placements,
                                    const std::vector<int64_t>& coordinate) {
-  mesh.rank_of(coordinate);  // Throws if the coordinate is not on the mesh.
-  check_extents(global_shape, "local_shape_and_offset", "global shape");
   const Placements normalized =
-      validate_placements(placements, mesh, static_cast<int64_t>(global_shape.size()));
+      checked_layout_inputs(global_shape, mesh, placements, coordinate, "local_shape_and_offset");
   return layout_at(global_shape, mesh, normalized, coordinate);
 }
 
@@ -261,10 +269,8 @@ std::vector<std::vector<ChunkSpan>> local_spans(const std::vector<int64_t>& glob
                                                 const MeshShape& mesh,
                                                 const Placements& placements,
                                                 const std::vector<int64_t>& coordinate) {
-  mesh.rank_of(coordinate);  // Throws if the coordinate is not on the mesh.
-  check_extents(global_shape, "local_spans", "global shape");
   const Placements normalized =
-      validate_placements(placements, mesh, static_cast<int64_t>(global_shape.size()));
+      checked_layout_inputs(global_shape, mesh, placements, coordinate, "local_spans");
   return spans_at(global_shape, mesh, normalized, coordinate);
 }
 
