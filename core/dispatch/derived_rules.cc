@@ -66,6 +66,15 @@ int64_t single_out_argument(const c10::FunctionSchema& schema) {
   return out;
 }
 
+// True for an out= overload: some kwarg-only argument is written (`out`,
+// or several: max.dim_max's `max` and `max_values`).
+bool writes_kwarg_only(const c10::FunctionSchema& schema) {
+  for (const c10::Argument& a : schema.arguments()) {
+    if (a.kwarg_only() && writes_argument(a)) return true;
+  }
+  return false;
+}
+
 bool is_in_place(const c10::FunctionSchema& schema) {
   const std::string& name = schema.name();
   return name.size() > 1 && name.back() == '_' && name.rfind("aten::__", 0) != 0 && !schema.arguments().empty() &&
@@ -165,12 +174,11 @@ std::optional<ShardingRule> derive_rule(const c10::OperatorHandle& op, const Sha
 std::optional<ShardingRule> find_rule(const c10::OperatorHandle& op, const std::string& full_name,
                                       const ShardingRegistry& registry) {
   if (auto exact = registry.find_exact(full_name)) return exact;
-  const bool out_variant = op.hasSchema() && single_out_argument(op.schema()) >= 0;
-  if (out_variant) {
-    if (auto derived = derive_rule(op, registry)) return derived;
-  }
+  // A base-name rule ("aten::native_layer_norm") is written for the
+  // functional arguments: an out= overload, whose `out` tensors would be
+  // taken for inputs, only ever gets a derived rule.
+  if (op.hasSchema() && writes_kwarg_only(op.schema())) return derive_rule(op, registry);
   if (auto by_base = registry.find(full_name)) return by_base;
-  if (out_variant) return std::nullopt;
   if (auto derived = derive_rule(op, registry)) return derived;
   return derive_foreach_rule(op, registry);
 }

@@ -14,6 +14,8 @@ void register_builtin_rules(ShardingRegistry& registry) {
   register_vector_product_rules(registry);
   register_nn_rules(registry);
   register_loss_rules(registry);
+  register_spatial_rules(registry);
+  register_norm_rules(registry);
   register_loss_parallel_rules(registry);  // after the math and loss rules it wraps
   register_autograd_overrides();
 }

@@ -45,6 +45,8 @@ const std::vector<Family>& families() {
       {"math", "core/ops/math_rules.cc", &dtensor::register_math_rules},
       {"nn", "core/ops/nn_rules.cc", &dtensor::register_nn_rules},
       {"loss", "core/ops/loss_rules.cc", &dtensor::register_loss_rules},
+      {"spatial", "core/ops/spatial_rules.cc", &dtensor::register_spatial_rules},
+      {"norm", "core/ops/norm_rules.cc", &dtensor::register_norm_rules},
   };
   return all;
 }

@@ -1,0 +1,131 @@
+// Batch norm and group norm, forward and backward (layer norm is in
+// nn_rules.cc). Batch norm normalises each channel over the batch and the
+// spatial dims, so only the channel dim shards: [N, C, *] tensors on dim 1,
+// the per-channel ones ([C]: weight, bias, running and saved statistics) on
+// dim 0. Group norm normalises each sample, so the batch dim shards.
+//   native_batch_norm(x [S(1)], w [S(0)], b [S(0)], rm [S(0)], rv [S(0)]) -> S(1), S(0), S(0), no comm
+//   native_group_norm(x [S(0)], w [R], b [R], N, C, HxW, G, eps) -> S(0) x3, N rewritten to this rank's
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+#include "core/ops/arg_parsing.h"
+#include "core/ops/builtin_rules.h"
+#include "core/ops/strategy_builders.h"
+
+namespace dtensor {
+namespace {
+
+using detail::placement_of;
+
+// Note [Batch norm keeps its running statistics where they are]
+// In training, batch norm writes running_mean and running_var in place (the
+// schemas of _native_batch_norm_legit and _batch_norm_with_update mark them
+// `(a!)`; native_batch_norm writes them unmarked). If a plan redistributed
+// them, the op would update a temporary copy and the module's buffers would
+// silently keep their old values; PyTorch 2.15 does exactly that when it
+// shards the channel dim of a replicated BatchNorm. Here a training call only
+// takes candidates that leave both statistics as they are: with [C] buffers
+// sharded S(0) like the weight the channel dim shards, with replicated buffers
+// the whole op is replicated (data parallel: the batch is gathered, as the
+// statistics need every sample).
+// How a batch norm overload's schema reads: whether output 3 is cuDNN's
+// reserve (opaque: Replicate) and when it writes running_mean and
+// running_var (schema args 3 and 4).
+struct BatchNormForm {
+  enum class Writes { kNever, kWhenTraining, kAlways };  // kWhenTraining: the bool at arg 5
+  Writes writes = Writes::kWhenTraining;
+  bool reserve = false;
+};
+
+DimRule batch_norm_rule(BatchNormForm form) {
+  return [form](const OpCall& call, int mesh_dim) {
+    DimStrategy channel;
+    channel.inputs.assign(call.inputs.size(), Shard(0));
+    channel.inputs[0] = Shard(1);
+    channel.outputs.assign(call.outputs.size(), Shard(0));
+    channel.outputs[0] = Shard(1);
+    if (form.reserve) channel.outputs[3] = Replicate();
+    std::vector<DimStrategy> candidates{detail::all_replicate(call), channel};
+
+    const bool writes = form.writes == BatchNormForm::Writes::kAlways ||
+                        (form.writes == BatchNormForm::Writes::kWhenTraining && detail::bool_arg(call, 5, false));
+    if (!writes) return candidates;
+    std::vector<int64_t> written;
+    for (size_t a : {3, 4}) {
+      const int64_t i = detail::input_at_arg(call, a);
+      if (i >= 0) written.push_back(i);
+    }
+    auto keeps_statistics = [&](const DimStrategy& s) {
+      return std::all_of(written.begin(), written.end(), [&](int64_t i) {
+        return s.inputs[static_cast<size_t>(i)] == placement_of(call, static_cast<size_t>(i), mesh_dim);
+      });
+    };
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                    [&](const DimStrategy& s) { return !keeps_statistics(s); }),
+                     candidates.end());
+    TORCH_CHECK(!candidates.empty(), call.describe(), ": batch norm updates running_mean and running_var in ",
+                "place, so they must keep their placements, but on mesh dim ", mesh_dim,
+                " they are neither Replicate nor Shard(0) with the input's channel dim sharded. "
+                "Distribute the BatchNorm buffers like its weight (Replicate, or Shard(0) for channel "
+                "sharding), or call it with training=false");
+    return candidates;
+  };
+}
+
+// native_batch_norm_backward(grad_out, input, weight?, running_mean?,
+// running_var?, save_mean?, save_invstd?, train, eps, output_mask) ->
+// (grad_input [N, C, *], grad_weight [C], grad_bias [C]).
+DimRule batch_norm_backward_rule() {
+  return [](const OpCall& call, int) {
+    DimStrategy channel;
+    channel.inputs.assign(call.inputs.size(), Shard(0));
+    channel.inputs[0] = channel.inputs[1] = Shard(1);
+    channel.outputs.assign(call.outputs.size(), Shard(0));
+    channel.outputs[0] = Shard(1);
+    return std::vector<DimStrategy>{detail::all_replicate(call), channel};
+  };
+}
+
+// Note [Group norm takes the local batch size]
+// native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) is told the
+// global N, C and HxW by the composite group_norm above it; with the batch
+// dim sharded this rank's kernel must be told its own N (C and HxW do not
+// change: only dim 0 shards). So does the backward (arg 5 there).
+ShardingRule group_norm_rule(size_t input, size_t n_arg, bool backward) {
+  DimRule dim_rule = [input, backward](const OpCall& call, int) {
+    DimStrategy batch = detail::every_tensor_as(call, Shard(0));
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      if (i != input && (!backward || i > 3)) batch.inputs[i] = Replicate();  // weight, bias
+    }
+    if (backward) {  // grad_weight, grad_bias: partial sums over this rank's samples
+      for (size_t o = 1; o < batch.outputs.size(); ++o) batch.outputs[o] = Partial();
+    }
+    return std::vector<DimStrategy>{detail::all_replicate(call), batch};
+  };
+  return [dim_rule, input, n_arg](const OpCall& call) {
+    ShardingPlan plan = expand_per_mesh_dim(call, dim_rule);
+    const int64_t local_n = call.inputs[input].with_placements(plan.input_placements[input]).local_shape()[0];
+    if (local_n != call.arg(n_arg).toInt()) plan.local_arg_overrides.emplace_back(n_arg, c10::IValue(local_n));
+    return plan;
+  };
+}
+
+}  // namespace
+
+void register_norm_rules(ShardingRegistry& registry) {
+  using Writes = BatchNormForm::Writes;
+  registry.add({"aten::native_batch_norm"}, per_mesh_dim(batch_norm_rule({})));
+  registry.add({"aten::_native_batch_norm_legit"}, per_mesh_dim(batch_norm_rule({})));
+  registry.add({"aten::_native_batch_norm_legit.no_stats"}, per_mesh_dim(batch_norm_rule({Writes::kNever})));
+  registry.add({"aten::_native_batch_norm_legit_no_training"}, per_mesh_dim(batch_norm_rule({Writes::kNever})));
+  // The functional forms return the new statistics (two more [C] outputs) instead of writing them.
+  registry.add({"aten::_native_batch_norm_legit_functional"}, per_mesh_dim(batch_norm_rule({Writes::kNever})));
+  registry.add({"aten::_batch_norm_with_update"}, per_mesh_dim(batch_norm_rule({Writes::kAlways, true})));
+  registry.add({"aten::_batch_norm_with_update_functional"}, per_mesh_dim(batch_norm_rule({Writes::kNever, true})));
+  registry.add({"aten::native_batch_norm_backward"}, per_mesh_dim(batch_norm_backward_rule()));
+  registry.add({"aten::native_group_norm"}, group_norm_rule(/*input=*/0, /*n_arg=*/3, /*backward=*/false));
+  registry.add({"aten::native_group_norm_backward"}, group_norm_rule(/*input=*/1, /*n_arg=*/5, /*backward=*/true));
+}
+
+}  // namespace dtensor
