@@ -126,10 +126,10 @@ void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
     for (int64_t x : v.toIntVector()) key->push_back(x);
     key->push_back(-3);
   } else if (v.isDouble()) {
-    key->push_back(4);  // value left out: see Note [Sharding cache key]
+    key->insert(key->end(), {4, v.toDouble() == 0.0 ? 1 : 0});  // only whether it is 0: Note [Sharding cache key]
   } else if (v.isScalar()) {
     at::Scalar s = v.toScalar();
-    key->insert(key->end(), {5, static_cast<int64_t>(s.type())});
+    key->insert(key->end(), {5, static_cast<int64_t>(s.type()), s.equal(0) ? 1 : 0});
   } else if (v.isNone()) {
     key->push_back(6);
   } else if (v.isString()) {

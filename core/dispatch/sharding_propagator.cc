@@ -21,9 +21,11 @@ namespace {
 // Note [Sharding cache key]
 // A decision depends on the operator, the input specs and the non-tensor
 // arguments that shape it (dims, sizes, flags, dtypes). Floating-point scalar
-// VALUES are left out on purpose (only their kind is kept): optimizers pass a
-// new learning-rate or bias-correction scalar every step, and keying on them
-// would grow the cache without bound. No built-in rule reads a float value.
+// VALUES are left out on purpose (only their kind and whether they are 0 are
+// kept): optimizers pass a new learning-rate or bias-correction scalar every
+// step, and keying on them would grow the cache without bound. No built-in
+// rule reads a float value beyond its zeroness (constant_pad_nd's value: a
+// padded P(sum) stays Partial only when the pad is 0).
 // The thread's rule modes (Note [Rule modes] in core/dispatch/dispatch_mode.h,
 // e.g. loss_parallel) are part of the key: rules decide differently inside.
 //

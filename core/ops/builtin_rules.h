@@ -24,6 +24,8 @@ void register_nn_rules(ShardingRegistry& registry);
 void register_loss_rules(ShardingRegistry& registry);
 void register_spatial_rules(ShardingRegistry& registry);
 void register_norm_rules(ShardingRegistry& registry);
+void register_scatter_rules(ShardingRegistry& registry);
+void register_linalg_rules(ShardingRegistry& registry);
 /// Loss parallelism (core/ops/loss_parallel_rules.cc): wraps the rules of
 /// _log_softmax, nll_loss and their backwards registered before it.
 void register_loss_parallel_rules(ShardingRegistry& registry);

@@ -130,6 +130,24 @@ DimRule triangle_rule() {
   };
 }
 
+// linalg_cross(self, other, dim=-1): pointwise on every dim but the
+// length-3 cross-product dim, which stays whole (PyTorch 2.15's rule).
+DimRule cross_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const int64_t ndim = detail::output_ndim(call, 0);
+    const int64_t cross = detail::wrap_dim(detail::int_arg(call, 2, -1), ndim);
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      const Placement& p = placement_of(call, i, mesh_dim);
+      if (p.is_shard() && p.shard_dim() != cross && detail::input_ndim(call, 0) == ndim &&
+          detail::input_ndim(call, 1) == ndim) {
+        candidates.push_back(detail::every_tensor_as(call, p));
+      }
+    }
+    return candidates;
+  };
+}
+
 }  // namespace
 
 // Note [Norms of sharded dims]
@@ -161,6 +179,7 @@ void register_math_rules(ShardingRegistry& registry) {
   registry.add({"aten::kthvalue"}, per_mesh_dim(whole_dims_rule(DimsSpec{2, false, 3})));
   registry.add({"aten::median.dim", "aten::nanmedian.dim", "aten::mode"},
                per_mesh_dim(whole_dims_rule(DimsSpec{1, false, 2})));
+  registry.add({"aten::linalg_cross"}, per_mesh_dim(cross_rule()));
   registry.add({"aten::linalg_vector_norm"}, per_mesh_dim(whole_dims_rule(DimsSpec{2, true, 3})));
   registry.add({"aten::norm.ScalarOpt_dim", "aten::norm.ScalarOpt_dim_dtype"},
                per_mesh_dim(whole_dims_rule(DimsSpec{2, true, 3})));

@@ -166,6 +166,14 @@ void register_more_pointwise_rules(ShardingRegistry& registry) {
   registry.add({"aten::logaddexp", "aten::logaddexp2"}, per_mesh_dim(pointwise(kMonotoneBinary)));
   registry.add({"aten::fmax"}, per_mesh_dim(pointwise(with(kMonotoneBinary, {{kMax, kMax, kMax}}))));
   registry.add({"aten::fmin"}, per_mesh_dim(pointwise(with(kMonotoneBinary, {{kMin, kMin, kMin}}))));
+  // Non-increasing on x > 0 only: a P(min) input's smallest piece stays in
+  // the domain, a P(max)'s may not (2.15's positive-domain rows).
+  registry.add({"aten::special_modified_bessel_k0", "aten::special_modified_bessel_k1",
+                "aten::special_scaled_modified_bessel_k0", "aten::special_scaled_modified_bessel_k1"},
+               per_mesh_dim(pointwise({{kMax, kMin}})));
+  // xlog1py(x, y) = x * log1p(y): linear in x with y replicated.
+  registry.add({"aten::special_xlog1py", "aten::special_xlog1py.other_scalar"},
+               per_mesh_dim(pointwise(kFirstArgLinear)));
   // No Partial survives these: a Partial input is reduced first.
   registry.add(with_inplace({"aten::acosh", "aten::atanh", "aten::celu", "aten::copysign", "aten::digamma",
                              "aten::erfinv", "aten::gcd", "aten::lcm", "aten::hardsigmoid", "aten::heaviside",

@@ -132,6 +132,15 @@ void register_reduction_rules(ShardingRegistry& registry) {
   ReductionKind gather_first{std::nullopt, false, 1, true, 2};
   registry.add({"aten::max.dim", "aten::min.dim", "aten::argmax", "aten::argmin"},
                per_mesh_dim(reduction(gather_first)));
+  // all/any are not linear: PyTorch 2.15's validation found S(dim) -> P wrong
+  // for them, so a reduced shard is gathered. Every overload (none, one or
+  // several dims) reads its dims at arg 1 and keepdim at arg 2.
+  registry.add({"aten::all", "aten::any"}, per_mesh_dim(reduction(gather_first)));
+  ReductionKind nansum = sum;  // nansum(self, dim?, keepdim, dtype): a sum that skips NaNs
+  registry.add({"aten::nansum"}, per_mesh_dim(reduction(nansum)));
+  // The median of every element needs them all: Replicate only.
+  registry.add({"aten::median", "aten::nanmedian"},
+               per_mesh_dim([](const OpCall& call, int) { return std::vector<DimStrategy>{detail::all_replicate(call)}; }));
   // prod over a sharded dim leaves Partial(product), as in PyTorch.
   ReductionKind dim_prod{ReduceOp::kProduct, false, 1, true, 2};
   registry.add({"aten::prod.dim_int"}, per_mesh_dim(reduction(dim_prod)));

@@ -774,6 +774,85 @@ def more_pointwise_program(g, pid):
             "inputs": inputs, "steps": steps}
 
 
+# ---------------------------------------------------------------- convolution, pooling, norms
+# PyTorch 2.15's single-dim strategies for [N, C, *spatial] ops
+# (core/ops/spatial_rules.cc, core/ops/norm_rules.cc): inputs [N, C, H, W]
+# with N, C in 1..5 (uneven shards on 4 ranks), random placements; the
+# backward reaches the backward ops (convolution_backward,
+# max_pool2d_with_indices_backward, upsample_*_backward, ...).
+
+
+def spatial(g):
+    """Returns (inputs, steps, differentiable)."""
+    n, c = g.rng.randint(1, 5), g.rng.randint(1, 5)
+    h, w = g.rng.randint(3, 6), g.rng.randint(3, 6)
+    x = g.t([n, c, h, w])
+    kind = g.rng.choice(["conv", "conv", "conv_patches", "max_pool", "max_pool", "avg_pool", "adaptive_avg",
+                         "adaptive_max", "bilinear", "nearest", "linear1d", "grid_sample", "batch_norm",
+                         "batch_norm", "batch_norm_eval", "group_norm", "group_norm", "max_unpool"])
+    if kind == "conv":
+        o, k = g.rng.randint(1, 4), g.rng.choice([1, 2, 3])
+        pad, stride = g.rng.randint(0, k // 2), g.rng.choice([1, 2])
+        bias = g.t([o]) if g.rng.random() < 0.6 else None
+        ins = [x, g.t([o, c, k, k])] + ([bias] if bias else [])
+        return ins, [op("aten::convolution", T(0), T(1), T(2) if bias else None, [stride, stride], [pad, pad],
+                        [1, 1], False, [0, 0], 1)], True
+    if kind == "conv_patches":  # stride == kernel width: the last dim may shard
+        o, k = g.rng.randint(1, 4), g.rng.choice([1, 2])
+        length = k * g.rng.choice([2, 4, 8])
+        return ([g.t([n, c, length]), g.t([o, c, k])],
+                [op("aten::convolution", T(0), T(1), None, [k], [0], [1], False, [0], 1)], True)
+    if kind in ("max_pool", "avg_pool"):
+        k = g.rng.choice([2, 3])
+        stride, pad = g.rng.choice([1, 2]), g.rng.randint(0, k // 2)
+        if kind == "max_pool":
+            return [x], [op("aten::max_pool2d_with_indices", T(0), [k, k], [stride, stride], [pad, pad])], True
+        return [x], [op("aten::avg_pool2d", T(0), [k, k], [stride, stride], [pad, pad])], True
+    if kind in ("adaptive_avg", "adaptive_max"):
+        size = [g.rng.randint(1, h), g.rng.randint(1, w)]
+        name = "aten::_adaptive_avg_pool2d" if kind == "adaptive_avg" else "aten::adaptive_max_pool2d"
+        return [x], [op(name, T(0), size)], True
+    if kind == "bilinear":
+        return [x], [op("aten::upsample_bilinear2d", T(0), [h + g.rng.randint(-1, 3), w + 2],
+                        g.rng.random() < 0.5)], True
+    if kind == "nearest":
+        return [x], [op("aten::upsample_nearest2d", T(0), [2 * h, w + 1])], True
+    if kind == "linear1d":
+        return [g.t([n, c, w])], [op("aten::upsample_linear1d", T(0), [2 * w - 1], False)], True
+    if kind == "grid_sample":
+        grid = g.t([n, g.rng.randint(1, 4), g.rng.randint(1, 4), 2], scale=1.8)
+        return [x, grid], [op("aten::grid_sampler_2d", T(0), T(1), 0, 0, False)], True
+    if kind == "batch_norm":  # training, no running statistics
+        return ([x, g.t([c], offset=1.0), g.t([c])],
+                [op("aten::native_batch_norm", T(0), T(1), T(2), None, None, True, 0.1, 1e-5)], True)
+    if kind == "batch_norm_eval":
+        return ([x, g.t([c], offset=1.0), g.t([c]), g.t([c]), g.t([c], scale=0.5, offset=1.0)],
+                [op("aten::native_batch_norm", T(0), T(1), T(2), T(3), T(4), False, 0.1, 1e-5)], False)
+    if kind == "group_norm":
+        groups = g.rng.choice([d for d in range(1, c + 1) if c % d == 0])
+        return ([x, g.t([c], offset=1.0), g.t([c])],
+                [op("aten::native_group_norm", T(0), T(1), T(2), n, c, h * w, groups, 1e-5)], True)
+    # max_unpool2d of a max pooling's output and indices (tensors 1 and 2)
+    return ([x], [op("aten::max_pool2d_with_indices", T(0), [2, 2], [2, 2]),
+                  op("aten::max_unpool2d", T(1), T(2), [h - h % 2, w - w % 2])], True)
+
+
+def spatial_program(g, pid):
+    mesh_shape, names, world = g.rng.choice(MESHES)
+    inputs, steps, differentiable = spatial(g)
+    for spec in inputs:
+        spec["placements"] = placement(g, len(spec["shape"]), len(mesh_shape), True)
+    last = len(inputs) + (2 if len(steps) == 2 else 0)  # the result (max_unpool: after pooling's two)
+    if g.rng.random() < 0.3:
+        steps.append({"kind": "full_tensor", "t": last})
+    if differentiable and g.rng.random() < 0.6:
+        for spec in inputs:
+            spec["requires_grad"] = True
+        steps.append({"kind": "backward", "t": last, "grads": list(range(len(inputs)))})
+    return {"id": pid, "world_size": world, "mesh": {"shape": list(mesh_shape), "names": names},
+            "inputs": inputs, "steps": steps}
+
+
 def write_shard(path, seed, progs):
     with open(path, "w") as f:
         json.dump({"format": FORMAT, "generator": f"generate_programs.py --seed {seed}",
@@ -789,6 +868,7 @@ def main():
     ap.add_argument("--structured", type=int, default=240, help="structured programs, in one more shard")
     ap.add_argument("--derived", type=int, default=300, help="out= and in-place programs, in one more shard")
     ap.add_argument("--more-pointwise", type=int, default=300, help="PyTorch 2.15's other pointwise ops, one more shard")
+    ap.add_argument("--spatial", type=int, default=300, help="convolution, pooling, norm programs, one more shard")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     g = Gen(random.Random(a.seed))
@@ -806,9 +886,13 @@ def main():
     gp = Gen(random.Random(a.seed * 1000 + 3))
     pointwise_progs = [more_pointwise_program(gp, f"p{a.seed}_{i:04d}") for i in range(a.more_pointwise)]
     write_shard(os.path.join(a.out, f"programs_{a.shards + 2:02d}.json"), a.seed, pointwise_progs)
+    gc = Gen(random.Random(a.seed * 1000 + 4))
+    spatial_progs = [spatial_program(gc, f"c{a.seed}_{i:04d}") for i in range(a.spatial)]
+    write_shard(os.path.join(a.out, f"programs_{a.shards + 3:02d}.json"), a.seed, spatial_progs)
     print(f"{len(progs)} op programs in {a.shards} shards, {len(structured)} structured programs "
-          f"in shard {a.shards}, {len(derived_progs)} out=/in-place programs in shard {a.shards + 1} "
-          f"and {len(pointwise_progs)} of 2.15's other pointwise ops in shard {a.shards + 2} under {a.out}")
+          f"in shard {a.shards}, {len(derived_progs)} out=/in-place programs in shard {a.shards + 1}, "
+          f"{len(pointwise_progs)} of 2.15's other pointwise ops in shard {a.shards + 2} "
+          f"and {len(spatial_progs)} convolution/pooling/norm programs in shard {a.shards + 3} under {a.out}")
 
 
 if __name__ == "__main__":

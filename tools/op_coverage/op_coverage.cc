@@ -47,6 +47,8 @@ const std::vector<Family>& families() {
       {"loss", "core/ops/loss_rules.cc", &dtensor::register_loss_rules},
       {"spatial", "core/ops/spatial_rules.cc", &dtensor::register_spatial_rules},
       {"norm", "core/ops/norm_rules.cc", &dtensor::register_norm_rules},
+      {"scatter", "core/ops/scatter_rules.cc", &dtensor::register_scatter_rules},
+      {"linalg", "core/ops/linalg_rules.cc", &dtensor::register_linalg_rules},
   };
   return all;
 }

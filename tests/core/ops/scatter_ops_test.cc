@@ -1,0 +1,98 @@
+// Op-by-op checks of the scatter, index-fill and padding rules
+// (core/ops/scatter_rules.cc): every placement of every input equals the
+// single-device run; dims other than the written or padded one shard with no
+// communication.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "backends/fake/fake_world.h"
+#include "core/dispatch/dispatch_mode.h"
+#include "testing/error_of.h"
+#include "tests/core/ops/op_harness.h"
+
+namespace dtensor::testing {
+namespace {
+
+// Values only: LibTorch's backward of the scatters with respect to self
+// scatters into plain zeros (at::zeros of src's size), which a DTensor call
+// refuses outside an ImplicitReplicationGuard, as PyTorch's DTensor refuses
+// the mixed call (ScatterBackwardNeedsImplicitReplication).
+TEST(ScatterOpsTest, Scatters) {
+  check_all_placements(OpCase("slice_scatter", {Input::floats({6, 4}), Input::floats({2, 4})}, [](const Tensors& t) {
+    return Tensors{at::slice_scatter(t[0], t[1], 0, 1, 5, 2)};
+  }).no_grads());
+  check_all_placements(OpCase("select_scatter", {Input::floats({4, 6}), Input::floats({4})}, [](const Tensors& t) {
+    return Tensors{at::select_scatter(t[0], t[1], 1, 2)};
+  }).no_grads());
+  check_all_placements(OpCase("diagonal_scatter", {Input::floats({4, 4, 3}), Input::floats({3, 4})},
+                              [](const Tensors& t) { return Tensors{at::diagonal_scatter(t[0], t[1], 0, 0, 1)}; })
+                           .no_grads());
+}
+
+TEST(ScatterOpsTest, ScatterBackwardNeedsImplicitReplication) {
+  const at::Tensor gx = at::arange(24, at::kDouble).reshape({6, 4}), gsrc = at::ones({2, 4}, at::kDouble);
+  at::Tensor x1 = gx.clone().requires_grad_(true), src1 = gsrc.clone().requires_grad_(true);
+  at::slice_scatter(x1, src1, 0, 1, 5, 2).pow(2).sum().backward();
+  run_fake_world(2, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor x = distribute_tensor(gx, mesh, {Shard(1)}), src = distribute_tensor(gsrc, mesh, {Shard(1)});
+    x.requires_grad_(true);
+    src.requires_grad_(true);
+    at::Tensor loss = at::slice_scatter(x, src, 0, 1, 5, 2).pow(2).sum();
+    const std::string error = error_of([&] { loss.backward({}, /*retain_graph=*/true); });
+    EXPECT_NE(error.find("aten::slice_scatter: argument 1 is a plain tensor"), std::string::npos) << error;
+    EXPECT_NE(error.find("ImplicitReplicationGuard"), std::string::npos) << error;
+    x.mutable_grad() = at::Tensor();
+    src.mutable_grad() = at::Tensor();
+    {
+      ImplicitReplicationGuard replicate_plain_zeros;
+      loss.backward();
+    }
+    EXPECT_TRUE(at::allclose(DTensor(x.grad()).full_tensor(), x1.grad()));
+    EXPECT_TRUE(at::allclose(DTensor(src.grad()).full_tensor(), src1.grad()));
+  });
+}
+
+TEST(ScatterOpsTest, IndexFillAndReduce) {
+  check_all_placements(OpCase("index_fill", {Input::floats({4, 6}), Input::indices({3}, 6)}, [](const Tensors& t) {
+    return Tensors{t[0].index_fill(1, t[1], 0.5)};
+  }));
+  check_all_placements(OpCase("index_reduce", {Input::floats({4, 6}), Input::indices({5}, 6), Input::floats({4, 5})},
+                              [](const Tensors& t) {
+                                return Tensors{t[0].index_reduce(1, t[1], t[2], "amax", /*include_self=*/true)};
+                              })
+                           .no_grads());
+}
+
+TEST(ScatterOpsTest, ConstantPad) {
+  check_all_placements(OpCase("pad_last", {Input::floats({4, 6})}, [](const Tensors& t) {
+    return Tensors{at::constant_pad_nd(t[0], {1, 2}, 0.25)};
+  }));
+  check_all_placements(OpCase("pad_zero", {Input::floats({4, 6})}, [](const Tensors& t) {
+    return Tensors{at::constant_pad_nd(t[0], {0, 0, 1, 0}, 0)};
+  }));
+}
+
+TEST(ScatterOpsTest, OtherDimsShardWithoutComm) {
+  OpCase pad("pad_last", {Input::floats({4, 6})}, [](const Tensors& t) { return Tensors{at::constant_pad_nd(t[0], {1, 2}, 0.25)}; });
+  CommCounts rows = comm_counts(pad, {4}, {{Shard(0)}});
+  EXPECT_EQ(rows.forward, Counts{});
+  EXPECT_EQ(rows.outputs, std::vector<Placements>{{Shard(0)}});
+  // A Partial(sum) padded with a non-zero value is reduced first (here
+  // reduce-scattered onto rows); padded with 0 it stays Partial.
+  EXPECT_EQ(comm_counts(pad, {4}, {{Partial()}}).forward, (Counts{{"reduce_scatter_tensor", 1}}));
+  OpCase zero("pad_zero", {Input::floats({4, 6})}, [](const Tensors& t) { return Tensors{at::constant_pad_nd(t[0], {1, 2}, 0)}; });
+  CommCounts partial = comm_counts(zero, {4}, {{Partial()}});
+  EXPECT_EQ(partial.forward, Counts{});
+  EXPECT_EQ(partial.outputs, std::vector<Placements>{{Partial()}});
+  OpCase scatter("slice_scatter", {Input::floats({6, 4}), Input::floats({2, 4})},
+                 [](const Tensors& t) { return Tensors{at::slice_scatter(t[0], t[1], 0, 1, 5, 2)}; });
+  OpCase scatter_values = scatter;
+  scatter_values.no_grads();
+  CommCounts cols = comm_counts(scatter_values, {4}, {{Shard(1)}, {Shard(1)}});
+  EXPECT_EQ(cols.forward, Counts{});
+  EXPECT_EQ(cols.outputs, std::vector<Placements>{{Shard(1)}});
+}
+
+}  // namespace
+}  // namespace dtensor::testing
