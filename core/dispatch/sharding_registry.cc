@@ -63,7 +63,9 @@ double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placem
       spec.meta.shape, static_cast<int64_t>(c10::elementSize(spec.meta.dtype)),
       spec.mesh.mesh_shape(), before, mesh_dim, to);
   if (!bytes) return kImpossible;
-  return *bytes + (to.is_partial() && spec.mesh.size(mesh_dim) > 1 ? 2 : 1) * epsilon;
+  // PyTorch's S(i) -> S(j) penalty: 1 us (50 kB at the model's 50 GB/s).
+  const double penalty = from.is_shard() && to.is_shard() && spec.mesh.size(mesh_dim) > 1 ? 50'000.0 : 0.0;
+  return *bytes + penalty + (to.is_partial() && spec.mesh.size(mesh_dim) > 1 ? 2 : 1) * epsilon;
 }
 
 namespace {
@@ -227,9 +229,66 @@ void refine_nested(const OpCall& call, std::vector<std::vector<const DimStrategy
   }
 }
 
+// Note [Whole-mesh plan checks]
+// PyTorch filters whole-mesh strategies (is_tensor_shardable); rules here
+// choose per mesh dim, so a rule that must refuse some whole-mesh layouts
+// (a channel dim of 2 split over a 2x2 mesh: 4 pieces, two empty) passes a
+// PlanCheck. When the per-dim pick fails it, the combinations of per-dim
+// candidates are tried in order of summed per-dim cost (the k cheapest per
+// mesh dim, k^ndim <= kMaxCombinations) and the first it accepts is taken;
+// all-Replicate, which every check accepts, is the last resort. Paid on a
+// sharding-cache miss only.
+void apply_plan_check(const OpCall& call, const std::vector<std::vector<std::pair<double, const DimStrategy*>>>& ranked,
+                      const PlanCheck& check, ShardingPlan& plan) {
+  if (check(call, plan.input_placements)) return;
+  size_t per_dim = 1;
+  while (std::pow(static_cast<double>(per_dim + 1), static_cast<double>(ranked.size())) <= kMaxCombinations) ++per_dim;
+  std::vector<size_t> sizes;
+  size_t combos = 1;
+  for (const auto& r : ranked) {
+    sizes.push_back(std::min(per_dim, r.size()));
+    combos *= std::max<size_t>(sizes.back(), 1);
+  }
+  double best_cost = kImpossible;
+  ShardingPlan best;
+  std::vector<size_t> pick(ranked.size(), 0);
+  for (size_t n = 0; n < combos; ++n) {
+    size_t rest = n;
+    double cost = 0;
+    ShardingPlan trial = plan;
+    for (size_t d = 0; d < ranked.size(); ++d) {
+      if (sizes[d] == 0) continue;
+      pick[d] = rest % sizes[d];
+      rest /= sizes[d];
+      const auto& [c_cost, c] = ranked[d][pick[d]];
+      cost += c_cost;
+      for (size_t i = 0; i < call.inputs.size(); ++i) trial.input_placements[i][d] = c->inputs[i];
+      for (size_t o = 0; o < call.outputs.size(); ++o) trial.output_placements[o][d] = c->outputs[o];
+    }
+    if (cost < best_cost && check(call, trial.input_placements)) {
+      best_cost = cost;
+      best = std::move(trial);
+    }
+  }
+  if (best_cost < kImpossible) {
+    best.strategy_choices = std::move(plan.strategy_choices);
+    plan = std::move(best);
+  } else {
+    for (auto& p : plan.input_placements) std::fill(p.begin(), p.end(), Placement(Replicate()));
+    for (auto& p : plan.output_placements) std::fill(p.begin(), p.end(), Placement(Replicate()));
+  }
+  for (int d = 0; d < call.mesh_ndim(); ++d) {
+    DimStrategy chosen;
+    for (const auto& p : plan.input_placements) chosen.inputs.push_back(p[static_cast<size_t>(d)]);
+    for (const auto& p : plan.output_placements) chosen.outputs.push_back(p[static_cast<size_t>(d)]);
+    plan.strategy_choices[static_cast<size_t>(d)] =
+        StrategyChoice{strategy_text(chosen) + " (whole-mesh check)", strategy_cost(call, d, chosen), "", 0};
+  }
+}
+
 }  // namespace
 
-ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
+ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule, const PlanCheck& check) {
   ShardingPlan plan;
   plan.input_placements.assign(call.inputs.size(), Placements(call.mesh_ndim()));
   plan.output_placements.assign(call.outputs.size(), Placements(call.mesh_ndim()));
@@ -283,11 +342,12 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
     }
     plan.strategy_choices.push_back(std::move(choice));
   }
+  for (auto& r : ranked) {
+    std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
   if (call.mesh_ndim() > 1) {
     std::vector<std::vector<const DimStrategy*>> options(ranked.size());
     for (size_t d = 0; d < ranked.size(); ++d) {
-      std::stable_sort(ranked[d].begin(), ranked[d].end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
       for (const auto& [cost, c] : ranked[d]) options[d].push_back(c);
     }
     const std::vector<Placements> per_dim_inputs = plan.input_placements;
@@ -304,11 +364,14 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule) {
       }
     }
   }
+  if (check) apply_plan_check(call, ranked, check, plan);
   return plan;
 }
 
-ShardingRule per_mesh_dim(DimRule rule) {
-  return [rule = std::move(rule)](const OpCall& call) { return expand_per_mesh_dim(call, rule); };
+ShardingRule per_mesh_dim(DimRule rule, PlanCheck check) {
+  return [rule = std::move(rule), check = std::move(check)](const OpCall& call) {
+    return expand_per_mesh_dim(call, rule, check);
+  };
 }
 
 ShardingRegistry& ShardingRegistry::global() {

@@ -32,11 +32,18 @@ struct DimStrategy {
 /// Candidates for one mesh dim, given the inputs' current placements there.
 using DimRule = std::function<std::vector<DimStrategy>(const OpCall&, int mesh_dim)>;
 
+/// A whole-mesh check of the input placements a plan would give (true: the
+/// plan can run), for what one mesh dim cannot see: a tensor dim split over
+/// several mesh dims into more pieces than it has elements, say.
+using PlanCheck = std::function<bool(const OpCall&, const std::vector<Placements>& inputs)>;
+
 /// Runs `rule` for every mesh dim and keeps, per mesh dim, the candidate whose
 /// input redistributions cost least (see Note [Choosing among candidates]).
 /// In-place ops only accept candidates that keep the written input's placement.
-ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule);
-ShardingRule per_mesh_dim(DimRule rule);
+/// With `check`, a plan it refuses is replaced by the cheapest combination
+/// of per-dim candidates it accepts (Note [Whole-mesh plan checks]).
+ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule, const PlanCheck& check = nullptr);
+ShardingRule per_mesh_dim(DimRule rule, PlanCheck check = nullptr);
 
 /// Cost of moving one tensor's data on one mesh dim from `from` to `to`:
 /// bytes per rank plus a per-collective latency in bytes (See Note [Choosing

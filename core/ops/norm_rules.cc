@@ -38,6 +38,20 @@ struct BatchNormForm {
   bool reserve = false;
 };
 
+// The inputs a call writes in place: running_mean and running_var when the
+// form writes them (Note [Batch norm keeps its running statistics where they are]).
+std::vector<size_t> written_statistics(const OpCall& call, const BatchNormForm& form) {
+  const bool writes = form.writes == BatchNormForm::Writes::kAlways ||
+                      (form.writes == BatchNormForm::Writes::kWhenTraining && detail::bool_arg(call, 5, false));
+  std::vector<size_t> written;
+  if (!writes) return written;
+  for (size_t a : {3, 4}) {
+    const int64_t i = detail::input_at_arg(call, a);
+    if (i >= 0) written.push_back(static_cast<size_t>(i));
+  }
+  return written;
+}
+
 DimRule batch_norm_rule(BatchNormForm form) {
   return [form](const OpCall& call, int mesh_dim) {
     DimStrategy channel;
@@ -48,18 +62,10 @@ DimRule batch_norm_rule(BatchNormForm form) {
     if (form.reserve) channel.outputs[3] = Replicate();
     std::vector<DimStrategy> candidates{detail::all_replicate(call), channel};
 
-    const bool writes = form.writes == BatchNormForm::Writes::kAlways ||
-                        (form.writes == BatchNormForm::Writes::kWhenTraining && detail::bool_arg(call, 5, false));
-    if (!writes) return candidates;
-    std::vector<int64_t> written;
-    for (size_t a : {3, 4}) {
-      const int64_t i = detail::input_at_arg(call, a);
-      if (i >= 0) written.push_back(i);
-    }
+    const std::vector<size_t> written = written_statistics(call, form);
     auto keeps_statistics = [&](const DimStrategy& s) {
-      return std::all_of(written.begin(), written.end(), [&](int64_t i) {
-        return s.inputs[static_cast<size_t>(i)] == placement_of(call, static_cast<size_t>(i), mesh_dim);
-      });
+      return std::all_of(written.begin(), written.end(),
+                         [&](size_t i) { return s.inputs[i] == placement_of(call, i, mesh_dim); });
     };
     candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                     [&](const DimStrategy& s) { return !keeps_statistics(s); }),
@@ -93,7 +99,7 @@ DimRule batch_norm_backward_rule() {
 // dim sharded this rank's kernel must be told its own N (C and HxW do not
 // change: only dim 0 shards). So does the backward (arg 5 there).
 ShardingRule group_norm_rule(size_t input, size_t n_arg, bool backward) {
-  DimRule dim_rule = [input, backward](const OpCall& call, int) {
+  DimRule dim_rule = detail::single_dim_strategy([input, backward](const OpCall& call, int) {
     DimStrategy batch = detail::every_tensor_as(call, Shard(0));
     for (size_t i = 0; i < call.inputs.size(); ++i) {
       if (i != input && (!backward || i > 3)) batch.inputs[i] = Replicate();  // weight, bias
@@ -102,28 +108,55 @@ ShardingRule group_norm_rule(size_t input, size_t n_arg, bool backward) {
       for (size_t o = 1; o < batch.outputs.size(); ++o) batch.outputs[o] = Partial();
     }
     return std::vector<DimStrategy>{detail::all_replicate(call), batch};
-  };
+  });
   return [dim_rule, input, n_arg](const OpCall& call) {
-    ShardingPlan plan = expand_per_mesh_dim(call, dim_rule);
+    static const PlanCheck check = detail::runnable_pieces_check(/*keep_current=*/false, /*batch_may_be_empty=*/true);
+    ShardingPlan plan = expand_per_mesh_dim(call, dim_rule, check);
     const int64_t local_n = call.inputs[input].with_placements(plan.input_placements[input]).local_shape()[0];
     if (local_n != call.arg(n_arg).toInt()) plan.local_arg_overrides.emplace_back(n_arg, c10::IValue(local_n));
     return plan;
   };
 }
 
+// Note [Empty pieces of spatial ops]: every dim of batch norm's tensors that
+// shards is a channel dim, never empty. The whole-mesh plan must also leave
+// the statistics a call writes where they are.
+ShardingRule batch_norm_sharding(DimRule rule, BatchNormForm form) {
+  PlanCheck check = [form](const OpCall& call, const std::vector<Placements>& inputs) {
+    for (size_t i : written_statistics(call, form)) {
+      if (inputs[i] != call.inputs[i].placements) return false;
+    }
+    return detail::runnable_pieces(call, inputs, /*keep_current=*/false, /*batch_may_be_empty=*/false);
+  };
+  return [rule = std::move(rule), check, form](const OpCall& call) {
+    ShardingPlan plan = expand_per_mesh_dim(call, detail::single_dim_strategy(rule), check);
+    for (size_t i : written_statistics(call, form)) {
+      TORCH_CHECK(plan.input_placements[i] == call.inputs[i].placements, call.describe(),
+                  ": batch norm updates running_mean and running_var in place, so they must keep their "
+                  "placements, but no layout of the channel dim this call can run with keeps ",
+                  to_string(call.inputs[i].placements), " (every rank needs at least one channel). "
+                  "Distribute the BatchNorm buffers like its weight (Replicate, or Shard(0) over fewer ranks "
+                  "than channels), or call it with training=false");
+    }
+    return plan;
+  };
+}
+
+ShardingRule batch_norm(BatchNormForm form) { return batch_norm_sharding(batch_norm_rule(form), form); }
+
 }  // namespace
 
 void register_norm_rules(ShardingRegistry& registry) {
   using Writes = BatchNormForm::Writes;
-  registry.add({"aten::native_batch_norm"}, per_mesh_dim(batch_norm_rule({})));
-  registry.add({"aten::_native_batch_norm_legit"}, per_mesh_dim(batch_norm_rule({})));
-  registry.add({"aten::_native_batch_norm_legit.no_stats"}, per_mesh_dim(batch_norm_rule({Writes::kNever})));
-  registry.add({"aten::_native_batch_norm_legit_no_training"}, per_mesh_dim(batch_norm_rule({Writes::kNever})));
+  registry.add({"aten::native_batch_norm"}, batch_norm({}));
+  registry.add({"aten::_native_batch_norm_legit"}, batch_norm({}));
+  registry.add({"aten::_native_batch_norm_legit.no_stats"}, batch_norm({Writes::kNever}));
+  registry.add({"aten::_native_batch_norm_legit_no_training"}, batch_norm({Writes::kNever}));
   // The functional forms return the new statistics (two more [C] outputs) instead of writing them.
-  registry.add({"aten::_native_batch_norm_legit_functional"}, per_mesh_dim(batch_norm_rule({Writes::kNever})));
-  registry.add({"aten::_batch_norm_with_update"}, per_mesh_dim(batch_norm_rule({Writes::kAlways, true})));
-  registry.add({"aten::_batch_norm_with_update_functional"}, per_mesh_dim(batch_norm_rule({Writes::kNever, true})));
-  registry.add({"aten::native_batch_norm_backward"}, per_mesh_dim(batch_norm_backward_rule()));
+  registry.add({"aten::_native_batch_norm_legit_functional"}, batch_norm({Writes::kNever}));
+  registry.add({"aten::_batch_norm_with_update"}, batch_norm({Writes::kAlways, true}));
+  registry.add({"aten::_batch_norm_with_update_functional"}, batch_norm({Writes::kNever, true}));
+  registry.add({"aten::native_batch_norm_backward"}, batch_norm_sharding(batch_norm_backward_rule(), {Writes::kNever}));
   registry.add({"aten::native_group_norm"}, group_norm_rule(/*input=*/0, /*n_arg=*/3, /*backward=*/false));
   registry.add({"aten::native_group_norm_backward"}, group_norm_rule(/*input=*/1, /*n_arg=*/5, /*backward=*/true));
 }

@@ -140,12 +140,12 @@ DimRule constant_pad_rule() {
 }  // namespace
 
 void register_scatter_rules(ShardingRegistry& registry) {
-  registry.add({"aten::slice_scatter"}, per_mesh_dim(slice_scatter_rule()));
-  registry.add({"aten::select_scatter"}, per_mesh_dim(select_scatter_rule()));
-  registry.add({"aten::diagonal_scatter"}, per_mesh_dim(diagonal_scatter_rule()));
-  registry.add({"aten::index_fill", "aten::index_fill_"}, per_mesh_dim(index_fill_rule()));
-  registry.add({"aten::index_reduce", "aten::index_reduce_"}, per_mesh_dim(index_reduce_rule()));
-  registry.add({"aten::constant_pad_nd"}, per_mesh_dim(constant_pad_rule()));
+  registry.add({"aten::slice_scatter"}, detail::single_dim_rule(slice_scatter_rule()));
+  registry.add({"aten::select_scatter"}, detail::single_dim_rule(select_scatter_rule()));
+  registry.add({"aten::diagonal_scatter"}, detail::single_dim_rule(diagonal_scatter_rule()));
+  registry.add({"aten::index_fill", "aten::index_fill_"}, detail::single_dim_rule(index_fill_rule()));
+  registry.add({"aten::index_reduce", "aten::index_reduce_"}, detail::single_dim_rule(index_reduce_rule()));
+  registry.add({"aten::constant_pad_nd"}, detail::single_dim_rule(constant_pad_rule()));
 }
 
 }  // namespace dtensor

@@ -17,6 +17,27 @@ namespace {
 
 using detail::placement_of;
 
+// Note [Empty pieces of spatial ops]
+// Pooling, upsampling, convolution and batch norm kernels refuse an empty
+// channel (max_pool2d: "Expected 3D or 4D (batch mode) tensor with optional
+// 0 dim batch size"), and batch norm's CPU backward divides by zero on one
+// (SIGFPE: the differential corpus found it, c18_0193). torch.chunk leaves
+// empty trailing pieces (5 channels over 4 ranks: 2, 2, 1, 0), so a rank
+// would fail alone while the others go on to the next collective. So these
+// rules never split a dim into an empty piece, except the batch dim, which
+// every kernel here takes empty (not batch norm's: it has none to shard).
+// They also keep PyTorch 2.15's own filter (is_tensor_shardable: no dim split
+// over more ranks than it has elements, pooling keeping an input already
+// placed so), so that they pick what 2.15 picks wherever it can run.
+
+// Note [Empty pieces of spatial ops], for ops whose dim 0 is the batch.
+const PlanCheck& runnable_pieces() {
+  static const PlanCheck check = detail::runnable_pieces_check(/*keep_current=*/false, /*batch_may_be_empty=*/true);
+  return check;
+}
+
+ShardingRule spatial(DimRule rule) { return detail::single_dim_rule(std::move(rule), runnable_pieces()); }
+
 bool partial_sum_or_avg(const Placement& p) {
   return p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg);
 }
@@ -86,9 +107,9 @@ DimRule upsample_rule() {
 // gradient ("Expected grad_output to have the same shape as output").
 // PyTorch 2.15 passes the global size and raises; here the size is rewritten.
 ShardingRule upsample_backward_rule() {
-  DimRule dim_rule = upsample_rule();
+  DimRule dim_rule = detail::single_dim_strategy(upsample_rule());
   return [dim_rule](const OpCall& call) {
-    ShardingPlan plan = expand_per_mesh_dim(call, dim_rule);
+    ShardingPlan plan = expand_per_mesh_dim(call, dim_rule, runnable_pieces());
     const std::vector<int64_t> local = call.inputs[0].with_placements(plan.input_placements[0]).local_shape();
     std::vector<int64_t> input_size = call.arg(2).toIntVector();
     if (input_size.size() >= 2 && local.size() >= 2 && (input_size[0] != local[0] || input_size[1] != local[1])) {
@@ -184,15 +205,21 @@ DimRule convolution_backward_rule() {
   };
 }
 
+// Pooling keeps an input already placed so (PyTorch 2.15's strategies allow
+// uneven sharding); dim 0 is the batch only for a batched input.
 void add_pooling(ShardingRegistry& registry, const std::string& name, int spatial_rank, bool linear) {
-  registry.add({name}, per_mesh_dim(pooling_rule(spatial_rank, linear)));
+  PlanCheck check = [spatial_rank](const OpCall& call, const std::vector<Placements>& inputs) {
+    const bool batched = detail::input_ndim(call, 0) >= spatial_rank + 2;
+    return detail::runnable_pieces(call, inputs, /*keep_current=*/true, /*batch_may_be_empty=*/batched);
+  };
+  registry.add({name}, detail::single_dim_rule(pooling_rule(spatial_rank, linear), std::move(check)));
 }
 
 }  // namespace
 
 void register_spatial_rules(ShardingRegistry& registry) {
-  registry.add({"aten::convolution"}, per_mesh_dim(convolution_rule()));
-  registry.add({"aten::convolution_backward"}, per_mesh_dim(convolution_backward_rule()));
+  registry.add({"aten::convolution"}, spatial(convolution_rule()));
+  registry.add({"aten::convolution_backward"}, spatial(convolution_backward_rule()));
 
   // The 1-d poolings are composites of the 2-d ones in LibTorch.
   for (int d = 2; d <= 3; ++d) {
@@ -204,15 +231,15 @@ void register_spatial_rules(ShardingRegistry& registry) {
     add_pooling(registry, "aten::fractional_max_pool" + nd, d, /*linear=*/false);
     // PyTorch 2.15 shards only max_pool2d's backward; the others (what every
     // CNN's backward calls) follow the same rule here.
-    registry.add({"aten::avg_pool" + nd + "_backward"}, per_mesh_dim(pooling_backward_rule(d)));
-    registry.add({"aten::adaptive_max_pool" + nd + "_backward"}, per_mesh_dim(pooling_backward_rule(d)));
-    registry.add({"aten::max_pool" + nd + "_with_indices_backward"}, per_mesh_dim(pooling_backward_rule(d)));
-    registry.add({"aten::max_unpool" + nd}, per_mesh_dim(batch_or_channel_rule()));
-    registry.add({"aten::grid_sampler_" + nd}, per_mesh_dim(grid_sampler_rule()));
-    registry.add({"aten::grid_sampler_" + nd + "_backward"}, per_mesh_dim(grid_sampler_backward_rule()));
+    registry.add({"aten::avg_pool" + nd + "_backward"}, spatial(pooling_backward_rule(d)));
+    registry.add({"aten::adaptive_max_pool" + nd + "_backward"}, spatial(pooling_backward_rule(d)));
+    registry.add({"aten::max_pool" + nd + "_with_indices_backward"}, spatial(pooling_backward_rule(d)));
+    registry.add({"aten::max_unpool" + nd}, spatial(batch_or_channel_rule()));
+    registry.add({"aten::grid_sampler_" + nd}, spatial(grid_sampler_rule()));
+    registry.add({"aten::grid_sampler_" + nd + "_backward"}, spatial(grid_sampler_backward_rule()));
   }
-  registry.add({"aten::_adaptive_avg_pool2d_backward"}, per_mesh_dim(batch_or_channel_rule()));
-  registry.add({"aten::_adaptive_avg_pool3d_backward"}, per_mesh_dim(batch_or_channel_rule()));
+  registry.add({"aten::_adaptive_avg_pool2d_backward"}, spatial(batch_or_channel_rule()));
+  registry.add({"aten::_adaptive_avg_pool3d_backward"}, spatial(batch_or_channel_rule()));
 
   const std::vector<std::string> upsample = {
       "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "_upsample_nearest_exact1d",
@@ -221,7 +248,7 @@ void register_spatial_rules(ShardingRegistry& registry) {
       "upsample_trilinear3d"};
   for (const std::string& op : upsample) {
     // ".vec" (sizes or scale factors) is a composite of the default overload.
-    registry.add({"aten::" + op}, per_mesh_dim(upsample_rule()));
+    registry.add({"aten::" + op}, spatial(upsample_rule()));
     registry.add({"aten::" + op + "_backward"}, upsample_backward_rule());
   }
 }

@@ -2,7 +2,9 @@
 #include "core/ops/strategy_builders.h"
 
 #include <algorithm>
+#include <set>
 
+#include "layout/shard_layout.h"
 #include "layout/transitions.h"
 #include "core/ops/arg_parsing.h"
 
@@ -30,6 +32,53 @@ bool evenly_sharded(const OpCall& call, size_t i, int64_t dim) {
   int64_t parts = 1;
   for (int m : spec.mesh_dims_sharding(dim)) parts *= spec.mesh.size(m);
   return spec.meta.shape[static_cast<size_t>(dim)] % parts == 0;
+}
+
+namespace {
+
+// The distinct piece sizes of tensor dim `dim` of `shape` under
+// `placements` (torch.chunk at each mesh dim splitting it, in mesh order).
+std::set<int64_t> piece_sizes(const std::vector<int64_t>& shape, const DeviceMesh& mesh, const Placements& placements,
+                              int64_t dim) {
+  std::set<int64_t> sizes{shape[static_cast<size_t>(dim)]};
+  for (size_t m = 0; m < placements.size(); ++m) {
+    if (!placements[m].is_shard() || placements[m].shard_dim() != dim) continue;
+    const int64_t n = mesh.size(static_cast<int>(m));
+    std::set<int64_t> next;
+    for (int64_t size : sizes) {
+      for (int64_t j = 0; j < n; ++j) next.insert(chunk_span(size, n, j).size);
+    }
+    sizes = next;
+  }
+  return sizes;
+}
+
+}  // namespace
+
+bool runnable_pieces(const OpCall& call, const std::vector<Placements>& inputs, bool keep_current,
+                     bool batch_may_be_empty) {
+  for (size_t i = 0; i < call.inputs.size() && i < inputs.size(); ++i) {
+    const DTensorSpec& spec = call.inputs[i];
+    for (int64_t dim = 0; dim < static_cast<int64_t>(spec.meta.shape.size()); ++dim) {
+      int64_t ranks = 1;
+      for (size_t m = 0; m < inputs[i].size(); ++m) {
+        if (inputs[i][m].is_shard() && inputs[i][m].shard_dim() == dim) ranks *= spec.mesh.size(static_cast<int>(m));
+      }
+      if (ranks == 1) continue;
+      const bool unchanged = keep_current && inputs[i] == spec.placements;
+      if (!unchanged && spec.meta.shape[static_cast<size_t>(dim)] < ranks) return false;
+      if (!(batch_may_be_empty && dim == 0) && piece_sizes(spec.meta.shape, spec.mesh, inputs[i], dim).count(0) > 0) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+PlanCheck runnable_pieces_check(bool keep_current, bool batch_may_be_empty) {
+  return [keep_current, batch_may_be_empty](const OpCall& call, const std::vector<Placements>& inputs) {
+    return runnable_pieces(call, inputs, keep_current, batch_may_be_empty);
+  };
 }
 
 // Note [Reduce-scatter onto a dim smaller than the group]
@@ -121,6 +170,18 @@ void drop_shards_unless_an_input_is_sharded(const OpCall& call, std::vector<DimS
     return std::any_of(s.inputs.begin(), s.inputs.end(), [](const Placement& p) { return p.is_shard(); });
   };
   candidates.erase(std::remove_if(candidates.begin(), candidates.end(), shards), candidates.end());
+}
+
+DimRule single_dim_strategy(DimRule rule) {
+  return [rule = std::move(rule)](const OpCall& call, int mesh_dim) {
+    std::vector<DimStrategy> candidates = rule(call, mesh_dim);
+    drop_shards_unless_an_input_is_sharded(call, candidates);
+    return candidates;
+  };
+}
+
+ShardingRule single_dim_rule(DimRule rule, PlanCheck check) {
+  return per_mesh_dim(single_dim_strategy(std::move(rule)), std::move(check));
 }
 
 }  // namespace dtensor::detail

@@ -52,4 +52,26 @@ void discourage_tiny_shards(const OpCall& call, int mesh_dim, std::vector<DimStr
 /// Example: mm of a P(max) [12, 2] by a Replicate [2, 4] keeps R and Partial candidates only.
 void drop_shards_unless_an_input_is_sharded(const OpCall& call, std::vector<DimStrategy>& candidates);
 
+/// `rule` with drop_shards_unless_an_input_is_sharded applied: how PyTorch
+/// 2.15 expands a single-dim strategy, whose shard placeholders become the
+/// shard kinds the inputs have (none: only its Replicate and Partial rows).
+/// Example: max_pool2d of a P(sum) input all_reduces it (no reduce_scatter onto the batch dim).
+DimRule single_dim_strategy(DimRule rule);
+/// per_mesh_dim(single_dim_strategy(rule), check): the rule of an op PyTorch
+/// 2.15 shards with a single-dim strategy.
+ShardingRule single_dim_rule(DimRule rule, PlanCheck check = nullptr);
+
+/// Whether a kernel of the spatial and normalization families can run on
+/// every rank's piece of the inputs placed as `inputs` (Note [Empty pieces
+/// of spatial ops]): no dim split over more ranks than it has elements
+/// (PyTorch's is_tensor_shardable; with `keep_current`, its
+/// allow_uneven_sharding, an input left as it is passes), and no empty piece
+/// (torch.chunk layout: 6 rows over 4 ranks are 2, 2, 2, 0) of a dim other
+/// than a batch dim 0 (`batch_may_be_empty`).
+/// Example: a [2, 2, 4, 4] input split [S(1), S(1)] on 2x2 is refused: 4 pieces of 2 channels.
+bool runnable_pieces(const OpCall& call, const std::vector<Placements>& inputs, bool keep_current,
+                     bool batch_may_be_empty);
+/// runnable_pieces as a whole-mesh plan check (Note [Whole-mesh plan checks]).
+PlanCheck runnable_pieces_check(bool keep_current, bool batch_may_be_empty);
+
 }  // namespace dtensor::detail

@@ -834,7 +834,7 @@ def spatial(g):
                 [op("aten::native_group_norm", T(0), T(1), T(2), n, c, h * w, groups, 1e-5)], True)
     # max_unpool2d of a max pooling's output and indices (tensors 1 and 2)
     return ([x], [op("aten::max_pool2d_with_indices", T(0), [2, 2], [2, 2]),
-                  op("aten::max_unpool2d", T(1), T(2), [h - h % 2, w - w % 2])], True)
+                  op("aten::max_unpool2d", T(1), T(2), [h, w])], True)
 
 
 def spatial_program(g, pid):
