@@ -46,6 +46,13 @@ constexpr double kImpossible = std::numeric_limits<double>::infinity();
 // different collectives). A tiny epsilon per change (two when it creates a
 // Partial) prefers candidates that keep placements when costs tie (e.g.
 // empty tensors).
+// A shard moved to another dim (all_to_all) pays 1 us more (50 kB), as in
+// PyTorch 2.15's redistribute_cost ("add 1.0 as penalty to favor
+// allgather"): for small tensors a gather to Replicate then wins, and a
+// result that is read whole next costs no second collective (corpus shard
+// 11: 9 programs whose grid sampling, upsampling or pooling moved a small
+// shard by all_to_all and then gathered it again; identical programs
+// 2,378 -> 2,396 over the corpus, no new difference).
 // The latency term is PyTorch's choice too (its redistribute_cost is latency
 // plus bandwidth): for small tensors one all_reduce beats a reduce_scatter
 // plus an all_gather although it moves more bytes; issue #18's differential

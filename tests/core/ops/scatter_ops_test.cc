@@ -78,9 +78,10 @@ TEST(ScatterOpsTest, OtherDimsShardWithoutComm) {
   CommCounts rows = comm_counts(pad, {4}, {{Shard(0)}});
   EXPECT_EQ(rows.forward, Counts{});
   EXPECT_EQ(rows.outputs, std::vector<Placements>{{Shard(0)}});
-  // A Partial(sum) padded with a non-zero value is reduced first (here
-  // reduce-scattered onto rows); padded with 0 it stays Partial.
-  EXPECT_EQ(comm_counts(pad, {4}, {{Partial()}}).forward, (Counts{{"reduce_scatter_tensor", 1}}));
+  // A Partial(sum) padded with a non-zero value is all_reduced first (as in
+  // PyTorch 2.15, no input is sharded, so no shard is offered); padded with 0
+  // it stays Partial.
+  EXPECT_EQ(comm_counts(pad, {4}, {{Partial()}}).forward, (Counts{{"all_reduce", 1}}));
   OpCase zero("pad_zero", {Input::floats({4, 6})}, [](const Tensors& t) { return Tensors{at::constant_pad_nd(t[0], {1, 2}, 0)}; });
   CommCounts partial = comm_counts(zero, {4}, {{Partial()}});
   EXPECT_EQ(partial.forward, Counts{});

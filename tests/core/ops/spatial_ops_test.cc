@@ -79,10 +79,16 @@ TEST(SpatialOpsTest, PoolingShardsBatchAndChannelWithoutComm) {
     EXPECT_EQ(c.backward, Counts{});
     EXPECT_EQ(c.outputs, std::vector<Placements>{{p}});
   }
-  // A spatial shard moves to the batch dim first (one all_to_all, cheaper than a gather).
-  CommCounts spatial = comm_counts(pool, {4}, {{Shard(2)}});
-  EXPECT_EQ(spatial.forward, (Counts{{"all_to_all_single", 1}}));
-  EXPECT_EQ(spatial.outputs, std::vector<Placements>{{Shard(0)}});
+  // A spatial shard is gathered when small (PyTorch's shard-to-shard penalty,
+  // Note [Choosing among candidates]) and moved to the batch dim by one
+  // all_to_all when large (512 KiB).
+  CommCounts small = comm_counts(pool, {4}, {{Shard(2)}});
+  EXPECT_EQ(small.forward, (Counts{{"all_gather_into_tensor", 1}}));
+  EXPECT_EQ(small.outputs, std::vector<Placements>{{Replicate()}});
+  OpCase big_pool("max_pool2d", {Input::floats({8, 8, 32, 32})}, [](const Tensors& t) { return Tensors{at::max_pool2d(t[0], {2, 2})}; });
+  CommCounts big = comm_counts(big_pool, {4}, {{Shard(2)}});
+  EXPECT_EQ(big.forward, (Counts{{"all_to_all_single", 1}}));
+  EXPECT_EQ(big.outputs, std::vector<Placements>{{Shard(0)}});
   // Average pooling is linear: a Partial(sum) input stays Partial.
   OpCase avg("avg_pool2d", {Input::floats({4, 4, 6, 6})}, [](const Tensors& t) { return Tensors{at::avg_pool2d(t[0], {2, 2})}; });
   CommCounts partial = comm_counts(avg, {4}, {{Partial()}});
