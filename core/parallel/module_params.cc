@@ -3,6 +3,8 @@
 #include "core/parallel/module_params.h"
 
 #include <c10/util/Exception.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
@@ -47,8 +49,35 @@ struct BinderRegistry {
   std::unordered_map<std::type_index, MemberBinder> binders;
 };
 
+// Convolutions (ConvNdImpl), batch norms (BatchNormImplBase) and group norm
+// keep weight and bias members, whichever of them the module registered.
+template <typename Impl>
+void bind_weight_and_bias(torch::nn::Module& m) {
+  auto& impl = dynamic_cast<Impl&>(m);
+  if (const at::Tensor* w = RegistryAccess::parameters(m).find("weight")) impl.weight = *w;
+  if (const at::Tensor* b = RegistryAccess::parameters(m).find("bias")) impl.bias = *b;
+}
+
+// Batch norms also keep their running statistics as members.
+template <typename Impl>
+void bind_batch_norm(torch::nn::Module& m) {
+  bind_weight_and_bias<Impl>(m);
+  auto& impl = dynamic_cast<Impl&>(m);
+  auto& buffers = RegistryAccess::buffers(m);
+  if (const at::Tensor* t = buffers.find("running_mean")) impl.running_mean = *t;
+  if (const at::Tensor* t = buffers.find("running_var")) impl.running_var = *t;
+  if (const at::Tensor* t = buffers.find("num_batches_tracked")) impl.num_batches_tracked = *t;
+}
+
 // The built-in torch::nn modules whose forward reads members.
 void add_builtin_binders(std::unordered_map<std::type_index, MemberBinder>& binders) {
+  binders[typeid(torch::nn::Conv1dImpl)] = &bind_weight_and_bias<torch::nn::Conv1dImpl>;
+  binders[typeid(torch::nn::Conv2dImpl)] = &bind_weight_and_bias<torch::nn::Conv2dImpl>;
+  binders[typeid(torch::nn::Conv3dImpl)] = &bind_weight_and_bias<torch::nn::Conv3dImpl>;
+  binders[typeid(torch::nn::GroupNormImpl)] = &bind_weight_and_bias<torch::nn::GroupNormImpl>;
+  binders[typeid(torch::nn::BatchNorm1dImpl)] = &bind_batch_norm<torch::nn::BatchNorm1dImpl>;
+  binders[typeid(torch::nn::BatchNorm2dImpl)] = &bind_batch_norm<torch::nn::BatchNorm2dImpl>;
+  binders[typeid(torch::nn::BatchNorm3dImpl)] = &bind_batch_norm<torch::nn::BatchNorm3dImpl>;
   binders[typeid(torch::nn::LinearImpl)] = [](torch::nn::Module& m) {
     auto& lin = dynamic_cast<torch::nn::LinearImpl&>(m);
     lin.weight = RegistryAccess::parameters(m)["weight"];
