@@ -135,7 +135,13 @@ void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
   } else if (v.isString()) {
     key->push_back(7);
     for (char c : v.toStringRef()) key->push_back(c);
-  } else if (v.isTensor() || v.isTensorList() || v.isList()) {
+  } else if (v.isList() && !v.isTensorList()) {
+    // Tensor?[] (index's indices): which entries are None decides which
+    // dims are indexed; the tensors themselves are keyed by their specs.
+    key->push_back(12);
+    for (const c10::IValue& e : v.toListRef()) key->push_back(e.isNone() ? 0 : 1);
+    key->push_back(-12);
+  } else if (v.isTensor() || v.isTensorList()) {
     key->push_back(8);  // tensors are keyed by their specs
   } else if (v.isDevice()) {
     key->insert(key->end(), {9, static_cast<int64_t>(v.toDevice().type())});

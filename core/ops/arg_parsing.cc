@@ -22,6 +22,10 @@ int64_t int_arg(const OpCall& call, size_t arg, int64_t fallback) {
   return v.isInt() ? v.toInt() : fallback;
 }
 
+int64_t dim_arg(const OpCall& call, size_t arg, int64_t fallback) {
+  return wrap_dim(int_arg(call, arg, fallback), input_ndim(call, 0));
+}
+
 bool bool_arg(const OpCall& call, size_t arg, bool fallback) {
   if (arg >= call.num_args()) return fallback;
   const c10::IValue& v = call.arg(arg);

@@ -38,6 +38,9 @@ int64_t input_at_arg(const OpCall& call, size_t arg);
 
 /// Integer argument `arg`, or `fallback` when absent or None.
 int64_t int_arg(const OpCall& call, size_t arg, int64_t fallback);
+/// Dim argument `arg` (or `fallback`) wrapped against input 0's rank.
+/// Example: dim_arg(slice_scatter_call, 2, 0) == 1 for dim=-1 of a 2-D self.
+int64_t dim_arg(const OpCall& call, size_t arg, int64_t fallback);
 /// Bool argument `arg`, or `fallback` when absent or None.
 bool bool_arg(const OpCall& call, size_t arg, bool fallback);
 

@@ -17,6 +17,7 @@ void register_builtin_rules(ShardingRegistry& registry) {
   register_spatial_rules(registry);
   register_norm_rules(registry);
   register_scatter_rules(registry);
+  register_index_rules(registry);
   register_linalg_rules(registry);
   register_loss_parallel_rules(registry);  // after the math and loss rules it wraps
   register_autograd_overrides();

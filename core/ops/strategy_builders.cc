@@ -27,6 +27,20 @@ DimStrategy follow_first_input(const OpCall& call, int mesh_dim) {
 
 Placement partial_to_replicate(const Placement& p) { return p.is_partial() ? Placement(Replicate()) : p; }
 
+std::vector<DimStrategy> shard_dims_except(const OpCall& call, int mesh_dim, const std::vector<int64_t>& kept,
+                                           const std::function<DimStrategy(int64_t)>& row,
+                                           const std::vector<DimStrategy>& partial_rows) {
+  std::vector<DimStrategy> candidates{all_replicate(call)};
+  for (int64_t d = 0; d < input_ndim(call, 0); ++d) {
+    if (std::find(kept.begin(), kept.end(), d) == kept.end()) candidates.push_back(row(d));
+  }
+  const Placement& p = placement_of(call, 0, mesh_dim);
+  for (const DimStrategy& s : partial_rows) {
+    if (p.is_partial() && s.inputs[0] == p) candidates.push_back(s);
+  }
+  return candidates;
+}
+
 bool evenly_sharded(const OpCall& call, size_t i, int64_t dim) {
   const DTensorSpec& spec = call.inputs[i];
   int64_t parts = 1;

@@ -5,6 +5,8 @@
 //   if (p.is_shard()) c.push_back(detail::every_tensor_as(call, p));
 #pragma once
 
+#include <functional>
+
 #include "core/dispatch/sharding_registry.h"
 
 namespace dtensor::detail {
@@ -29,6 +31,14 @@ Placement partial_to_replicate(const Placement& p);
 /// True when tensor dim `dim` of input `i` splits evenly over every mesh dim
 /// sharding it (torch.chunk would give every rank the same size).
 bool evenly_sharded(const OpCall& call, size_t i, int64_t dim);
+
+/// Candidates for ops that keep some dims of input 0 whole: all-Replicate,
+/// then `row(d)` for every other dim d of input 0, then the `partial_rows`
+/// that keep input 0's current Partial.
+/// Example: shard_dims_except(slice_scatter_call, 0, {0}, row) == {all R, row(1)} for 2-D inputs.
+std::vector<DimStrategy> shard_dims_except(const OpCall& call, int mesh_dim, const std::vector<int64_t>& kept,
+                                           const std::function<DimStrategy(int64_t)>& row,
+                                           const std::vector<DimStrategy>& partial_rows = {});
 
 /// Drops the candidates that reduce_scatter a Partial input onto a tensor dim
 /// with fewer elements than `mesh_dim` has ranks (See Note [Reduce-scatter

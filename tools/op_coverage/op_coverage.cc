@@ -48,6 +48,7 @@ const std::vector<Family>& families() {
       {"spatial", "core/ops/spatial_rules.cc", &dtensor::register_spatial_rules},
       {"norm", "core/ops/norm_rules.cc", &dtensor::register_norm_rules},
       {"scatter", "core/ops/scatter_rules.cc", &dtensor::register_scatter_rules},
+      {"index", "core/ops/index_rules.cc", &dtensor::register_index_rules},
       {"linalg", "core/ops/linalg_rules.cc", &dtensor::register_linalg_rules},
   };
   return all;

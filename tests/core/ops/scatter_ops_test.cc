@@ -1,7 +1,7 @@
-// Op-by-op checks of the scatter, index-fill and padding rules
-// (core/ops/scatter_rules.cc): every placement of every input equals the
-// single-device run; dims other than the written or padded one shard with no
-// communication.
+// Op-by-op checks of the scatter, indexing and padding rules
+// (core/ops/scatter_rules.cc, core/ops/index_rules.cc): every placement of
+// every input equals the single-device run; dims other than the written,
+// indexed or padded one shard with no communication.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -62,6 +62,43 @@ TEST(ScatterOpsTest, IndexFillAndReduce) {
                                 return Tensors{t[0].index_reduce(1, t[1], t[2], "amax", /*include_self=*/true)};
                               })
                            .no_grads());
+}
+
+TEST(ScatterOpsTest, AdvancedIndexing) {
+  // x[idx], x[:, idx], x[idx0, :, idx1] (non-adjacent: index dims go first).
+  check_all_placements(OpCase("index_rows", {Input::floats({6, 4}), Input::indices({3}, 6)}, [](const Tensors& t) {
+    return Tensors{at::index(t[0], {t[1]})};
+  }));
+  check_all_placements(OpCase("index_cols", {Input::floats({4, 6}), Input::indices({2, 3}, 6)}, [](const Tensors& t) {
+    return Tensors{at::index(t[0], {c10::nullopt, t[1]})};
+  }));
+  check_all_placements(OpCase("index_apart", {Input::floats({4, 3, 5}), Input::indices({4}, 4), Input::indices({4}, 5)},
+                              [](const Tensors& t) { return Tensors{at::index(t[0], {t[1], c10::nullopt, t[2]})}; }),
+                       /*max_combos=*/80, /*samples_2d=*/8);
+}
+
+TEST(ScatterOpsTest, IndexPut) {
+  check_all_placements(OpCase("index_put", {Input::floats({6, 4}), Input::indices({3}, 6), Input::floats({3, 4})},
+                              [](const Tensors& t) {
+                                return Tensors{at::index_put(t[0], {t[1]}, t[2], /*accumulate=*/true)};
+                              }),
+                       /*max_combos=*/80, /*samples_2d=*/8);
+  check_all_placements(OpCase("index_put_broadcast", {Input::floats({4, 6}), Input::indices({2}, 6), Input::floats({4, 1})},
+                              [](const Tensors& t) {
+                                return Tensors{at::index_put(t[0], {c10::nullopt, t[1]}, t[2], /*accumulate=*/true)};
+                              }),
+                       /*max_combos=*/80, /*samples_2d=*/8);
+}
+
+TEST(ScatterOpsTest, IndexingShardsOtherDimsAndIndicesWithoutComm) {
+  OpCase cols("index_cols", {Input::floats({4, 6}), Input::indices({2, 3}, 6)},
+              [](const Tensors& t) { return Tensors{at::index(t[0], {c10::nullopt, t[1]})}; });
+  CommCounts rows = comm_counts(cols, {4}, {{Shard(0)}, {Replicate()}});  // rows of x: not indexed
+  EXPECT_EQ(rows.forward, Counts{});
+  EXPECT_EQ(rows.outputs, std::vector<Placements>{{Shard(0)}});
+  CommCounts positions = comm_counts(cols, {2}, {{Replicate()}, {Shard(0)}});  // each rank its positions
+  EXPECT_EQ(positions.forward, Counts{});
+  EXPECT_EQ(positions.outputs, std::vector<Placements>{{Shard(1)}});
 }
 
 TEST(ScatterOpsTest, ConstantPad) {
