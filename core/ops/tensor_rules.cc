@@ -121,6 +121,10 @@ void register_tensor_rules(ShardingRegistry& registry) {
   registry.add({"aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like",
                 "aten::rand_like", "aten::randn_like", "aten::randint_like"},
                per_mesh_dim(like_placements()));
+  // The functional fills (what _foreach_zero_ and the out= forms derive
+  // from): zero keeps a Partial (zeros sum to zero), fill.Scalar does not.
+  registry.add({"aten::zero"}, per_mesh_dim(same_placements()));
+  registry.add({"aten::fill.Scalar"}, per_mesh_dim(like_placements()));
   registry.add({"aten::zero_"}, fill_rule(/*keeps_partial=*/true));
   registry.add({"aten::fill_"}, fill_rule(/*keeps_partial=*/false));
   registry.add({"aten::copy_"}, per_mesh_dim(copy_rule()));

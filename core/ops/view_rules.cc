@@ -55,6 +55,21 @@ std::vector<int64_t> transpose_map(const OpCall& call) {
   return map;
 }
 
+// view_as_real: a complex [*] viewed as real [*, 2] (a new last dim);
+// view_as_complex: the reverse (its last dim, the pair, stays whole).
+std::vector<int64_t> view_as_real_map(const OpCall& call) {
+  std::vector<int64_t> map;
+  for (int64_t d = 0; d < in_ndim(call); ++d) map.push_back(d);
+  map.push_back(-1);
+  return map;
+}
+
+std::vector<int64_t> view_as_complex_map(const OpCall& call) {
+  std::vector<int64_t> map;
+  for (int64_t d = 0; d + 1 < in_ndim(call); ++d) map.push_back(d);
+  return map;
+}
+
 std::vector<int64_t> permute_map(const OpCall& call) {
   std::vector<int64_t> map;
   for (int64_t d : call.arg(1).toIntVector()) map.push_back(detail::wrap_dim(d, in_ndim(call)));
@@ -224,8 +239,10 @@ void register_view_rules(ShardingRegistry& registry) {
                per_mesh_dim(dim_map_rule([](const OpCall& c) { return index_map(c, true); })));
   registry.add({"aten::slice.Tensor"},
                per_mesh_dim(dim_map_rule([](const OpCall& c) { return index_map(c, false); })));
-  registry.add({"aten::expand"}, with_local_size(dim_map_rule(expand_map), 1));
-  registry.add({"aten::view", "aten::_unsafe_view"}, with_local_size(reshape_dim_rule(), 1));
+  registry.add({"aten::expand", "aten::expand_copy"}, with_local_size(dim_map_rule(expand_map), 1));
+  registry.add({"aten::view", "aten::_unsafe_view", "aten::view_copy"}, with_local_size(reshape_dim_rule(), 1));
+  registry.add({"aten::view_as_real"}, per_mesh_dim(dim_map_rule(view_as_real_map)));
+  registry.add({"aten::view_as_complex"}, per_mesh_dim(dim_map_rule(view_as_complex_map)));
   registry.add({"aten::_reshape_alias"}, [](const OpCall& call) {
     ShardingPlan plan = expand_per_mesh_dim(call, reshape_dim_rule());
     plan.local_arg_overrides.emplace_back(1, c10::IValue(local_output_shape(call, plan)));

@@ -85,6 +85,29 @@ TEST(ForeachRulesTest, ElementsShardAsTheirPerTensorOpAsPyTorchDoes) {
   });
 }
 
+// _foreach_zero_ derives from the functional zero, which keeps every
+// placement (zeros sum to zero); the functional fill replicates a Partial.
+TEST(ForeachRulesTest, ZeroKeepsPlacementsAndFillReplicatesAPartial) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor rows = distribute_tensor(testing::seeded_randn({4, 3}, 1), mesh, {Shard(0)});
+    DTensor partial = DTensor::from_local(testing::seeded_randn({3}, 2), mesh, {Partial()});
+    debug::CommDebugMode comm;
+    {
+      auto guard = comm.enter();
+      at::_foreach_zero_({rows, partial});
+    }
+    EXPECT_EQ(comm.get_total_counts(), 0);
+    EXPECT_EQ(rows.placements(), Placements{Shard(0)});
+    EXPECT_EQ(partial.placements(), Placements{Partial()});
+    EXPECT_TRUE(at::equal(rows.full_tensor(), at::zeros({4, 3}, at::kDouble)));
+    EXPECT_TRUE(at::equal(partial.full_tensor(), at::zeros({3}, at::kDouble)));
+    DTensor filled = at::fill(DTensor::from_local(at::ones({3}, at::kDouble), mesh, {Partial()}), 2.5);
+    EXPECT_EQ(filled.placements(), Placements{Replicate()});
+    EXPECT_TRUE(at::equal(filled.full_tensor(), at::full({3}, 2.5, at::kDouble)));
+  });
+}
+
 TEST(ForeachRulesTest, AnInPlaceElementThatCannotKeepItsPlacementIsAClearError) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});

@@ -89,6 +89,20 @@ TEST(ViewOpsTest, SelectBackwardOfIndexing) {
 }
 
 // Uneven shards (torch.chunk sizes, some ranks empty): 6 over 4 is 2, 2, 2, 0.
+// The copying views (view_copy, expand_copy) shard as their views; a complex
+// view's pair dim never shards (view_as_complex of x [S(2)] gathers it).
+TEST(ViewOpsTest, CopyingViewsAndComplexViews) {
+  check_all_placements(OpCase("view_copy", {Input::floats({4, 6})}, [](const Tensors& t) {
+    return Tensors{at::view_copy(t[0], {4, 2, 3})};
+  }));
+  check_all_placements(OpCase("expand_copy", {Input::floats({4, 1})}, [](const Tensors& t) {
+    return Tensors{at::expand_copy(t[0], {4, 6})};
+  }));
+  check_all_placements(OpCase("complex_round_trip", {Input::floats({4, 6, 2})}, [](const Tensors& t) {
+    return Tensors{at::view_as_real(at::view_as_complex(t[0]) * c10::complex<double>(0.5, 2.0))};
+  }));
+}
+
 TEST(ViewOpsTest, UnevenShards) {
   check_all_placements(OpCase("cat_uneven", {Input::floats({6, 5}), Input::floats({6, 3})},
                               [](const Tensors& x) { return Tensors{torch::cat({x[0], x[1]}, 1)}; }));
