@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "layout/shard_layout.h"
@@ -37,33 +38,47 @@ Placements replace_strided(Placements placements, Replacement replacement) {
   return placements;
 }
 
+// True for an input that holds no _StridedShard and is Replicate on every
+// strided mesh dim: a "companion" the op reads whole on those mesh dims
+// (mm's weight beside a strided activation).
+bool replicated_companion(const DTensorSpec& in, const std::vector<int>& strided) {
+  if (has_strided_shard(in.placements)) return false;
+  for (int m : strided) {
+    if (!in.placements[static_cast<size_t>(m)].is_replicate()) return false;
+  }
+  return true;
+}
+
 // The rule's plan with S(d) standing in for every _S(d, sf), mapped back;
 // nullopt where Note [Operators on strided shards] says it is not exact.
 std::optional<ShardingPlan> stand_in_plan(const ShardingRule& rule, const OpCall& call,
                                           const std::vector<int>& strided) {
   const DTensorSpec* ref = nullptr;
   for (const DTensorSpec& in : call.inputs) {
-    if (!is_scalar(in)) {
+    if (has_strided_shard(in.placements)) {
       ref = &in;
       break;
     }
   }
   if (ref == nullptr) return std::nullopt;
-  for (const DTensorSpec& in : call.inputs) {
-    if (is_scalar(in) ? !in.is_replicated()
-                      : in.placements != ref->placements || in.meta.shape != ref->meta.shape) {
+  std::vector<bool> companion(call.inputs.size(), false);
+  for (size_t k = 0; k < call.inputs.size(); ++k) {
+    const DTensorSpec& in = call.inputs[k];
+    if (is_scalar(in)) {
+      if (!in.is_replicated()) return std::nullopt;
+    } else if (replicated_companion(in, strided)) {
+      companion[k] = true;
+    } else if (in.placements != ref->placements || in.meta.shape != ref->meta.shape) {
       return std::nullopt;
     }
   }
   const Placements stand_in = replace_strided(ref->placements, [](int64_t d) { return Shard(d); });
   const MeshShape& mesh = call.mesh.mesh_shape();
-  if (is_evenly_sharded(ref->meta.shape, mesh, ref->placements) !=
-      is_evenly_sharded(ref->meta.shape, mesh, stand_in)) {
-    return std::nullopt;
-  }
+  const bool evenness_differs = is_evenly_sharded(ref->meta.shape, mesh, ref->placements) !=
+                                is_evenly_sharded(ref->meta.shape, mesh, stand_in);
   OpCall sub = call;
-  for (DTensorSpec& in : sub.inputs) {
-    if (!is_scalar(in)) in.placements = stand_in;
+  for (size_t k = 0; k < sub.inputs.size(); ++k) {
+    if (!is_scalar(sub.inputs[k]) && !companion[k]) sub.inputs[k].placements = stand_in;
   }
   ShardingPlan plan;
   try {
@@ -79,18 +94,46 @@ std::optional<ShardingPlan> stand_in_plan(const ShardingRule& rule, const OpCall
     const auto d = static_cast<size_t>(shard.shard_dim());
     for (size_t k = 0; k < call.inputs.size(); ++k) {
       if (is_scalar(call.inputs[k])) continue;
+      if (companion[k]) {
+        // Kept whole, or split like the strided input along a dim of the
+        // same extent (R -> _S is a local slice): PyTorch's placeholders
+        // take the strided kind on every operand of that mesh dim.
+        Placement& planned = plan.input_placements[k][mesh_dim];
+        if (planned.is_replicate()) continue;
+        const auto& shape = call.inputs[k].meta.shape;
+        if (!planned.is_shard() || shape[static_cast<size_t>(planned.shard_dim())] != ref->meta.shape[d]) {
+          return std::nullopt;
+        }
+        planned = StridedShard(planned.shard_dim(), strided_placement.split_factor());
+        continue;
+      }
       if (plan.input_placements[k][mesh_dim] != shard) return std::nullopt;
       plan.input_placements[k][mesh_dim] = strided_placement;
     }
     for (size_t o = 0; o < plan.output_placements.size(); ++o) {
       Placement& out = plan.output_placements[o][mesh_dim];
-      if (out.is_partial()) continue;
+      if (out.is_partial()) {
+        // Only a sum is exact whatever the pieces' sizes (a mean over uneven
+        // pieces is not, and an extremum of an empty piece fails).
+        if (evenness_differs && out.reduce_op() != ReduceOp::kSum) return std::nullopt;
+        continue;
+      }
+      // S(d) or S(e) of the same extent (a transpose renumbers the dim: its
+      // rows are the same rows), which becomes _S(e, sf).
       const std::vector<int64_t>& shape = call.outputs[o].shape;
-      if (out != shard || shape.size() <= d || shape[d] != ref->meta.shape[d]) return std::nullopt;
-      out = strided_placement;
+      if (!out.is_shard()) return std::nullopt;
+      const auto e = static_cast<size_t>(out.shard_dim());
+      if (shape.size() <= e || shape[e] != ref->meta.shape[d]) return std::nullopt;
+      out = StridedShard(out.shard_dim(), strided_placement.split_factor());
     }
   }
   return plan;
+}
+
+// Reshapes map _StridedShard inputs themselves (Note [Strided shards
+// through a split] in core/ops/view_reshape_rule.cc).
+bool reads_strided_inputs(std::string_view name) {
+  return name == "aten::view" || name == "aten::_unsafe_view" || name == "aten::view_copy";
 }
 
 }  // namespace
@@ -98,7 +141,9 @@ std::optional<ShardingPlan> stand_in_plan(const ShardingRule& rule, const OpCall
 ShardingPlan plan_with_strided_inputs(const ShardingRule& rule, const OpCall& call) {
   const std::vector<int> strided = strided_mesh_dims(call);
   // A _foreach_ op's rule asks this of each element (foreach_rules.cc).
-  if (strided.empty() || call.name.rfind("aten::_foreach_", 0) == 0) return rule(call);
+  if (strided.empty() || call.name.rfind("aten::_foreach_", 0) == 0 || reads_strided_inputs(call.name)) {
+    return rule(call);
+  }
   if (std::optional<ShardingPlan> plan = stand_in_plan(rule, call, strided)) return *std::move(plan);
   // An in-place op writes its input where it is: gathering it would write a copy.
   if (call.self_input >= 0) {

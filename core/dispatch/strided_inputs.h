@@ -18,19 +18,30 @@ namespace dtensor {
 // computes the same on either, so on a mesh dim where some input is
 // _S(d, sf) the rule is asked with S(d) in its place, and its answer is
 // taken when it is exact for the strided rows too:
-//   - every input on that mesh dim is the same _S(d, sf) with the same extent
-//     of d, or Replicate with extent 1 along d (broadcast), or a scalar;
-//   - the rule keeps every strided input as S(d), rewrites no arguments and
-//     names no local kernel (those read shard offsets and sizes, which differ);
-//   - every output is S(d) with the same extent of d (it becomes _S(d, sf)),
-//     or Partial (a reduction, whatever the order of the rows);
-//   - both layouts are even, or both uneven, so no rule's choice that
-//     depends on evenness (a mean as P(avg)) differs between them.
+//   - every input with a _StridedShard has the same placements and shape;
+//     every other input is a Replicate scalar or a "companion", Replicate on
+//     every strided mesh dim (mm's weight beside a strided activation);
+//   - the rule keeps every strided input as S(d), and every companion
+//     Replicate or S(e) along a dim of d's extent (which becomes _S(e, sf),
+//     a local slice: the contraction of mm(grad^T, x) over a strided x
+//     splits grad^T's columns the same way, as PyTorch's placeholders do);
+//     a rule that pairs S(d) with whole or co-sharded operands says each
+//     row of d is computed from its own rows, so it is for strided rows;
+//     it rewrites no arguments and names no local kernel (those read shard
+//     offsets and sizes, which differ);
+//   - every output is S(e) with the extent of d (it becomes _S(e, sf): e
+//     differs from d when the op renumbers dims, as a transpose), or
+//     Partial (a reduction, whatever the order of the rows);
+//   - where one layout is even and the other is not, every Partial output
+//     is a P(sum): a rule's choice that depends on evenness (a mean as
+//     P(avg), an extremum of a piece that may be empty) is not taken.
 // Otherwise the strided mesh dims are offered to the rule as Replicate: the
 // op's redistribution gathers them first (one all_gather each), which is
 // exact for every op, except an in-place op on a strided tensor, which is
-// refused (it would write the gathered copy). PyTorch 2.15 carries _StridedShard through more ops
-// (views that flatten a nested shard); those are divergences of the corpus.
+// refused (it would write the gathered copy). Views that merge a sharded
+// inner dim make _StridedShard outputs (Note [Strided shards through a
+// merge]), as in PyTorch 2.15, and views read them back (view,
+// _unsafe_view and view_copy see their strided inputs as they are).
 
 // Runs `rule` for `call` as Note [Operators on strided shards] says: the
 // plan's input placements are what each input must be redistributed to

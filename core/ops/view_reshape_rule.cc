@@ -3,6 +3,9 @@
 // follow the data. See Note [Shards through reshapes].
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
 #include "core/ops/strategy_builders.h"
@@ -18,8 +21,9 @@ namespace {
 //  - merge (several input dims -> one): the sharded dim must split evenly over
 //    the ranks sharding it, else torch.chunk's last chunk would differ;
 //  - split (one input dim -> several): the leading output dim must split evenly.
-// Any other shard (an inner dim of a run, a run that both merges and splits)
-// is gathered first.
+// An inner dim of a merge becomes a strided shard of the merged dim, as in
+// PyTorch 2.15 (Note [Strided shards through a merge]); any other shard (a
+// run that both merges and splits) is gathered first.
 struct DimGroup {
   std::vector<int64_t> in_dims;
   std::vector<int64_t> out_dims;
@@ -87,6 +91,104 @@ int64_t reshape_target(const OpCall& call, int64_t d) {
   return -1;
 }
 
+// Note [Strided shards through a merge]
+// flatten of [A, B] with B sharded over n: the merged dim is A runs of B,
+// each run split n ways, so a rank holds its piece of every run: that is
+// _StridedShard(dim, split_factor=A) (PyTorch 2.15's view rule gives the same,
+// e.g. g18_01306: [6, 6, 4] [S(0), S(1)] flattened to [S(0), _S(0, 3)]).
+// The split factor counts the runs a rank holds when this mesh dim splits:
+// the outer dims of the run as earlier mesh dims left them (A / 2 = 3 above).
+// Exact only when the pieces line up with torch.chunk's: the sharded dim is
+// the last of the run or splits evenly, the earlier splits of the outer dims
+// are even (every rank must agree on the split factor), and no dim after it
+// in the run is sharded. Otherwise the shard is gathered.
+// Mesh dims on which `spec` splits tensor dim `dim` (Shard or _StridedShard).
+std::vector<int> mesh_dims_splitting(const DTensorSpec& spec, int64_t dim) {
+  std::vector<int> dims;
+  for (size_t m = 0; m < spec.placements.size(); ++m) {
+    if (spec.placements[m].splits_dim() && spec.placements[m].shard_dim() == dim) dims.push_back(static_cast<int>(m));
+  }
+  return dims;
+}
+
+std::optional<Placement> strided_reshape_target(const OpCall& call, int mesh_dim, int64_t d) {
+  const DTensorSpec& spec = call.inputs[0];
+  const auto& in = spec.meta.shape;
+  const auto& out = call.outputs[0].shape;
+  if (mesh_dims_splitting(spec, d).size() != 1) return std::nullopt;
+  for (const DimGroup& g : group_dims(in, out)) {
+    auto at = std::find(g.in_dims.begin(), g.in_dims.end(), d);
+    if (at == g.in_dims.end()) continue;
+    if (count_non_unit(g.out_dims, out) != 1) return std::nullopt;  // a merge into one dim only
+    int64_t inner = 1;
+    for (auto it = at + 1; it != g.in_dims.end(); ++it) {
+      if (!mesh_dims_splitting(spec, *it).empty()) return std::nullopt;
+      inner *= in[static_cast<size_t>(*it)];
+    }
+    const int64_t n = call.mesh.size(mesh_dim);
+    if (inner != 1 && in[static_cast<size_t>(d)] % n != 0) return std::nullopt;
+    int64_t split_factor = 1;
+    for (auto it = g.in_dims.begin(); it != at; ++it) {
+      int64_t size = in[static_cast<size_t>(*it)];
+      for (int m : mesh_dims_splitting(spec, *it)) {
+        if (spec.placements[static_cast<size_t>(m)].is_strided_shard()) return std::nullopt;
+        if (m >= mesh_dim) continue;
+        if (size % call.mesh.size(m) != 0) return std::nullopt;
+        size /= call.mesh.size(m);
+      }
+      split_factor *= size;
+    }
+    const int64_t target = first_non_unit(g.out_dims, out);
+    if (split_factor == 1) return Placement(Shard(target));
+    return Placement(StridedShard(target, split_factor));
+  }
+  return std::nullopt;
+}
+
+// Note [Strided shards through a split]
+// The inverse of Note [Strided shards through a merge]: unflatten of a dim
+// _StridedShard(d, sf) into [A, B, ...] where the first output dims hold
+// exactly the sf runs (A == sf, counting A as the plain shards of d on
+// earlier mesh dims left it) gives back a plain shard of the next output
+// dim, B, when B splits evenly or is the last dim of the run. Matmul's
+// reshape of a 3-D operand to 2-D and back goes through both (g18_00306).
+std::optional<Placement> strided_split_target(const OpCall& call, int mesh_dim, int64_t d, int64_t split_factor) {
+  const DTensorSpec& spec = call.inputs[0];
+  const auto& in = spec.meta.shape;
+  const auto& out = call.outputs[0].shape;
+  if (mesh_dims_splitting(spec, d).size() != spec.mesh_dims_sharding(d).size() + 1) return std::nullopt;
+  int64_t earlier = 1;  // plain shards of d before this mesh dim split the leading output dim
+  for (int m : spec.mesh_dims_sharding(d)) {
+    if (m < mesh_dim) earlier *= call.mesh.size(m);
+  }
+  const int64_t n = call.mesh.size(mesh_dim);
+  for (const DimGroup& g : group_dims(in, out)) {
+    if (first_non_unit(g.in_dims, in) != d || count_non_unit(g.in_dims, in) != 1) continue;
+    int64_t runs = 1;
+    bool leading = true;
+    for (size_t k = 0; k < g.out_dims.size(); ++k) {
+      const int64_t o = g.out_dims[k];
+      int64_t size = out[static_cast<size_t>(o)];
+      if (size == 1) continue;
+      if (runs == split_factor) {
+        int64_t inner = 1;
+        for (size_t j = k + 1; j < g.out_dims.size(); ++j) inner *= out[static_cast<size_t>(g.out_dims[j])];
+        if (inner != 1 && size % n != 0) return std::nullopt;
+        return Placement(Shard(o));
+      }
+      if (leading) {
+        if (size % earlier != 0) return std::nullopt;
+        size /= earlier;
+        leading = false;
+      }
+      runs *= size;
+      if (runs > split_factor) return std::nullopt;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 DimRule reshape_dim_rule() {
@@ -102,6 +204,14 @@ DimRule reshape_dim_rule() {
       int64_t target = reshape_target(call, p.shard_dim());
       if (target >= 0) {
         keep.outputs.assign(call.outputs.size(), Shard(target));
+        candidates.push_back(keep);
+      } else if (std::optional<Placement> strided = strided_reshape_target(call, mesh_dim, p.shard_dim())) {
+        keep.outputs.assign(call.outputs.size(), *strided);
+        candidates.push_back(keep);
+      }
+    } else if (p.is_strided_shard() && numel > 0) {
+      if (std::optional<Placement> target = strided_split_target(call, mesh_dim, p.shard_dim(), p.split_factor())) {
+        keep.outputs.assign(call.outputs.size(), *target);
         candidates.push_back(keep);
       }
     }
