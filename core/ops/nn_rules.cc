@@ -1,10 +1,12 @@
 // Neural-network building blocks: embedding and its backward, layer norm and
-// its backward, and the random ops behind dropout (bernoulli_, uniform_,
-// normal_, native_dropout).
+// its backward, and the random fills (bernoulli_, uniform_, normal_,
+// exponential_, geometric_, log_normal_; dropout's native_dropout).
 //   embedding(weight [S(1)], idx [R]) -> S(-1), no comm;  embedding(weight [S(0)], idx [R]) -> P(sum), masked
 //   native_layer_norm(x [S(0)] f[B,T,H], {H}) -> S(0) x3, no comm
 #include <ATen/Functions.h>
 #include <c10/util/Exception.h>
+
+#include <cmath>
 
 #include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
@@ -154,7 +156,8 @@ DimRule layer_norm_backward_rule() {
 // ------------------------------------------------------------------- random
 
 // Note [Random ops on DTensors]
-// In-place random fills (bernoulli_, uniform_, normal_; CPU dropout is
+// In-place random fills (bernoulli_, uniform_, normal_, exponential_,
+// geometric_, log_normal_; CPU dropout is
 // empty_like + bernoulli_) draw this rank's block through the DTensor RNG
 // (core/random.h, detail::random_local): replicas get equal values and shards
 // are disjoint parts of one random tensor, whatever the placements. Under the
@@ -164,15 +167,27 @@ DimRule layer_norm_backward_rule() {
 // Replicate (a random fill is not a partial sum). native_dropout, whose mask
 // the op draws internally, uses this rank's default generator: replicas of a
 // Replicate mesh dim would disagree, so it is refused there (use dropout).
-enum class RandomFill { kBernoulli, kUniform, kNormal };
+// exponential_, geometric_ and log_normal_ transform the same draws
+// (inverse CDF of a uniform; exp of a normal), so they shard alike.
+enum class RandomFill { kBernoulli, kUniform, kNormal, kExponential, kGeometric, kLogNormal };
 
 const char* random_fill_kernel_name(RandomFill kind) {
   switch (kind) {
     case RandomFill::kBernoulli: return "dtensor::bernoulli_fill";
     case RandomFill::kUniform: return "dtensor::uniform_fill";
     case RandomFill::kNormal: return "dtensor::normal_fill";
+    case RandomFill::kExponential: return "dtensor::exponential_fill";
+    case RandomFill::kGeometric: return "dtensor::geometric_fill";
+    case RandomFill::kLogNormal: return "dtensor::log_normal_fill";
   }
   return "";
+}
+
+// Schema position of the optional generator: bernoulli_.float(self, p, gen),
+// exponential_(self, lambd, gen), geometric_(self, p, gen); the others take
+// two numbers first (uniform_(self, from, to, gen), ...).
+size_t generator_arg(RandomFill kind) {
+  return kind == RandomFill::kBernoulli || kind == RandomFill::kExponential || kind == RandomFill::kGeometric ? 2 : 3;
 }
 
 // Fills this rank's block of the written tensor (its spec after the op:
@@ -181,10 +196,11 @@ void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, 
   const DTensorSpec spec = local.call.inputs[0].with_placements(local.plan.output_placements[0]);
   at::Tensor self = stack[0].toTensor();
   RandomOptions options;
-  const size_t gen_arg = kind == RandomFill::kBernoulli ? 2 : 3;
+  const size_t gen_arg = generator_arg(kind);
   if (gen_arg < stack.size() && stack[gen_arg].isGenerator()) options.generator = stack[gen_arg].toGenerator();
-  const auto distribution = kind == RandomFill::kNormal ? detail::RandomDistribution::kNormal
-                                                        : detail::RandomDistribution::kUniform;
+  const auto distribution = kind == RandomFill::kNormal || kind == RandomFill::kLogNormal
+                                ? detail::RandomDistribution::kNormal
+                                : detail::RandomDistribution::kUniform;
   DTensorSpec draw = spec;
   if (!at::isFloatingType(draw.meta.dtype)) draw.meta.dtype = at::kFloat;
   at::Tensor u = detail::random_local(distribution, draw, self.options().dtype(draw.meta.dtype), options,
@@ -194,8 +210,14 @@ void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, 
   } else if (kind == RandomFill::kUniform) {
     const double from = stack[1].toDouble(), to = stack[2].toDouble();
     self.copy_(u.mul(to - from).add_(from));
-  } else {
+  } else if (kind == RandomFill::kNormal) {
     self.copy_(u.mul(stack[2].toDouble()).add_(stack[1].toDouble()));
+  } else if (kind == RandomFill::kExponential) {  // -log(1 - u) / lambda
+    self.copy_(u.neg().log1p_().div_(-stack[1].toDouble()));
+  } else if (kind == RandomFill::kGeometric) {  // trials to the first success, at least 1
+    self.copy_(u.neg().log1p_().div_(std::log1p(-stack[1].toDouble())).ceil_().clamp_min_(1));
+  } else {  // log-normal: exp(mean + std * z)
+    self.copy_(u.mul(stack[2].toDouble()).add_(stack[1].toDouble()).exp_());
   }
   stack = {self};
 }
@@ -261,7 +283,11 @@ void register_nn_rules(ShardingRegistry& registry) {
   registry.add({"aten::bernoulli_.float"}, random_fill_rule(RandomFill::kBernoulli));
   registry.add({"aten::uniform_"}, random_fill_rule(RandomFill::kUniform));
   registry.add({"aten::normal_"}, random_fill_rule(RandomFill::kNormal));
-  for (RandomFill kind : {RandomFill::kBernoulli, RandomFill::kUniform, RandomFill::kNormal}) {
+  registry.add({"aten::exponential_"}, random_fill_rule(RandomFill::kExponential));
+  registry.add({"aten::geometric_"}, random_fill_rule(RandomFill::kGeometric));
+  registry.add({"aten::log_normal_"}, random_fill_rule(RandomFill::kLogNormal));
+  for (RandomFill kind : {RandomFill::kBernoulli, RandomFill::kUniform, RandomFill::kNormal, RandomFill::kExponential,
+                          RandomFill::kGeometric, RandomFill::kLogNormal}) {
     registry.add_local_kernel(random_fill_kernel_name(kind), random_fill_kernel(kind));
   }
   registry.add({"aten::native_dropout"}, per_mesh_dim(native_dropout_rule()));

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
+#include <cmath>
+#include <functional>
+
 #include "backends/fake/fake_world.h"
 #include "core/random.h"
 #include "tests/core/ops/op_harness.h"
@@ -39,6 +42,45 @@ TEST(NnOpsTest, ActivationMlpBlock) {
     return Tensors{torch::gelu(x[0].mm(x[1].t())).mm(x[2].t())};
   });
   check_all_placements(mlp, /*max_combos=*/100);
+}
+
+// exponential_, geometric_ and log_normal_ draw through the DTensor RNG too:
+// for a seed the global tensor does not depend on the placements, replicas
+// agree, and the values follow the distribution (mean of 4,096 draws).
+TEST(NnOpsTest, RandomFillsAreConsistentAcrossPlacements) {
+  struct Fill {
+    const char* name;
+    std::function<void(at::Tensor&)> fill;
+    double mean;  // of the distribution
+  };
+  const std::vector<Fill> fills = {
+      {"exponential_", [](at::Tensor& t) { t.exponential_(2.0); }, 0.5},
+      {"geometric_", [](at::Tensor& t) { t.geometric_(0.25); }, 4.0},
+      {"log_normal_", [](at::Tensor& t) { t.log_normal_(0.0, 0.5); }, std::exp(0.125)}};
+  for (const Fill& f : fills) {
+    SCOPED_TRACE(f.name);
+    at::Tensor first;
+    for (const Placements& placements : std::vector<Placements>{{Replicate()}, {Shard(0)}, {Shard(1)}}) {
+      SCOPED_TRACE(to_string(placements));
+      at::Tensor full;
+      run_fake_world(4, [&](World& world) {
+        auto mesh = DeviceMesh::init(c10::kCPU, {4});
+        dtensor::manual_seed(5);
+        DTensor t = distribute_tensor(at::zeros({64, 64}, at::kDouble), mesh, placements);
+        f.fill(t);
+        EXPECT_EQ(t.placements(), placements);
+        at::Tensor whole = t.full_tensor();
+        if (world.rank() == 0) full = whole;
+      });
+      if (!first.defined()) {
+        first = full;
+        EXPECT_NEAR(full.mean().item<double>(), f.mean, 0.1 * f.mean);
+        EXPECT_GT(full.min().item<double>(), 0.0);
+      } else {
+        EXPECT_TRUE(at::equal(full, first));
+      }
+    }
+  }
 }
 
 // Dropout draws through the DTensor RNG: for a seed, the global mask does
