@@ -26,6 +26,7 @@ void register_spatial_rules(ShardingRegistry& registry);
 void register_norm_rules(ShardingRegistry& registry);
 void register_scatter_rules(ShardingRegistry& registry);
 void register_index_rules(ShardingRegistry& registry);
+void register_optimizer_rules(ShardingRegistry& registry);
 void register_linalg_rules(ShardingRegistry& registry);
 /// Loss parallelism (core/ops/loss_parallel_rules.cc): wraps the rules of
 /// _log_softmax, nll_loss and their backwards registered before it.

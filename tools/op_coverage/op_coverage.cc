@@ -49,6 +49,7 @@ const std::vector<Family>& families() {
       {"norm", "core/ops/norm_rules.cc", &dtensor::register_norm_rules},
       {"scatter", "core/ops/scatter_rules.cc", &dtensor::register_scatter_rules},
       {"index", "core/ops/index_rules.cc", &dtensor::register_index_rules},
+      {"optimizer", "core/ops/optimizer_rules.cc", &dtensor::register_optimizer_rules},
       {"linalg", "core/ops/linalg_rules.cc", &dtensor::register_linalg_rules},
   };
   return all;

@@ -15,7 +15,10 @@
 #include <memory>
 
 #include "backends/fake/fake_world.h"
+#include "core/compat/torch_compat.h"
 #include "core/dtensor.h"
+#include "testing/error_of.h"
+#include "tests/core/test_util.h"
 #include "tests/core/ops/op_harness.h"
 
 namespace dtensor::testing {
@@ -94,6 +97,46 @@ TEST(OptimizerOpsTest, StepsMatchSingleDeviceWithoutCommunication) {
 
 // Gradient clipping (LibTorch 1.13 clip_grad_norm_: per-parameter norms,
 // stacked, normed again, then mul_) on sharded gradients.
+// _fused_adam_ (Adam(fused=True) in Python) on sharded and replicated
+// parameters: each element steps on its own shards, no collective, values
+// equal the plain call's (Note [Fused optimizer steps]); a state tensor laid
+// out unlike its parameter is refused, naming it.
+TEST(OptimizerOpsTest, FusedAdamStepsEachParameterOnItsShards) {
+#if DTENSOR_TORCH_AT_LEAST(2, 4)
+  const at::Tensor p0 = seeded_randn({8, 4}, 1), p1 = seeded_randn({6}, 2), g0 = seeded_randn({8, 4}, 3),
+                   g1 = seeded_randn({6}, 4);
+  auto step = [](std::vector<at::Tensor> params, std::vector<at::Tensor> grads, std::vector<at::Tensor> m,
+                 std::vector<at::Tensor> v, std::vector<at::Tensor> steps) {
+    at::_fused_adam_(params, grads, m, v, {}, steps, 0.1, 0.9, 0.999, 0.01, 1e-8, false, false);
+  };
+  std::vector<at::Tensor> want = {p0.clone(), p1.clone()};
+  step(want, {g0, g1}, {at::zeros_like(p0), at::zeros_like(p1)}, {at::zeros_like(p0), at::zeros_like(p1)},
+       {at::ones({}, at::kFloat), at::ones({}, at::kFloat)});
+  run_fake_world(4, [&](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    DTensor w0 = distribute_tensor(p0, mesh, {Shard(0)}), w1 = distribute_tensor(p1, mesh, {Replicate()});
+    DTensor d0 = distribute_tensor(g0, mesh, {Shard(0)}), d1 = distribute_tensor(g1, mesh, {Replicate()});
+    std::vector<at::Tensor> m = {at::zeros_like(w0), at::zeros_like(w1)}, v = {at::zeros_like(w0), at::zeros_like(w1)};
+    std::vector<at::Tensor> steps = {distribute_tensor(at::ones({}, at::kFloat), mesh, {Replicate()}),
+                                     distribute_tensor(at::ones({}, at::kFloat), mesh, {Replicate()})};
+    CollectiveCounter counter(world);
+    step({w0, w1}, {d0, d1}, m, v, steps);
+    EXPECT_EQ(counter.counts(), Counts{});
+    EXPECT_EQ(w0.placements(), Placements{Shard(0)});
+    EXPECT_TRUE(at::allclose(w0.full_tensor(), want[0]));
+    EXPECT_TRUE(at::allclose(w1.full_tensor(), want[1]));
+    // exp_avg of w0 replicated: the step would write a redistributed copy.
+    std::vector<at::Tensor> bad = {at::zeros_like(d0.full_tensor()), at::zeros_like(w1)};
+    bad[0] = distribute_tensor(bad[0], mesh, {Replicate()});
+    const std::string error = error_of([&] { step({w0, w1}, {d0, d1}, bad, v, steps); });
+    EXPECT_NE(error.find("exp_avgs"), std::string::npos) << error;
+    EXPECT_NE(error.find("laid out like its parameter"), std::string::npos) << error;
+  });
+#else
+  GTEST_SKIP() << "LibTorch " << TORCH_VERSION << " has no CPU _fused_adam_";
+#endif
+}
+
 TEST(OptimizerOpsTest, ClipGradNormOnShardedGradients) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(4);
   const at::Tensor a = at::randn({8, 12}, gen, at::kDouble), b = at::randn({12}, gen, at::kDouble);
