@@ -9,10 +9,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
+#include "core/compat/torch_compat.h"
 #include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
 #include "core/ops/strategy_builders.h"
+#include "layout/shard_layout.h"
 
 namespace dtensor {
 namespace {
@@ -83,13 +86,39 @@ DimRule constant_pad_rule() {
   };
 }
 
+// LibTorch before 2.0 refuses constant_pad_nd of an empty dim that the pad
+// list covers, even padded by 0 ("resulted in a negative output size"), so
+// there such a dim is never split into an empty piece (6 columns over 4
+// ranks are 2, 2, 2, 0). Later versions run it.
+PlanCheck constant_pad_check() {
+  if (DTENSOR_TORCH_AT_LEAST(2, 0)) return nullptr;
+  return [](const OpCall& call, const std::vector<Placements>& inputs) {
+    const int64_t ndim = detail::input_ndim(call, 0);
+    const auto covered = static_cast<int64_t>(call.arg(1).toIntVector().size() / 2);
+    for (int64_t d = std::max<int64_t>(ndim - covered, 0); d < ndim; ++d) {
+      std::set<int64_t> sizes{call.inputs[0].meta.shape[static_cast<size_t>(d)]};
+      for (size_t m = 0; m < inputs[0].size(); ++m) {
+        if (!inputs[0][m].is_shard() || inputs[0][m].shard_dim() != d) continue;
+        const int64_t n = call.mesh.size(static_cast<int>(m));
+        std::set<int64_t> next;
+        for (int64_t size : sizes) {
+          for (int64_t j = 0; j < n; ++j) next.insert(chunk_span(size, n, j).size);
+        }
+        sizes = next;
+      }
+      if (sizes.count(0) > 0) return false;
+    }
+    return true;
+  };
+}
+
 }  // namespace
 
 void register_scatter_rules(ShardingRegistry& registry) {
   registry.add({"aten::slice_scatter"}, detail::single_dim_rule(slice_scatter_rule()));
   registry.add({"aten::select_scatter"}, detail::single_dim_rule(select_scatter_rule()));
   registry.add({"aten::diagonal_scatter"}, detail::single_dim_rule(diagonal_scatter_rule()));
-  registry.add({"aten::constant_pad_nd"}, detail::single_dim_rule(constant_pad_rule()));
+  registry.add({"aten::constant_pad_nd"}, detail::single_dim_rule(constant_pad_rule(), constant_pad_check()));
 }
 
 }  // namespace dtensor
