@@ -7,6 +7,7 @@
 //   bazel run //tools/op_coverage -- --against $PWD/tools/op_coverage/pytorch-2.15-ops.txt
 //       # what PyTorch's DTensor shards (a list from tools/op_coverage/pytorch_ops.py)
 //       # and this build does not, by kind of overload; and the reverse
+//   op_coverage --against LIST --max-missing 46   # exit 1 when more than 46 lack a rule (CI's gate)
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <cstdlib>
@@ -108,9 +109,10 @@ std::vector<std::string> read_op_list(const std::string& path) {
   return names;
 }
 
-// --against: PyTorch's list against this build's rules.
-void print_against(const std::string& path, const std::map<std::string, bool>& ops,
-                   const std::set<std::string>& covered) {
+// --against: PyTorch's list against this build's rules. Returns how many of
+// PyTorch's overloads reach DTensor here without a rule.
+size_t print_against(const std::string& path, const std::map<std::string, bool>& ops,
+                     const std::set<std::string>& covered) {
   const std::vector<std::string> theirs = read_op_list(path);
   const std::set<std::string> their_set(theirs.begin(), theirs.end());
   std::map<std::string, std::vector<std::string>> missing_by_kind;
@@ -149,6 +151,7 @@ void print_against(const std::string& path, const std::map<std::string, bool>& o
   std::cout << "\n== rule here, PyTorch does not shard\n";
   for (const auto& n : ours_only) std::cout << "  " << n << "\n";
   for (const auto& n : absent) std::cout << "  [not in this LibTorch] " << n << "\n";
+  return missing;
 }
 
 }  // namespace
@@ -156,6 +159,7 @@ void print_against(const std::string& path, const std::map<std::string, bool>& o
 int main(int argc, char** argv) {
   bool list_missing = false;
   std::string only_family, against;
+  long max_missing = -1;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--missing") == 0) {
       list_missing = true;
@@ -163,8 +167,10 @@ int main(int argc, char** argv) {
       only_family = argv[++i];
     } else if (std::strcmp(argv[i], "--against") == 0 && i + 1 < argc) {
       against = argv[++i];
+    } else if (std::strcmp(argv[i], "--max-missing") == 0 && i + 1 < argc) {
+      max_missing = std::strtol(argv[++i], nullptr, 10);
     } else {
-      std::cerr << "usage: op_coverage [--missing] [--family NAME] [--against PYTORCH_OPS.txt]\n";
+      std::cerr << "usage: op_coverage [--missing] [--family NAME] [--against PYTORCH_OPS.txt [--max-missing N]]\n";
       return 2;
     }
   }
@@ -232,7 +238,13 @@ int main(int argc, char** argv) {
   if (!against.empty()) {
     std::set<std::string> any_rule = covered;
     any_rule.insert(derived.begin(), derived.end());
-    print_against(against, ops, any_rule);
+    const size_t missing = print_against(against, ops, any_rule);
+    if (max_missing >= 0 && missing > static_cast<size_t>(max_missing)) {
+      std::cerr << "op_coverage: " << missing << " of the overloads in " << against
+                << " reach DTensor without a rule, more than --max-missing " << max_missing
+                << ": a rule was lost (see the lists above)\n";
+      return 1;
+    }
   }
   return 0;
 }
