@@ -118,10 +118,12 @@ DimRule index_put_rule() {
       if (vd >= 0 && call.inputs[values].meta.shape[static_cast<size_t>(vd)] != 1) s.inputs[values] = Shard(vd);
       candidates.push_back(s);
     }
-    const Placement& p = placement_of(call, 0, mesh_dim);
-    if (p.is_partial() && p.reduce_op() == ReduceOp::kSum) {
+    // Self or values Partial(sum): both become Partial(sum) (a Replicate
+    // one splits for free, as in PyTorch 2.15's single-dim row).
+    const Placement sum = Partial(ReduceOp::kSum);
+    if (placement_of(call, 0, mesh_dim) == sum || placement_of(call, values, mesh_dim) == sum) {
       DimStrategy s = detail::all_replicate(call);
-      s.inputs[0] = s.inputs[values] = s.outputs[0] = p;
+      s.inputs[0] = s.inputs[values] = s.outputs[0] = sum;
       candidates.push_back(s);
     }
     return candidates;

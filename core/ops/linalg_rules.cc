@@ -103,13 +103,13 @@ void register_linalg_rules(ShardingRegistry& registry) {
                 "aten::geqrf", "aten::linalg_cholesky_ex", "aten::linalg_eig", "aten::linalg_inv_ex",
                 "aten::triangular_solve", "aten::_linalg_det", "aten::linalg_ldl_factor_ex", "aten::linalg_lu",
                 "aten::linalg_lu_factor_ex", "aten::lu_unpack", "aten::_linalg_slogdet", "aten::_linalg_check_errors"},
-               detail::single_dim_rule(batch_dims_rule()));
-  registry.add({"aten::cholesky_solve"}, detail::single_dim_rule(batch_dims_rule(LinearInput{0})));  // (B, A)
+               detail::single_dim_rule(batch_dims_rule(), {/*allow_uneven=*/true}));
+  registry.add({"aten::cholesky_solve"}, detail::single_dim_rule(batch_dims_rule(LinearInput{0}), {/*allow_uneven=*/true}));  // (B, A)
   registry.add({"aten::linalg_lu_solve", "aten::linalg_ldl_solve", "aten::ormqr"},
-               detail::single_dim_rule(batch_dims_rule(LinearInput{2})));  // (factor, pivots or tau, B)
-  registry.add({"aten::_linalg_solve_ex"}, detail::single_dim_rule(batch_dims_rule(LinearInput{1})));  // (A, B) -> result, LU, pivots, info
-  registry.add({"aten::linalg_solve_triangular"}, detail::single_dim_rule(solve_triangular_rule()));
-  registry.add({"aten::linalg_pinv.atol_rtol_tensor"}, detail::single_dim_rule(pinv_rule()));
+               detail::single_dim_rule(batch_dims_rule(LinearInput{2}), {/*allow_uneven=*/true}));  // (factor, pivots or tau, B)
+  registry.add({"aten::_linalg_solve_ex"}, detail::single_dim_rule(batch_dims_rule(LinearInput{1}), {/*allow_uneven=*/true}));  // (A, B) -> result, LU, pivots, info
+  registry.add({"aten::linalg_solve_triangular"}, detail::single_dim_rule(solve_triangular_rule(), {/*allow_uneven=*/true}));
+  registry.add({"aten::linalg_pinv.atol_rtol_tensor"}, detail::single_dim_rule(pinv_rule(), {/*allow_uneven=*/true}));
   registry.add({"aten::_linalg_svd", "aten::linalg_qr", "aten::_linalg_eigh", "aten::diagonal", "aten::diagonal_copy",
                 "aten::diag_embed"},
                detail::single_dim_rule(replicate_only()));

@@ -115,10 +115,10 @@ PlanCheck constant_pad_check() {
 }  // namespace
 
 void register_scatter_rules(ShardingRegistry& registry) {
-  registry.add({"aten::slice_scatter"}, detail::single_dim_rule(slice_scatter_rule()));
+  registry.add({"aten::slice_scatter"}, detail::single_dim_rule(slice_scatter_rule(), {/*allow_uneven=*/true}));
   registry.add({"aten::select_scatter"}, detail::single_dim_rule(select_scatter_rule()));
   registry.add({"aten::diagonal_scatter"}, detail::single_dim_rule(diagonal_scatter_rule()));
-  registry.add({"aten::constant_pad_nd"}, detail::single_dim_rule(constant_pad_rule(), constant_pad_check()));
+  registry.add({"aten::constant_pad_nd"}, detail::single_dim_rule(constant_pad_rule(), {false, constant_pad_check()}));
 }
 
 }  // namespace dtensor

@@ -36,7 +36,7 @@ const PlanCheck& runnable_pieces() {
   return check;
 }
 
-ShardingRule spatial(DimRule rule) { return detail::single_dim_rule(std::move(rule), runnable_pieces()); }
+ShardingRule spatial(DimRule rule) { return detail::single_dim_rule(std::move(rule), {false, runnable_pieces()}); }
 
 bool partial_sum_or_avg(const Placement& p) {
   return p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg);
@@ -212,7 +212,7 @@ void add_pooling(ShardingRegistry& registry, const std::string& name, int spatia
     const bool batched = detail::input_ndim(call, 0) >= spatial_rank + 2;
     return detail::runnable_pieces(call, inputs, /*keep_current=*/true, /*batch_may_be_empty=*/batched);
   };
-  registry.add({name}, detail::single_dim_rule(pooling_rule(spatial_rank, linear), std::move(check)));
+  registry.add({name}, detail::single_dim_rule(pooling_rule(spatial_rank, linear), {/*allow_uneven=*/true, std::move(check)}));
 }
 
 }  // namespace

@@ -34,9 +34,13 @@ std::vector<DimStrategy> shard_dims_except(const OpCall& call, int mesh_dim, con
   for (int64_t d = 0; d < input_ndim(call, 0); ++d) {
     if (std::find(kept.begin(), kept.end(), d) == kept.end()) candidates.push_back(row(d));
   }
-  const Placement& p = placement_of(call, 0, mesh_dim);
   for (const DimStrategy& s : partial_rows) {
-    if (p.is_partial() && s.inputs[0] == p) candidates.push_back(s);
+    bool keeps = false;
+    for (size_t i = 0; i < call.inputs.size() && i < s.inputs.size(); ++i) {
+      const Placement& p = placement_of(call, i, mesh_dim);
+      keeps = keeps || (p.is_partial() && s.inputs[i] == p);
+    }
+    if (keeps) candidates.push_back(s);
   }
   return candidates;
 }
@@ -194,7 +198,25 @@ DimRule single_dim_strategy(DimRule rule) {
   };
 }
 
-ShardingRule single_dim_rule(DimRule rule, PlanCheck check) {
+bool tensor_shardable(const OpCall& call, const std::vector<Placements>& inputs, bool allow_uneven) {
+  for (size_t i = 0; i < call.inputs.size() && i < inputs.size(); ++i) {
+    const DTensorSpec& spec = call.inputs[i];
+    if (allow_uneven && inputs[i] == spec.placements) continue;
+    for (int64_t dim = 0; dim < static_cast<int64_t>(spec.meta.shape.size()); ++dim) {
+      int64_t ranks = 1;
+      for (size_t m = 0; m < inputs[i].size(); ++m) {
+        if (inputs[i][m].is_shard() && inputs[i][m].shard_dim() == dim) ranks *= spec.mesh.size(static_cast<int>(m));
+      }
+      if (spec.meta.shape[static_cast<size_t>(dim)] < ranks) return false;
+    }
+  }
+  return true;
+}
+
+ShardingRule single_dim_rule(DimRule rule, SingleDimOptions options) {
+  PlanCheck check = [options](const OpCall& call, const std::vector<Placements>& inputs) {
+    return tensor_shardable(call, inputs, options.allow_uneven) && (!options.check || options.check(call, inputs));
+  };
   return per_mesh_dim(single_dim_strategy(std::move(rule)), std::move(check));
 }
 

@@ -34,7 +34,7 @@ bool evenly_sharded(const OpCall& call, size_t i, int64_t dim);
 
 /// Candidates for ops that keep some dims of input 0 whole: all-Replicate,
 /// then `row(d)` for every other dim d of input 0, then the `partial_rows`
-/// that keep input 0's current Partial.
+/// that keep some input's current Partial.
 /// Example: shard_dims_except(slice_scatter_call, 0, {0}, row) == {all R, row(1)} for 2-D inputs.
 std::vector<DimStrategy> shard_dims_except(const OpCall& call, int mesh_dim, const std::vector<int64_t>& kept,
                                            const std::function<DimStrategy(int64_t)>& row,
@@ -67,9 +67,22 @@ void drop_shards_unless_an_input_is_sharded(const OpCall& call, std::vector<DimS
 /// shard kinds the inputs have (none: only its Replicate and Partial rows).
 /// Example: max_pool2d of a P(sum) input all_reduces it (no reduce_scatter onto the batch dim).
 DimRule single_dim_strategy(DimRule rule);
-/// per_mesh_dim(single_dim_strategy(rule), check): the rule of an op PyTorch
-/// 2.15 shards with a single-dim strategy.
-ShardingRule single_dim_rule(DimRule rule, PlanCheck check = nullptr);
+/// Whether no input of the plan splits a dim over more ranks than it has
+/// elements: PyTorch's is_tensor_shardable, applied to every whole-mesh
+/// strategy its single-dim expansion makes; with `allow_uneven` (the
+/// strategy's allow_uneven_sharding) an input left as it is passes.
+bool tensor_shardable(const OpCall& call, const std::vector<Placements>& inputs, bool allow_uneven);
+
+/// What PyTorch 2.15's single-dim strategy expansion allows of a rule.
+struct SingleDimOptions {
+  bool allow_uneven = false;  // the strategy's allow_uneven_sharding
+  PlanCheck check = nullptr;  // a further whole-mesh check
+};
+
+/// per_mesh_dim(single_dim_strategy(rule)) with tensor_shardable (and
+/// `options.check`) as its whole-mesh check: the rule of an op PyTorch 2.15
+/// shards with a single-dim strategy.
+ShardingRule single_dim_rule(DimRule rule, SingleDimOptions options = {});
 
 /// Whether a kernel of the spatial and normalization families can run on
 /// every rank's piece of the inputs placed as `inputs` (Note [Empty pieces

@@ -853,6 +853,90 @@ def spatial_program(g, pid):
             "inputs": inputs, "steps": steps}
 
 
+# ---------------------------------------------------------------- indexing, scatters, linalg, more reductions
+# PyTorch 2.15's strategies for advanced indexing, index_put / index_fill /
+# index_reduce, the scatters, constant_pad_nd, batched linear algebra and
+# all / any / nansum / median (core/ops/index_rules.cc, scatter_rules.cc,
+# linalg_rules.cc, reduction_rules.cc).
+
+
+def more_ops(g):
+    """Returns (inputs, steps, differentiable)."""
+    kind = g.rng.choice(["index", "index", "index_put", "index_fill", "index_reduce", "slice_scatter",
+                         "select_scatter", "diagonal_scatter", "pad", "pad", "any", "nansum", "median",
+                         "det", "slogdet", "lu_factor", "solve_triangular", "cross", "qr"])
+    a, b = g.rng.randint(1, 6), g.rng.randint(2, 6)
+    if kind == "index":
+        if g.rng.random() < 0.5:
+            which = g.rng.choice([0, 1])
+            idx = g.idx(g.dims(g.rng.randint(1, 2), 1, 4), [a, b][which])
+            return [g.t([a, b]), idx], [op("aten::index.Tensor", T(0), [T(1)] if which == 0 else [None, T(1)])], True
+        c = g.rng.randint(1, 5)
+        n = g.rng.randint(1, 4)
+        return ([g.t([a, b, c]), g.idx([n], a), g.idx([n], c)],
+                [op("aten::index.Tensor", T(0), [T(1), None, T(2)])], True)
+    if kind == "index_put":
+        n = g.rng.randint(1, 4)
+        return ([g.t([a, b]), g.idx([n], a), g.t([n, b])],
+                [op("aten::index_put", T(0), [T(1)], T(2), True)], True)
+    if kind == "index_fill":
+        d = g.rng.choice([0, 1])
+        return [g.t([a, b]), g.idx([g.rng.randint(1, 3)], [a, b][d])], [op("aten::index_fill.int_Scalar", T(0), d, T(1), 0.5)], True
+    if kind == "index_reduce":
+        n = g.rng.randint(1, 4)
+        return ([g.t([a, b]), g.idx([n], b), g.t([a, n])],
+                [op("aten::index_reduce", T(0), 1, T(1), T(2), "amax")], False)
+    if kind == "slice_scatter":
+        end = g.rng.randint(1, b)
+        return [g.t([a, b]), g.t([a, end])], [op("aten::slice_scatter", T(0), T(1), 1, 0, end, 1)], False
+    if kind == "select_scatter":
+        return [g.t([a, b]), g.t([b])], [op("aten::select_scatter", T(0), T(1), 0, g.rng.randrange(a))], False
+    if kind == "diagonal_scatter":
+        c = g.rng.randint(1, 4)
+        return [g.t([a, b, c]), g.t([c, min(a, b)])], [op("aten::diagonal_scatter", T(0), T(1), 0, 0, 1)], False
+    if kind == "pad":
+        value = g.rng.choice([0.0, 0.5])
+        pad = g.rng.choice([[1, 0], [0, 0, 1, 2], [0, 0, 0, 0]])
+        return [g.t([a, b])], [op("aten::constant_pad_nd", T(0), pad, value)], True
+    if kind == "any":
+        return [g.idx([a, b], 2)], [op("aten::any.dim", T(0), g.rng.choice([0, 1]))], False
+    if kind == "nansum":
+        return [g.t([a, b])], [op("aten::nansum", T(0), [g.rng.choice([0, 1])])], True
+    if kind == "median":
+        return [g.t([a, b])], [op("aten::median", T(0))], False
+    n = g.rng.randint(1, 4)
+    matrix = g.t([a, n, n], offset=2.0) if kind != "qr" else g.t([a, n + 1, n])
+    if kind == "det":
+        return [matrix], [op("aten::_linalg_det", T(0))], False
+    if kind == "slogdet":
+        return [matrix], [op("aten::_linalg_slogdet", T(0))], False
+    if kind == "lu_factor":
+        return [matrix], [op("aten::linalg_lu_factor_ex", T(0))], False
+    if kind == "solve_triangular":
+        return ([matrix, g.t([a, n, g.rng.randint(1, 3)])],
+                [op("aten::linalg_solve_triangular", T(0), T(1), upper=True)], True)
+    if kind == "cross":
+        return [g.t([a, 3]), g.t([a, 3])], [op("aten::linalg_cross", T(0), T(1))], True
+    return [matrix], [op("aten::linalg_qr", T(0))], False
+
+
+def more_ops_program(g, pid):
+    mesh_shape, names, world = g.rng.choice(MESHES)
+    inputs, steps, differentiable = more_ops(g)
+    for spec in inputs:
+        spec["placements"] = placement(g, len(spec["shape"]), len(mesh_shape), "dtype" not in spec)
+    last = len(inputs)
+    if g.rng.random() < 0.3:
+        steps.append({"kind": "full_tensor", "t": last})
+    if differentiable and g.rng.random() < 0.5:
+        grads = [i for i, spec in enumerate(inputs) if "dtype" not in spec]
+        for i in grads:
+            inputs[i]["requires_grad"] = True
+        steps.append({"kind": "backward", "t": last, "grads": grads})
+    return {"id": pid, "world_size": world, "mesh": {"shape": list(mesh_shape), "names": names},
+            "inputs": inputs, "steps": steps}
+
+
 def write_shard(path, seed, progs):
     with open(path, "w") as f:
         json.dump({"format": FORMAT, "generator": f"generate_programs.py --seed {seed}",
@@ -869,6 +953,7 @@ def main():
     ap.add_argument("--derived", type=int, default=300, help="out= and in-place programs, in one more shard")
     ap.add_argument("--more-pointwise", type=int, default=300, help="PyTorch 2.15's other pointwise ops, one more shard")
     ap.add_argument("--spatial", type=int, default=300, help="convolution, pooling, norm programs, one more shard")
+    ap.add_argument("--more-ops", type=int, default=300, help="indexing, scatter, linalg programs, one more shard")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     g = Gen(random.Random(a.seed))
@@ -889,10 +974,14 @@ def main():
     gc = Gen(random.Random(a.seed * 1000 + 4))
     spatial_progs = [spatial_program(gc, f"c{a.seed}_{i:04d}") for i in range(a.spatial)]
     write_shard(os.path.join(a.out, f"programs_{a.shards + 3:02d}.json"), a.seed, spatial_progs)
+    gm = Gen(random.Random(a.seed * 1000 + 5))
+    more_progs = [more_ops_program(gm, f"m{a.seed}_{i:04d}") for i in range(a.more_ops)]
+    write_shard(os.path.join(a.out, f"programs_{a.shards + 4:02d}.json"), a.seed, more_progs)
     print(f"{len(progs)} op programs in {a.shards} shards, {len(structured)} structured programs "
           f"in shard {a.shards}, {len(derived_progs)} out=/in-place programs in shard {a.shards + 1}, "
           f"{len(pointwise_progs)} of 2.15's other pointwise ops in shard {a.shards + 2} "
-          f"and {len(spatial_progs)} convolution/pooling/norm programs in shard {a.shards + 3} under {a.out}")
+          f"{len(spatial_progs)} convolution/pooling/norm programs in shard {a.shards + 3} "
+          f"and {len(more_progs)} indexing/scatter/linalg programs in shard {a.shards + 4} under {a.out}")
 
 
 if __name__ == "__main__":
