@@ -236,6 +236,18 @@ void refine_nested(const OpCall& call, std::vector<std::vector<const DimStrategy
   }
 }
 
+// Replaces the per-dim choices of `plan` by what it now holds, when a
+// whole-mesh step (`why`) decided rather than the per-dim comparison.
+void record_whole_mesh_choices(const OpCall& call, const char* why, ShardingPlan& plan) {
+  for (int d = 0; d < call.mesh_ndim(); ++d) {
+    DimStrategy chosen;
+    for (const auto& p : plan.input_placements) chosen.inputs.push_back(p[static_cast<size_t>(d)]);
+    for (const auto& p : plan.output_placements) chosen.outputs.push_back(p[static_cast<size_t>(d)]);
+    plan.strategy_choices[static_cast<size_t>(d)] =
+        StrategyChoice{strategy_text(chosen) + " (" + why + ")", strategy_cost(call, d, chosen), "", 0};
+  }
+}
+
 // Note [Whole-mesh plan checks]
 // PyTorch filters whole-mesh strategies (is_tensor_shardable); rules here
 // choose per mesh dim, so a rule that must refuse some whole-mesh layouts
@@ -284,13 +296,7 @@ void apply_plan_check(const OpCall& call, const std::vector<std::vector<std::pai
     for (auto& p : plan.input_placements) std::fill(p.begin(), p.end(), Placement(Replicate()));
     for (auto& p : plan.output_placements) std::fill(p.begin(), p.end(), Placement(Replicate()));
   }
-  for (int d = 0; d < call.mesh_ndim(); ++d) {
-    DimStrategy chosen;
-    for (const auto& p : plan.input_placements) chosen.inputs.push_back(p[static_cast<size_t>(d)]);
-    for (const auto& p : plan.output_placements) chosen.outputs.push_back(p[static_cast<size_t>(d)]);
-    plan.strategy_choices[static_cast<size_t>(d)] =
-        StrategyChoice{strategy_text(chosen) + " (whole-mesh check)", strategy_cost(call, d, chosen), "", 0};
-  }
+  record_whole_mesh_choices(call, "whole-mesh check", plan);
 }
 
 }  // namespace
@@ -359,17 +365,9 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule, const 
     }
     const std::vector<Placements> per_dim_inputs = plan.input_placements;
     refine_nested(call, options, plan);
-    if (plan.input_placements != per_dim_inputs) {
-      // A whole-mesh choice (Note [Whole-mesh check of nested shards]): the
-      // per-dim comparison is not what decided; say what was chosen only.
-      for (int d = 0; d < call.mesh_ndim(); ++d) {
-        DimStrategy chosen;
-        for (const auto& p : plan.input_placements) chosen.inputs.push_back(p[static_cast<size_t>(d)]);
-        for (const auto& p : plan.output_placements) chosen.outputs.push_back(p[static_cast<size_t>(d)]);
-        plan.strategy_choices[static_cast<size_t>(d)] =
-            StrategyChoice{strategy_text(chosen) + " (whole-mesh choice)", strategy_cost(call, d, chosen), "", 0};
-      }
-    }
+    // A whole-mesh choice (Note [Whole-mesh check of nested shards]): the
+    // per-dim comparison is not what decided; say what was chosen only.
+    if (plan.input_placements != per_dim_inputs) record_whole_mesh_choices(call, "whole-mesh choice", plan);
   }
   if (check) apply_plan_check(call, ranked, check, plan);
   return plan;

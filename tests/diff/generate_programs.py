@@ -747,6 +747,22 @@ MORE_POINTWISE = {
 }
 
 
+def single_op_program(g, pid, mesh, inputs, steps, last, differentiable, p_full, p_grad, grads=None):
+    """The program of one op's `steps` on `inputs`: then, sometimes, a
+    full_tensor of tensor `last` (probability p_full) and, for a
+    differentiable op, a backward of it (p_grad) into `grads` (every input)."""
+    mesh_shape, names, world = mesh
+    if g.rng.random() < p_full:
+        steps.append({"kind": "full_tensor", "t": last})
+    if differentiable and g.rng.random() < p_grad:
+        grads = list(range(len(inputs))) if grads is None else grads
+        for i in grads:
+            inputs[i]["requires_grad"] = True
+        steps.append({"kind": "backward", "t": last, "grads": grads})
+    return {"id": pid, "world_size": world, "mesh": {"shape": list(mesh_shape), "names": names},
+            "inputs": inputs, "steps": steps}
+
+
 def more_pointwise_program(g, pid):
     mesh_shape, names, world = g.rng.choice(MESHES)
     name = g.rng.choice(sorted(MORE_POINTWISE))
@@ -763,15 +779,8 @@ def more_pointwise_program(g, pid):
     for spec in inputs:
         spec["placements"] = placement(g, len(spec["shape"]), len(mesh_shape), "dtype" not in spec)
     steps = [op(f"aten::{name}", *[T(i) for i in range(len(inputs))], *extra)]
-    last = len(inputs)
-    if g.rng.random() < 0.35:
-        steps.append({"kind": "full_tensor", "t": last})
-    if differentiable and g.rng.random() < 0.45:
-        for spec in inputs:
-            spec["requires_grad"] = True
-        steps.append({"kind": "backward", "t": last, "grads": list(range(len(inputs)))})
-    return {"id": pid, "world_size": world, "mesh": {"shape": list(mesh_shape), "names": names},
-            "inputs": inputs, "steps": steps}
+    return single_op_program(g, pid, (mesh_shape, names, world), inputs, steps, len(inputs), differentiable,
+                             0.35, 0.45)
 
 
 # ---------------------------------------------------------------- convolution, pooling, norms
@@ -843,14 +852,7 @@ def spatial_program(g, pid):
     for spec in inputs:
         spec["placements"] = placement(g, len(spec["shape"]), len(mesh_shape), True)
     last = len(inputs) + (2 if len(steps) == 2 else 0)  # the result (max_unpool: after pooling's two)
-    if g.rng.random() < 0.3:
-        steps.append({"kind": "full_tensor", "t": last})
-    if differentiable and g.rng.random() < 0.6:
-        for spec in inputs:
-            spec["requires_grad"] = True
-        steps.append({"kind": "backward", "t": last, "grads": list(range(len(inputs)))})
-    return {"id": pid, "world_size": world, "mesh": {"shape": list(mesh_shape), "names": names},
-            "inputs": inputs, "steps": steps}
+    return single_op_program(g, pid, (mesh_shape, names, world), inputs, steps, last, differentiable, 0.3, 0.6)
 
 
 # ---------------------------------------------------------------- indexing, scatters, linalg, more reductions
@@ -925,16 +927,9 @@ def more_ops_program(g, pid):
     inputs, steps, differentiable = more_ops(g)
     for spec in inputs:
         spec["placements"] = placement(g, len(spec["shape"]), len(mesh_shape), "dtype" not in spec)
-    last = len(inputs)
-    if g.rng.random() < 0.3:
-        steps.append({"kind": "full_tensor", "t": last})
-    if differentiable and g.rng.random() < 0.5:
-        grads = [i for i, spec in enumerate(inputs) if "dtype" not in spec]
-        for i in grads:
-            inputs[i]["requires_grad"] = True
-        steps.append({"kind": "backward", "t": last, "grads": grads})
-    return {"id": pid, "world_size": world, "mesh": {"shape": list(mesh_shape), "names": names},
-            "inputs": inputs, "steps": steps}
+    grads = [i for i, spec in enumerate(inputs) if "dtype" not in spec]
+    return single_op_program(g, pid, (mesh_shape, names, world), inputs, steps, len(inputs), differentiable,
+                             0.3, 0.5, grads)
 
 
 def write_shard(path, seed, progs):
