@@ -31,12 +31,12 @@ using detail::placement_of;
 // placed so), so that they pick what 2.15 picks wherever it can run.
 
 // Note [Empty pieces of spatial ops], for ops whose dim 0 is the batch.
-const PlanCheck& runnable_pieces() {
+const PlanCheck& runnable_pieces_batch_first() {
   static const PlanCheck check = detail::runnable_pieces_check(/*keep_current=*/false, /*batch_may_be_empty=*/true);
   return check;
 }
 
-ShardingRule spatial(DimRule rule) { return detail::single_dim_rule(std::move(rule), {false, runnable_pieces()}); }
+ShardingRule spatial(DimRule rule) { return detail::single_dim_rule(std::move(rule), {false, runnable_pieces_batch_first()}); }
 
 bool partial_sum_or_avg(const Placement& p) {
   return p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg);
@@ -109,7 +109,7 @@ DimRule upsample_rule() {
 ShardingRule upsample_backward_rule() {
   DimRule dim_rule = detail::single_dim_strategy(upsample_rule());
   return [dim_rule](const OpCall& call) {
-    ShardingPlan plan = expand_per_mesh_dim(call, dim_rule, runnable_pieces());
+    ShardingPlan plan = expand_per_mesh_dim(call, dim_rule, runnable_pieces_batch_first());
     const std::vector<int64_t> local = call.inputs[0].with_placements(plan.input_placements[0]).local_shape();
     std::vector<int64_t> input_size = call.arg(2).toIntVector();
     if (input_size.size() >= 2 && local.size() >= 2 && (input_size[0] != local[0] || input_size[1] != local[1])) {
