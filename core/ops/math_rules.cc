@@ -148,6 +148,38 @@ DimRule cross_rule() {
   };
 }
 
+// bucketize.Tensor(self, boundaries, out_int32, right): elementwise in self
+// with the boundaries replicated; or the boundaries split, self replicated,
+// each rank counting the boundaries below each value (a partial sum of the
+// index); monotone in self, so a P(max|min) self stays so (PyTorch 2.15).
+DimRule bucketize_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    if (p.is_shard()) candidates.push_back(DimStrategy{{p, Replicate()}, {p}});
+    if (p.is_partial() && (p.reduce_op() == ReduceOp::kMax || p.reduce_op() == ReduceOp::kMin)) {
+      candidates.push_back(DimStrategy{{p, Replicate()}, {p}});
+    }
+    if (placement_of(call, 1, mesh_dim).is_shard(0)) candidates.push_back(DimStrategy{{Replicate(), Shard(0)}, {Partial()}});
+    return candidates;
+  };
+}
+
+// histc(self, bins, min, max): with the range given, the histogram of a
+// shard is a partial count; with min = max = 0 each shard would take its own
+// range, so the input is gathered (the zeroness of both is part of the
+// sharding cache key, Note [Sharding cache key]). PyTorch 2.15 splits
+// whenever min and max are passed, 0 and 0 included.
+DimRule histc_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    auto is_zero = [&](size_t arg) { return arg >= call.num_args() || call.arg(arg).toScalar().equal(0); };
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    if (p.is_shard() && !(is_zero(2) && is_zero(3))) candidates.push_back(DimStrategy{{p}, {Partial()}});
+    return candidates;
+  };
+}
+
 }  // namespace
 
 // Note [Norms of sharded dims]
@@ -180,6 +212,8 @@ void register_math_rules(ShardingRegistry& registry) {
   registry.add({"aten::median.dim", "aten::nanmedian.dim", "aten::mode"},
                per_mesh_dim(whole_dims_rule(DimsSpec{1, false, 2})));
   registry.add({"aten::linalg_cross"}, per_mesh_dim(cross_rule()));
+  registry.add({"aten::bucketize.Tensor"}, per_mesh_dim(bucketize_rule()));
+  registry.add({"aten::histc"}, per_mesh_dim(histc_rule()));
   registry.add({"aten::linalg_vector_norm"}, per_mesh_dim(whole_dims_rule(DimsSpec{2, true, 3})));
   registry.add({"aten::norm.ScalarOpt_dim", "aten::norm.ScalarOpt_dim_dtype"},
                per_mesh_dim(whole_dims_rule(DimsSpec{2, true, 3})));

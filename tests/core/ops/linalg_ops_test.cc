@@ -88,6 +88,24 @@ TEST(LinalgOpsTest, CrossProduct) {
                               [](const Tensors& t) { return Tensors{at::linalg_cross(t[0], t[1])}; }));
 }
 
+TEST(ReductionOpsTest, BucketizeAndHistc) {
+  auto boundaries = Input::floats({5}).no_grad().no_partial().with([](const at::Tensor& b) { return std::get<0>(b.sort()); });
+  check_all_placements(OpCase("bucketize", {Input::floats({4, 6}).no_grad(), boundaries}, [](const Tensors& t) {
+    return Tensors{at::bucketize(t[0], t[1])};
+  }).no_grads());
+  check_all_placements(OpCase("histc", {Input::floats({4, 6}).no_grad()}, [](const Tensors& t) {
+    return Tensors{at::histc(t[0], 4, -0.5, 0.5)};
+  }).no_grads());
+  check_all_placements(OpCase("histc_auto_range", {Input::floats({4, 6}).no_grad()}, [](const Tensors& t) {
+    return Tensors{at::histc(t[0], 4)};
+  }).no_grads());
+  // A given range: each shard's histogram is a partial count, no comm.
+  OpCase histc("histc", {Input::floats({8, 6}).no_grad()}, [](const Tensors& t) { return Tensors{at::histc(t[0], 4, -0.5, 0.5)}; });
+  CommCounts c = comm_counts(histc.no_grads(), {4}, {{Shard(0)}});
+  EXPECT_EQ(c.forward, Counts{});
+  EXPECT_EQ(c.outputs, std::vector<Placements>{{Partial()}});
+}
+
 TEST(ReductionOpsTest, AllAnyNansumMedian) {
   auto x = Input::floats({4, 6});
   check_all_placements(OpCase("any_dim", {x}, [](const Tensors& t) { return Tensors{t[0].gt(0.2).any(1)}; }).no_grads());
