@@ -254,8 +254,9 @@ void record_whole_mesh_choices(const OpCall& call, const char* why, ShardingPlan
 // (a channel dim of 2 split over a 2x2 mesh: 4 pieces, two empty) passes a
 // PlanCheck. When the per-dim pick fails it, the combinations of per-dim
 // candidates are tried in order of summed per-dim cost (the k cheapest per
-// mesh dim, k^ndim <= kMaxCombinations) and the first it accepts is taken;
-// all-Replicate, which every check accepts, is the last resort. Paid on a
+// mesh dim, k^ndim <= kMaxCombinations) and the cheapest it accepts is
+// taken; all-Replicate is the last resort, except for an in-place op, whose
+// per-dim plan (which keeps what it writes) then stands. Paid on a
 // sharding-cache miss only.
 void apply_plan_check(const OpCall& call, const std::vector<std::vector<std::pair<double, const DimStrategy*>>>& ranked,
                       const PlanCheck& check, ShardingPlan& plan) {
@@ -292,6 +293,8 @@ void apply_plan_check(const OpCall& call, const std::vector<std::vector<std::pai
   if (best_cost < kImpossible) {
     best.strategy_choices = std::move(plan.strategy_choices);
     plan = std::move(best);
+  } else if (call.self_input >= 0) {
+    return;  // an in-place op cannot move what it writes: its per-dim plan stands
   } else {
     for (auto& p : plan.input_placements) std::fill(p.begin(), p.end(), Placement(Replicate()));
     for (auto& p : plan.output_placements) std::fill(p.begin(), p.end(), Placement(Replicate()));

@@ -9,6 +9,7 @@
 #include "core/dispatch/dispatch_mode.h"
 #include "testing/error_of.h"
 #include "tests/core/ops/op_harness.h"
+#include "tests/core/test_util.h"
 
 namespace dtensor::testing {
 namespace {
@@ -88,6 +89,24 @@ TEST(ScatterOpsTest, IndexPut) {
                                 return Tensors{at::index_put(t[0], {c10::nullopt, t[1]}, t[2], /*accumulate=*/true)};
                               }),
                        /*max_combos=*/80, /*samples_2d=*/8);
+}
+
+// An in-place index_put_ whose self is split into more pieces than it has
+// columns (2 over 4 ranks) fails PyTorch's is_tensor_shardable on every
+// plan; it cannot move what it writes, so it runs where self is (Note
+// [Whole-mesh plan checks]), equal to one device.
+TEST(ScatterOpsTest, InPlaceIndexPutOnATinyShardRunsWhereItIs) {
+  const at::Tensor gx = seeded_randn({4, 2}, 1), gv = seeded_randn({2, 2}, 2);
+  const at::Tensor idx = at::tensor({0, 3}, at::kLong);
+  at::Tensor want = gx.clone();
+  want.index_put_({idx}, gv, /*accumulate=*/true);
+  run_fake_world(4, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    DTensor x = distribute_tensor(gx, mesh, {Shard(1)});
+    x.index_put_({distribute_tensor(idx, mesh, {Replicate()})}, distribute_tensor(gv, mesh, {Shard(1)}), true);
+    EXPECT_EQ(x.placements(), Placements{Shard(1)});
+    EXPECT_TRUE(at::allclose(x.full_tensor(), want));
+  });
 }
 
 TEST(ScatterOpsTest, IndexingShardsOtherDimsAndIndicesWithoutComm) {
