@@ -99,7 +99,7 @@ DimRule batch_norm_backward_rule() {
 // dim sharded this rank's kernel must be told its own N (C and HxW do not
 // change: only dim 0 shards). So does the backward (arg 5 there).
 ShardingRule group_norm_rule(size_t input, size_t n_arg, bool backward) {
-  DimRule dim_rule = detail::single_dim_strategy([input, backward](const OpCall& call, int) {
+  DimRule dim_rule = [input, backward](const OpCall& call, int) {
     DimStrategy batch = detail::every_tensor_as(call, Shard(0));
     for (size_t i = 0; i < call.inputs.size(); ++i) {
       if (i != input && (!backward || i > 3)) batch.inputs[i] = Replicate();  // weight, bias
@@ -108,10 +108,10 @@ ShardingRule group_norm_rule(size_t input, size_t n_arg, bool backward) {
       for (size_t o = 1; o < batch.outputs.size(); ++o) batch.outputs[o] = Partial();
     }
     return std::vector<DimStrategy>{detail::all_replicate(call), batch};
-  });
-  return [dim_rule, input, n_arg](const OpCall& call) {
-    static const PlanCheck check = detail::runnable_pieces_check(/*keep_current=*/false, /*batch_may_be_empty=*/true);
-    ShardingPlan plan = expand_per_mesh_dim(call, dim_rule, check);
+  };
+  ShardingRule base = detail::single_dim_rule(dim_rule, {false, detail::no_empty_pieces_check(/*batch_may_be_empty=*/true)});
+  return [base, input, n_arg](const OpCall& call) {
+    ShardingPlan plan = base(call);
     const int64_t local_n = call.inputs[input].with_placements(plan.input_placements[input]).local_shape()[0];
     if (local_n != call.arg(n_arg).toInt()) plan.local_arg_overrides.emplace_back(n_arg, c10::IValue(local_n));
     return plan;
@@ -119,17 +119,14 @@ ShardingRule group_norm_rule(size_t input, size_t n_arg, bool backward) {
 }
 
 // Note [Empty pieces of spatial ops]: every dim of batch norm's tensors that
-// shards is a channel dim, never empty. The whole-mesh plan must also leave
-// the statistics a call writes where they are.
+// shards is a channel dim, never empty. Every candidate of batch_norm_rule
+// keeps the statistics a call writes, so every combination the whole-mesh
+// check tries does too; only its last resort, all-Replicate, may not.
 ShardingRule batch_norm_sharding(DimRule rule, BatchNormForm form) {
-  PlanCheck check = [form](const OpCall& call, const std::vector<Placements>& inputs) {
-    for (size_t i : written_statistics(call, form)) {
-      if (inputs[i] != call.inputs[i].placements) return false;
-    }
-    return detail::runnable_pieces(call, inputs, /*keep_current=*/false, /*batch_may_be_empty=*/false);
-  };
-  return [rule = std::move(rule), check, form](const OpCall& call) {
-    ShardingPlan plan = expand_per_mesh_dim(call, detail::single_dim_strategy(rule), check);
+  ShardingRule base =
+      detail::single_dim_rule(std::move(rule), {false, detail::no_empty_pieces_check(/*batch_may_be_empty=*/false)});
+  return [base, form](const OpCall& call) {
+    ShardingPlan plan = base(call);
     for (size_t i : written_statistics(call, form)) {
       TORCH_CHECK(plan.input_placements[i] == call.inputs[i].placements, call.describe(),
                   ": batch norm updates running_mean and running_var in place, so they must keep their "

@@ -4,9 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <set>
 
-#include "layout/shard_layout.h"
 #include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
 #include "core/ops/strategy_builders.h"
@@ -40,20 +38,10 @@ bool evenly_sharded(const OpCall& call, int64_t dim) {
 
 // True when some rank's shard of tensor dim `dim` is empty (torch.chunk
 // leaves empty trailing pieces: 3 rows on 4 ranks are 1, 1, 1, 0). max/min of
-// an empty shard fail, so those reductions gather instead. Tracks the
-// distinct piece sizes level by level through the nested mesh dims.
+// an empty shard fail, so those reductions gather instead.
 bool has_empty_shard(const OpCall& call, int64_t dim) {
   const DTensorSpec& spec = call.inputs[0];
-  std::set<int64_t> sizes{spec.meta.shape[static_cast<size_t>(dim)]};
-  for (int m : spec.mesh_dims_sharding(dim)) {
-    const int64_t n = spec.mesh.size(m);
-    std::set<int64_t> next;
-    for (int64_t size : sizes) {
-      for (int64_t j = 0; j < n; ++j) next.insert(chunk_span(size, n, j).size);
-    }
-    sizes = next;
-  }
-  return sizes.count(0) > 0;
+  return detail::piece_sizes(spec.meta.shape, spec.mesh, spec.placements, dim).count(0) > 0;
 }
 
 // Whether reducing a shard of `dim` into Partial(op) is exact.

@@ -9,13 +9,11 @@
 
 #include <algorithm>
 #include <functional>
-#include <set>
 
 #include "core/compat/torch_compat.h"
 #include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
 #include "core/ops/strategy_builders.h"
-#include "layout/shard_layout.h"
 
 namespace dtensor {
 namespace {
@@ -96,17 +94,7 @@ PlanCheck constant_pad_check() {
     const int64_t ndim = detail::input_ndim(call, 0);
     const auto covered = static_cast<int64_t>(call.arg(1).toIntVector().size() / 2);
     for (int64_t d = std::max<int64_t>(ndim - covered, 0); d < ndim; ++d) {
-      std::set<int64_t> sizes{call.inputs[0].meta.shape[static_cast<size_t>(d)]};
-      for (size_t m = 0; m < inputs[0].size(); ++m) {
-        if (!inputs[0][m].is_shard() || inputs[0][m].shard_dim() != d) continue;
-        const int64_t n = call.mesh.size(static_cast<int>(m));
-        std::set<int64_t> next;
-        for (int64_t size : sizes) {
-          for (int64_t j = 0; j < n; ++j) next.insert(chunk_span(size, n, j).size);
-        }
-        sizes = next;
-      }
-      if (sizes.count(0) > 0) return false;
+      if (detail::piece_sizes(call.inputs[0].meta.shape, call.mesh, inputs[0], d).count(0) > 0) return false;
     }
     return true;
   };

@@ -30,13 +30,11 @@ using detail::placement_of;
 // over more ranks than it has elements, pooling keeping an input already
 // placed so), so that they pick what 2.15 picks wherever it can run.
 
-// Note [Empty pieces of spatial ops], for ops whose dim 0 is the batch.
-const PlanCheck& runnable_pieces_batch_first() {
-  static const PlanCheck check = detail::runnable_pieces_check(/*keep_current=*/false, /*batch_may_be_empty=*/true);
-  return check;
+// The rule of a spatial op whose dim 0 is the batch (Note [Empty pieces of
+// spatial ops]).
+ShardingRule spatial(DimRule rule) {
+  return detail::single_dim_rule(std::move(rule), {false, detail::no_empty_pieces_check(/*batch_may_be_empty=*/true)});
 }
-
-ShardingRule spatial(DimRule rule) { return detail::single_dim_rule(std::move(rule), {false, runnable_pieces_batch_first()}); }
 
 bool partial_sum_or_avg(const Placement& p) {
   return p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg);
@@ -107,9 +105,9 @@ DimRule upsample_rule() {
 // gradient ("Expected grad_output to have the same shape as output").
 // PyTorch 2.15 passes the global size and raises; here the size is rewritten.
 ShardingRule upsample_backward_rule() {
-  DimRule dim_rule = detail::single_dim_strategy(upsample_rule());
-  return [dim_rule](const OpCall& call) {
-    ShardingPlan plan = expand_per_mesh_dim(call, dim_rule, runnable_pieces_batch_first());
+  ShardingRule base = spatial(upsample_rule());
+  return [base](const OpCall& call) {
+    ShardingPlan plan = base(call);
     const std::vector<int64_t> local = call.inputs[0].with_placements(plan.input_placements[0]).local_shape();
     std::vector<int64_t> input_size = call.arg(2).toIntVector();
     if (input_size.size() >= 2 && local.size() >= 2 && (input_size[0] != local[0] || input_size[1] != local[1])) {
@@ -210,7 +208,7 @@ DimRule convolution_backward_rule() {
 void add_pooling(ShardingRegistry& registry, const std::string& name, int spatial_rank, bool linear) {
   PlanCheck check = [spatial_rank](const OpCall& call, const std::vector<Placements>& inputs) {
     const bool batched = detail::input_ndim(call, 0) >= spatial_rank + 2;
-    return detail::runnable_pieces(call, inputs, /*keep_current=*/true, /*batch_may_be_empty=*/batched);
+    return detail::no_empty_pieces(call, inputs, /*batch_may_be_empty=*/batched);
   };
   registry.add({name}, detail::single_dim_rule(pooling_rule(spatial_rank, linear), {/*allow_uneven=*/true, std::move(check)}));
 }

@@ -52,10 +52,6 @@ bool evenly_sharded(const OpCall& call, size_t i, int64_t dim) {
   return spec.meta.shape[static_cast<size_t>(dim)] % parts == 0;
 }
 
-namespace {
-
-// The distinct piece sizes of tensor dim `dim` of `shape` under
-// `placements` (torch.chunk at each mesh dim splitting it, in mesh order).
 std::set<int64_t> piece_sizes(const std::vector<int64_t>& shape, const DeviceMesh& mesh, const Placements& placements,
                               int64_t dim) {
   std::set<int64_t> sizes{shape[static_cast<size_t>(dim)]};
@@ -71,31 +67,21 @@ std::set<int64_t> piece_sizes(const std::vector<int64_t>& shape, const DeviceMes
   return sizes;
 }
 
-}  // namespace
-
-bool runnable_pieces(const OpCall& call, const std::vector<Placements>& inputs, bool keep_current,
-                     bool batch_may_be_empty) {
+bool no_empty_pieces(const OpCall& call, const std::vector<Placements>& inputs, bool batch_may_be_empty) {
   for (size_t i = 0; i < call.inputs.size() && i < inputs.size(); ++i) {
     const DTensorSpec& spec = call.inputs[i];
-    for (int64_t dim = 0; dim < static_cast<int64_t>(spec.meta.shape.size()); ++dim) {
-      int64_t ranks = 1;
-      for (size_t m = 0; m < inputs[i].size(); ++m) {
-        if (inputs[i][m].is_shard() && inputs[i][m].shard_dim() == dim) ranks *= spec.mesh.size(static_cast<int>(m));
-      }
-      if (ranks == 1) continue;
-      const bool unchanged = keep_current && inputs[i] == spec.placements;
-      if (!unchanged && spec.meta.shape[static_cast<size_t>(dim)] < ranks) return false;
-      if (!(batch_may_be_empty && dim == 0) && piece_sizes(spec.meta.shape, spec.mesh, inputs[i], dim).count(0) > 0) {
-        return false;
-      }
+    for (int64_t dim = batch_may_be_empty ? 1 : 0; dim < static_cast<int64_t>(spec.meta.shape.size()); ++dim) {
+      const bool split = std::any_of(inputs[i].begin(), inputs[i].end(),
+                                     [dim](const Placement& p) { return p.is_shard() && p.shard_dim() == dim; });
+      if (split && piece_sizes(spec.meta.shape, spec.mesh, inputs[i], dim).count(0) > 0) return false;
     }
   }
   return true;
 }
 
-PlanCheck runnable_pieces_check(bool keep_current, bool batch_may_be_empty) {
-  return [keep_current, batch_may_be_empty](const OpCall& call, const std::vector<Placements>& inputs) {
-    return runnable_pieces(call, inputs, keep_current, batch_may_be_empty);
+PlanCheck no_empty_pieces_check(bool batch_may_be_empty) {
+  return [batch_may_be_empty](const OpCall& call, const std::vector<Placements>& inputs) {
+    return no_empty_pieces(call, inputs, batch_may_be_empty);
   };
 }
 

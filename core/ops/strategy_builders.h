@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 
 #include "core/dispatch/sharding_registry.h"
 
@@ -84,17 +85,18 @@ struct SingleDimOptions {
 /// shards with a single-dim strategy.
 ShardingRule single_dim_rule(DimRule rule, SingleDimOptions options = {});
 
-/// Whether a kernel of the spatial and normalization families can run on
-/// every rank's piece of the inputs placed as `inputs` (Note [Empty pieces
-/// of spatial ops]): no dim split over more ranks than it has elements
-/// (PyTorch's is_tensor_shardable; with `keep_current`, its
-/// allow_uneven_sharding, an input left as it is passes), and no empty piece
-/// (torch.chunk layout: 6 rows over 4 ranks are 2, 2, 2, 0) of a dim other
-/// than a batch dim 0 (`batch_may_be_empty`).
-/// Example: a [2, 2, 4, 4] input split [S(1), S(1)] on 2x2 is refused: 4 pieces of 2 channels.
-bool runnable_pieces(const OpCall& call, const std::vector<Placements>& inputs, bool keep_current,
-                     bool batch_may_be_empty);
-/// runnable_pieces as a whole-mesh plan check (Note [Whole-mesh plan checks]).
-PlanCheck runnable_pieces_check(bool keep_current, bool batch_may_be_empty);
+/// The distinct sizes of the pieces of tensor dim `dim` of `shape` under
+/// `placements` (torch.chunk at each mesh dim splitting it, in mesh order).
+/// Example: piece_sizes({6}, mesh of 4, {S(0)}, 0) == {0, 2} (2, 2, 2, 0).
+std::set<int64_t> piece_sizes(const std::vector<int64_t>& shape, const DeviceMesh& mesh, const Placements& placements,
+                              int64_t dim);
+
+/// Whether no input placed as `inputs` leaves some rank an empty piece of a
+/// dim other than a batch dim 0 (`batch_may_be_empty`), which the spatial
+/// and normalization kernels refuse (Note [Empty pieces of spatial ops]).
+/// Example: a [2, 5, 4, 4] input [S(1)] on 4 ranks is refused: 5 channels are 2, 2, 1, 0.
+bool no_empty_pieces(const OpCall& call, const std::vector<Placements>& inputs, bool batch_may_be_empty);
+/// no_empty_pieces as a whole-mesh plan check (Note [Whole-mesh plan checks]).
+PlanCheck no_empty_pieces_check(bool batch_may_be_empty);
 
 }  // namespace dtensor::detail

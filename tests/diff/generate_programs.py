@@ -957,26 +957,20 @@ def main():
     per = (len(progs) + a.shards - 1) // a.shards
     for s in range(a.shards):
         write_shard(os.path.join(a.out, f"programs_{s:02d}.json"), a.seed, progs[s * per:(s + 1) * per])
-    gs = Gen(random.Random(a.seed * 1000 + 1))
-    structured = [structured_program(gs, f"s{a.seed}_{i:04d}") for i in range(a.structured)]
-    write_shard(os.path.join(a.out, f"programs_{a.shards:02d}.json"), a.seed, structured)
-    gd = Gen(random.Random(a.seed * 1000 + 2))
-    derived_progs = [derived_program(gd, f"d{a.seed}_{i:04d}") for i in range(a.derived)]
-    write_shard(os.path.join(a.out, f"programs_{a.shards + 1:02d}.json"), a.seed, derived_progs)
-    gp = Gen(random.Random(a.seed * 1000 + 3))
-    pointwise_progs = [more_pointwise_program(gp, f"p{a.seed}_{i:04d}") for i in range(a.more_pointwise)]
-    write_shard(os.path.join(a.out, f"programs_{a.shards + 2:02d}.json"), a.seed, pointwise_progs)
-    gc = Gen(random.Random(a.seed * 1000 + 4))
-    spatial_progs = [spatial_program(gc, f"c{a.seed}_{i:04d}") for i in range(a.spatial)]
-    write_shard(os.path.join(a.out, f"programs_{a.shards + 3:02d}.json"), a.seed, spatial_progs)
-    gm = Gen(random.Random(a.seed * 1000 + 5))
-    more_progs = [more_ops_program(gm, f"m{a.seed}_{i:04d}") for i in range(a.more_ops)]
-    write_shard(os.path.join(a.out, f"programs_{a.shards + 4:02d}.json"), a.seed, more_progs)
-    print(f"{len(progs)} op programs in {a.shards} shards, {len(structured)} structured programs "
-          f"in shard {a.shards}, {len(derived_progs)} out=/in-place programs in shard {a.shards + 1}, "
-          f"{len(pointwise_progs)} of 2.15's other pointwise ops in shard {a.shards + 2} "
-          f"{len(spatial_progs)} convolution/pooling/norm programs in shard {a.shards + 3} "
-          f"and {len(more_progs)} indexing/scatter/linalg programs in shard {a.shards + 4} under {a.out}")
+    # The shards after the op programs, each from its own random stream (so
+    # adding one moves no other): (program maker, id prefix, count, what).
+    extra = [(structured_program, "s", a.structured, "structured programs"),
+             (derived_program, "d", a.derived, "out=/in-place programs"),
+             (more_pointwise_program, "p", a.more_pointwise, "of 2.15's other pointwise ops"),
+             (spatial_program, "c", a.spatial, "convolution/pooling/norm programs"),
+             (more_ops_program, "m", a.more_ops, "indexing/scatter/linalg programs")]
+    summary = [f"{len(progs)} op programs in {a.shards} shards"]
+    for k, (make, prefix, count, what) in enumerate(extra):
+        gk = Gen(random.Random(a.seed * 1000 + k + 1))
+        shard = [make(gk, f"{prefix}{a.seed}_{i:04d}") for i in range(count)]
+        write_shard(os.path.join(a.out, f"programs_{a.shards + k:02d}.json"), a.seed, shard)
+        summary.append(f"{len(shard)} {what} in shard {a.shards + k}")
+    print(", ".join(summary) + f" under {a.out}")
 
 
 if __name__ == "__main__":
