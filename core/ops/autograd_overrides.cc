@@ -13,7 +13,9 @@
 //    replication (the mask is Replicate), heads first when heads are sharded
 //    (Note [Attention sharded on heads]); inside context_parallel, a query
 //    sharded on the sequence takes the installed context-parallel attention
-//    (core/experimental/context_parallel.cc).
+//    (core/experimental/context_parallel.cc); on CUDA ranks, the fused
+//    kernel LibTorch picks where it communicates no more than the math path
+//    (Note [Fused attention on CUDA ranks]).
 // Everything else keeps LibTorch's autograd formulas.
 //
 // Note [No cycles through backward nodes]
@@ -341,9 +343,76 @@ bool sequence_sharded(const at::Tensor& query) {
   return false;
 }
 
-// aten::scaled_dot_product_attention: the math decomposition, whatever fused
-// kernel LibTorch would pick for the local tensors; inside context_parallel,
-// a sequence-sharded query takes the context-parallel attention.
+#if DTENSOR_TORCH_AT_LEAST(2, 5)
+// Note [Fused attention on CUDA ranks]
+// For plain CUDA tensors at::scaled_dot_product_attention runs a fused kernel
+// (flash, memory-efficient or cuDNN) chosen by at::_fused_sdp_choice; a
+// DTensor's PrivateUse1 key hides the device from that choice. So on CUDA
+// ranks the choice is made here from this rank's local tensors and the fused
+// op runs on the DTensors, through its rule (core/ops/attention_rules.cc:
+// heads or batch sharded, no communication) and its own fused backward. Only
+// where the math path communicates nothing either, so that a program issues
+// the same collectives on CUDA and CPU ranks: query, key and value placed
+// alike, on Shard(0) (batch), Shard(1) (heads) or Replicate on every mesh
+// dim; no mask, no dropout (the fused kernels draw their own dropout), no
+// GQA, and a head dim the flash kernel takes unpadded (a multiple of 8).
+// Everything else takes the math path. The kernels are called as
+// LibTorch's composite calls them (scale computed from the head dim, log-sum-
+// exp only when a gradient is wanted), so a rank's output equals one GPU's.
+enum class SdpBackend : int64_t { kMath = 0, kFlash = 1, kEfficient = 2, kCudnn = 3 };  // sdp::SDPBackend
+
+bool fused_kernel_communicates_nothing(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value) {
+  DTensorImpl* q = dtensor_impl(query);
+  DTensorImpl* k = dtensor_impl(key);
+  DTensorImpl* v = dtensor_impl(value);
+  if (q == nullptr || k == nullptr || v == nullptr || query.dim() != 4 || key.dim() != 4 || value.dim() != 4) {
+    return false;
+  }
+  const Placements& placements = q->spec().placements;
+  if (k->spec().placements != placements || v->spec().placements != placements) return false;
+  return std::all_of(placements.begin(), placements.end(), [](const Placement& p) {
+    return p.is_replicate() || p.is_shard(0) || p.is_shard(1);
+  });
+}
+
+c10::optional<at::Tensor> fused_cuda_attention(const at::Tensor& query, const at::Tensor& key,
+                                               const at::Tensor& value, const c10::optional<at::Tensor>& attn_mask,
+                                               double dropout_p, bool is_causal, c10::optional<double> scale,
+                                               bool enable_gqa) {
+  if ((attn_mask && attn_mask->defined()) || dropout_p != 0.0 || enable_gqa ||
+      !fused_kernel_communicates_nothing(query, key, value)) {
+    return c10::nullopt;
+  }
+  const at::Tensor& q = dtensor_impl(query)->local();
+  const at::Tensor& k = dtensor_impl(key)->local();
+  const at::Tensor& v = dtensor_impl(value)->local();
+  if (!q.is_cuda() || q.size(-1) % 8 != 0 || v.size(-1) % 8 != 0) return c10::nullopt;
+  const auto backend = static_cast<SdpBackend>(at::_fused_sdp_choice(q, k, v, {}, 0.0, is_causal, scale, false));
+  const bool log_sumexp = at::GradMode::is_enabled() &&
+                          (query.requires_grad() || key.requires_grad() || value.requires_grad());
+  switch (backend) {
+    case SdpBackend::kFlash: {
+      const double softmax_scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
+      return std::get<0>(at::_scaled_dot_product_flash_attention(query, key, value, 0.0, is_causal,
+                                                                 /*return_debug_mask=*/false, softmax_scale));
+    }
+    case SdpBackend::kEfficient:
+      return std::get<0>(at::_scaled_dot_product_efficient_attention(query, key, value, /*attn_bias=*/{}, log_sumexp,
+                                                                     0.0, is_causal, scale));
+    case SdpBackend::kCudnn:
+      return std::get<0>(at::_scaled_dot_product_cudnn_attention(query, key, value, /*attn_bias=*/{}, log_sumexp, 0.0,
+                                                                 is_causal, /*return_debug_mask=*/false, scale));
+    default:
+      return c10::nullopt;  // math (or no kernel): the math path below
+  }
+}
+#endif
+
+// aten::scaled_dot_product_attention: on CUDA ranks the fused kernel LibTorch
+// picks where it communicates nothing (Note [Fused attention on CUDA ranks]);
+// else the math decomposition, whatever fused kernel LibTorch would pick for
+// the local tensors; inside context_parallel, a sequence-sharded query takes
+// the context-parallel attention.
 at::Tensor sdpa_with_implicit_replication(const at::Tensor& query, const at::Tensor& key,
                                           const at::Tensor& value, const c10::optional<at::Tensor>& attn_mask,
                                           double dropout_p, bool is_causal, c10::optional<double> scale,
@@ -354,6 +423,11 @@ at::Tensor sdpa_with_implicit_replication(const at::Tensor& query, const at::Ten
                           "RuleMode::kContextParallel is active without a ContextParallelAttentionScope");
     return attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
   }
+#if DTENSOR_TORCH_AT_LEAST(2, 5)
+  if (auto fused = fused_cuda_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)) {
+    return *fused;
+  }
+#endif
   ImplicitReplicationGuard replicate_plain_tensors;
   if (any_heads_sharded(query, key, value)) {
     // Heads first turns heads into the batch dim, where GQA's head broadcast

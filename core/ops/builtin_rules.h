@@ -28,6 +28,7 @@ void register_scatter_rules(ShardingRegistry& registry);
 void register_index_rules(ShardingRegistry& registry);
 void register_optimizer_rules(ShardingRegistry& registry);
 void register_linalg_rules(ShardingRegistry& registry);
+void register_attention_rules(ShardingRegistry& registry);
 /// Loss parallelism (core/ops/loss_parallel_rules.cc): wraps the rules of
 /// _log_softmax, nll_loss and their backwards registered before it.
 void register_loss_parallel_rules(ShardingRegistry& registry);
@@ -35,6 +36,11 @@ void register_loss_parallel_rules(ShardingRegistry& registry);
 /// Operators whose plain tensor arguments (targets, class weights) are taken
 /// as Replicate inside dtensor::loss_parallel().
 const std::vector<std::string>& loss_parallel_plain_replicated_ops();
+
+/// Meta kernels of the fused attention ops where LibTorch's C++ has none
+/// (core/ops/attention_meta_kernels.cc); once per process, called by
+/// register_attention_rules.
+void register_attention_meta_kernels();
 
 /// Autograd kernels for DTensors where LibTorch 1.13's formulas build plain
 /// tensors (core/ops/autograd_overrides.cc). Registered once per process,

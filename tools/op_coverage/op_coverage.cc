@@ -52,6 +52,7 @@ const std::vector<Family>& families() {
       {"index", "core/ops/index_rules.cc", &dtensor::register_index_rules},
       {"optimizer", "core/ops/optimizer_rules.cc", &dtensor::register_optimizer_rules},
       {"linalg", "core/ops/linalg_rules.cc", &dtensor::register_linalg_rules},
+      {"attention", "core/ops/attention_rules.cc", &dtensor::register_attention_rules},
   };
   return all;
 }
