@@ -7,6 +7,8 @@
 #   tools/gpu_check.sh OUT_DIR              # build, run, report (< 8 min on 16 cores + H100)
 #   tools/gpu_check.sh OUT_DIR --dry-run    # configure + build only, report says so (no GPU needed)
 #   tools/gpu_check.sh OUT_DIR --quick      # benchmarks up to 4 MiB, fewer training steps
+#   tools/gpu_check.sh OUT_DIR --prebuilt   # run the programs already in BUILD_DIR (built elsewhere
+#                                           # against the same PyTorch; their libraries on LD_LIBRARY_PATH)
 # A PyPI PyTorch lacks Gloo's headers: run tools/gpu_deps.sh where they are
 # installed and bring .gpu-deps/ along (README "On a GPU host").
 # Environment: as tools/gpu_build.sh (LIBTORCH, CUDA_HOME, NCCL_ROOT, PYTHON),
@@ -18,12 +20,13 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 export BUILD_DIR="${BUILD_DIR:-$ROOT/build-gpu}"
-OUT="" DRY=0 QUICK=()
+OUT="" DRY=0 QUICK=() PREBUILT=0
 while (($#)); do
   case "$1" in
     --dry-run) DRY=1 ;;
     --quick) QUICK=(--quick) ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --prebuilt) PREBUILT=1 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "gpu_check: unknown option $1" >&2; exit 2 ;;
     *) OUT="$1" ;;
   esac
@@ -67,7 +70,10 @@ if command -v ninja > /dev/null && [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
 fi
 t0=$(date +%s)
 built_why="no CUDA LibTorch / CUDA toolkit / NCCL found (logs/build.log)"
-if "$ROOT/tools/gpu_build.sh" > "$OUT/logs/build.log" 2>&1; then
+if ((PREBUILT)); then
+  record build SKIPPED 0 "--prebuilt: the programs in $BUILD_DIR"
+  built_why="not in $BUILD_DIR (--prebuilt)"
+elif "$ROOT/tools/gpu_build.sh" > "$OUT/logs/build.log" 2>&1; then
   record build PASSED "$(( $(date +%s) - t0 ))" "CMake build in $BUILD_DIR"
 else
   record build FAILED "$(( $(date +%s) - t0 ))" "see logs/build.log"
@@ -102,6 +108,9 @@ else
         record "  $test" "$status" "" "$program"
       done
   done
+  # Which attention kernel each sharded SDPA ran (Note [Fused attention on CUDA ranks]).
+  grep -o 'attention [A-Za-z0-9]* Shard([01]): .*' "$OUT/logs/cuda_dtensor_check.log" 2>/dev/null |
+    while IFS= read -r line; do record "  ${line%%:*}" INFO "" "${line#*: }"; done
   run_check nccl_smoke_test 120 "$BUILD_DIR/nccl_smoke_test"
   # The quickstart (the example Transformer, tp + sp, dp) on NCCL with world
   # size 1, under both launchers; --check-against-fake fails the run unless
@@ -131,6 +140,9 @@ else
   # fully_shard on 4 CUDA fake ranks (storage freed and re-allocated through
   # the CUDA caching allocator).
   run_check quickstart_fsdp_cuda_fake_world 120 "$qs" --fsdp --device cuda --dtype double --steps 3 --json ""
+  # FSDP + TP (_StridedShard parameters) on 2 x 2 CUDA fake ranks.
+  run_check quickstart_fsdp_tp_cuda_fake_world 120 "$qs" --fsdp --mesh 2,2 --device cuda --dtype double \
+    --steps 3 --json ""
   # ---- benchmarks (last: the first to be skipped when the budget runs out) ----
   run_check cuda_transformer_bench 120 "$BUILD_DIR/cuda_transformer_check" --bench \
     --json "$OUT/train_bench.jsonl" "${QUICK[@]}"

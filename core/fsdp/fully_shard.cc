@@ -440,7 +440,9 @@ FSDPModule fully_shard(torch::nn::Module& module, const DeviceMesh& mesh, const 
   state->options = options;
   state->group = std::make_unique<fsdp::ParamGroup>(
       std::move(params), mesh,
-      fsdp::MixedPrecision{options.mp_policy.param_dtype, options.mp_policy.reduce_dtype}, state->name);
+      fsdp::MixedPrecision{options.mp_policy.param_dtype, options.mp_policy.reduce_dtype}, state->name,
+      fsdp::Offload{options.offload_policy.has_value(),
+                    options.offload_policy ? options.offload_policy->pin_memory : false});
   if (options.reshard_after_forward_to > 0) set_up_post_forward_mesh(*state);
   fsdp::remember(module, state);
   // The hooks own the state; they live as long as the module.

@@ -45,6 +45,16 @@ struct MixedPrecisionPolicy {
   bool cast_forward_inputs = true;
 };
 
+/// PyTorch's CPUOffloadPolicy: the sharded parameters, their gradients and
+/// so the optimizer's step live in host memory; each unshard copies this
+/// rank's shards to the device before the all_gather, each reduce_scatter's
+/// result is copied back. Only for CUDA ranks (fully_shard refuses it on
+/// others, where it would move nothing).
+struct CPUOffloadPolicy {
+  /// Page-locked host memory (faster copies, as PyTorch's default).
+  bool pin_memory = true;
+};
+
 struct FullyShardOptions {
   /// Free the gathered parameters after forward and gather them again for
   /// backward (less memory, one more all_gather per module). Unset (PyTorch's
@@ -59,6 +69,9 @@ struct FullyShardOptions {
   /// shard dim's size; 1 means false and that size means true, as in PyTorch.
   int64_t reshard_after_forward_to = 0;
   MixedPrecisionPolicy mp_policy;
+  /// PyTorch's offload_policy=CPUOffloadPolicy(); unset: parameters stay on
+  /// the device (OffloadPolicy()).
+  std::optional<CPUOffloadPolicy> offload_policy;
 };
 
 namespace fsdp {

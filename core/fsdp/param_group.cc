@@ -55,8 +55,16 @@ void naming_failures(const std::string& module, const char* collective, int64_t 
 }  // namespace
 
 ParamGroup::ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrecision mp,
-                       std::string module_name)
-    : params_(std::move(params)), mesh_(std::move(mesh)), mp_(mp), module_name_(std::move(module_name)) {
+                       std::string module_name, Offload offload)
+    : params_(std::move(params)),
+      mesh_(std::move(mesh)),
+      mp_(mp),
+      offload_(offload),
+      module_name_(std::move(module_name)) {
+  TORCH_CHECK(!offload_.enabled || mesh_.device().is_cuda(), "fully_shard(", module_name_, ") on rank ",
+              mesh_.global_rank(), ": CPUOffloadPolicy keeps the sharded parameters in host memory and copies ",
+              "them to the device for each all_gather, but ", mesh_.to_string(), " is on ", mesh_.device(),
+              "; offload only from CUDA ranks (DeviceMesh::init(c10::kCUDA, ...)), or leave offload_policy unset");
   shard_dim_ = mesh_.ndim() - 1;
   world_ = mesh_.size(shard_dim_);
   rank_ = mesh_.get_local_rank(shard_dim_);
@@ -87,6 +95,7 @@ ParamGroup::ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrec
     const int64_t start = std::min(rank_ * p.padded_rows, p.shape[0]);
     p.local_rows = std::min(p.padded_rows, p.shape[0] - start);
     at::Tensor local = full.detach().narrow(0, start, p.local_rows).clone();
+    if (offload_.enabled) local = offload_.pin_memory ? local.cpu().pin_memory() : local.cpu();  // Note [FSDP CPU offload]
     FromLocalOptions options;
     options.shape = p.global_shape;
     const auto [sharded_mesh, sharded_placements] = sharded_layout(p);
@@ -101,6 +110,7 @@ ParamGroup::ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrec
                             : p.unsharded_local;
     p.unsharded.set_requires_grad(p.requires_grad);
   }
+  if (!params_.empty()) device_ = params_.front().unsharded_local.device();
   padded_total_ = padded_total(world_);
   register_params(/*unsharded=*/false);
 }
@@ -163,12 +173,12 @@ void ParamGroup::unshard() {
   }
   const at::Tensor& first = dtensor_impl(params_.front().sharded)->local();
   const auto dtype = mp_.param_dtype.value_or(first.scalar_type());
-  // This rank's padded shards, one after another.
-  at::Tensor send = at::zeros({padded_total_}, first.options().dtype(dtype));
+  // This rank's padded shards, one after another (on the device: Note [FSDP CPU offload]).
+  at::Tensor send = at::zeros({padded_total_}, first.options().dtype(dtype).device(device_));
   int64_t offset = 0;
   for (const FsdpParam& p : params_) {
     const at::Tensor& local = dtensor_impl(p.sharded)->local();
-    send.narrow(0, offset, p.local_rows * p.row_numel).copy_(local.reshape({-1}));
+    send.narrow(0, offset, p.local_rows * p.row_numel).copy_(local.reshape({-1}), /*non_blocking=*/offload_.pin_memory);
     offset += p.padded_numel();
   }
   at::Tensor gathered;
@@ -259,7 +269,7 @@ bool ParamGroup::reduce_gradients() {
   const at::Tensor& first = dtensor_impl(params_.front().sharded)->local();
   const auto reduce_dtype = mp_.reduce_dtype.value_or(mp_.param_dtype.value_or(first.scalar_type()));
   // [world, padded_total]: row r holds what rank r keeps.
-  at::Tensor send = at::zeros({world_, padded_total_}, first.options().dtype(reduce_dtype));
+  at::Tensor send = at::zeros({world_, padded_total_}, first.options().dtype(reduce_dtype).device(device_));
   int64_t offset = 0;
   for (FsdpParam& p : params_) {
     const at::Tensor grad = local_gradient(p);
@@ -295,7 +305,7 @@ bool ParamGroup::reduce_gradients() {
       at::Tensor local = mine.narrow(0, offset, p.padded_numel())
                              .view(local_shape)
                              .narrow(0, 0, p.local_rows)
-                             .to(first.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
+                             .to(first.device(), first.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
       at::Tensor& grad = p.sharded.mutable_grad();
       if (grad.defined()) {
         dtensor_impl(grad)->local().add_(local);

@@ -80,6 +80,20 @@ struct MixedPrecision {
   std::optional<c10::ScalarType> reduce_dtype;
 };
 
+// Note [FSDP CPU offload]
+// With CPUOffloadPolicy, `sharded`'s local tensor (and its gradient) lives in
+// host memory, page-locked when asked, while the mesh, `unsharded` and every
+// collective stay on the device: unshard copies the shards into the
+// device-side send buffer (asynchronously from pinned memory, ordered before
+// the all_gather on the same stream), reduce_gradients copies this rank's
+// reduced rows back to the host (synchronously: the optimizer reads them on
+// the host next). So the device holds only what a step computes with, and
+// the optimizer steps on the host, as PyTorch's FSDP2 does.
+struct Offload {
+  bool enabled = false;
+  bool pin_memory = true;
+};
+
 class ParamGroup {
  public:
   /// Shards the parameters named by `params` (owner, name, fqn filled in;
@@ -87,7 +101,8 @@ class ParamGroup {
   /// every rank must hold the same full values (seeded init), as PyTorch's
   /// fully_shard assumes. The owners register the sharded DTensors.
   /// DTensor parameters are sharded as Note [FSDP over tensor parallelism].
-  ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrecision mp, std::string module_name);
+  ParamGroup(std::vector<FsdpParam> params, DeviceMesh mesh, MixedPrecision mp, std::string module_name,
+             Offload offload = {});
 
   const std::vector<FsdpParam>& params() const { return params_; }
   bool is_unsharded() const { return unsharded_; }
@@ -135,6 +150,8 @@ class ParamGroup {
   std::vector<FsdpParam> params_;
   DeviceMesh mesh_;
   MixedPrecision mp_;
+  Offload offload_;
+  c10::Device device_ = c10::kCPU;  // where unsharded tensors live and collectives run
   std::string module_name_;
   int shard_dim_ = 0;        // the mesh dim parameters are sharded on (the last)
   Placements placements_;    // (Shard(0)) or, HSDP, (Replicate(), Shard(0))

@@ -76,9 +76,12 @@ TransformerTrainer::TransformerTrainer(const TrainingConfig& config) : config_(c
   // FSDP + TP: tensor parallelism first, then fully_shard over dp (its
   // parameters become (_StridedShard(0, tp) or Shard(0), tp placements)).
   if (tp_mesh_.defined()) parallelize_transformer(*model_, tp_mesh_, config.sequence_parallel);
+  TORCH_CHECK(config.fully_shard || !config.cpu_offload, "TransformerTrainer: cpu_offload is an option of fully_shard");
   if (config.fully_shard) {
-    for (const auto& block : *model_->layers) dtensor::fully_shard(*block, dp_mesh_);
-    dtensor::fully_shard(*model_, dp_mesh_);
+    FullyShardOptions options;
+    if (config.cpu_offload) options.offload_policy = CPUOffloadPolicy{};
+    for (const auto& block : *model_->layers) dtensor::fully_shard(*block, dp_mesh_, options);
+    dtensor::fully_shard(*model_, dp_mesh_, options);
   }
   optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(config.lr));
   auto [tokens, targets] = training_batch(config);

@@ -33,6 +33,9 @@ struct TrainingConfig {
   /// root, core/fsdp/fully_shard.h) over dp instead of gradient averaging: on
   /// {dp} alone, or on {dp, tp} after tensor parallelism on tp (FSDP + TP).
   bool fully_shard = false;
+  /// With fully_shard: CPUOffloadPolicy (sharded parameters, gradients and
+  /// the Adam step in pinned host memory); CUDA ranks only.
+  bool cpu_offload = false;
   bool sequence_parallel = true;
   c10::ScalarType dtype = at::kFloat;
   int64_t batch = 8;    // global batch, split over dp

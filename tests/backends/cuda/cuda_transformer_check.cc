@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "backends/fake/fake_world.h"
+#include "core/dtensor.h"
 #include "examples/models/mlp.h"
 #include "examples/models/transformer_training.h"
 #include "tests/backends/nccl/mini_test.h"
@@ -66,26 +67,41 @@ std::string counts_text(const StepCounts& c) {
          to_string(c.data_parallel) + " optimizer " + to_string(c.optimizer);
 }
 
-// The configurations checked: TP + SP on 4 ranks, dp x TP + SP on 8.
+// The configurations checked: TP + SP on 4 ranks, dp x TP + SP on 8; TP + SP
+// with scaled_dot_product_attention (16-wide heads: on a GPU the fused kernel
+// LibTorch picks, Note [Fused attention on CUDA ranks]); fully_shard with CPU
+// offload on dp 4 and on dp 2 x TP 2 (on CPU ranks, which cannot offload,
+// without it: the same collectives).
 struct Case {
   std::vector<int64_t> mesh_shape;
   c10::ScalarType dtype;
+  bool sdpa = false;
+  bool fsdp_offload = false;
   std::string name() const {
-    return std::to_string(ranks_of(mesh_shape)) + " ranks (" + mesh_text(mesh_shape) + ", sp) " +
-           c10::toString(dtype);
+    std::string text = std::to_string(ranks_of(mesh_shape)) + " ranks (" +
+                       (fsdp_offload && mesh_shape.size() == 1 ? "dp=" + std::to_string(mesh_shape[0])
+                                                               : mesh_text(mesh_shape));
+    if (fsdp_offload) text += mesh_shape.size() == 2 ? ", fsdp + tp" : ", fsdp";
+    text += fsdp_offload ? ", cpu offload) " : sdpa ? ", sp, sdpa) " : ", sp) ";
+    return text + c10::toString(dtype);
   }
   TrainingConfig config() const {
     TrainingConfig config;
     config.mesh_shape = mesh_shape;
-    config.sequence_parallel = true;
+    config.sequence_parallel = !fsdp_offload;
     config.dtype = dtype;
+    config.fully_shard = fsdp_offload;
+    config.cpu_offload = fsdp_offload && g_device.is_cuda();
+    if (sdpa) config.model = config.model.dim(64).use_sdpa(true);
     return config;
   }
 };
 
 const std::vector<Case>& cases() {
-  static const std::vector<Case> all = {
-      {{4}, at::kDouble}, {{4}, at::kFloat}, {{2, 4}, at::kDouble}, {{2, 4}, at::kFloat}};
+  static const std::vector<Case> all = {{{4}, at::kDouble},      {{4}, at::kFloat},
+                                        {{2, 4}, at::kDouble},   {{2, 4}, at::kFloat},
+                                        {{4}, at::kFloat, true}, {{4}, at::kDouble, false, true},
+                                        {{2, 2}, at::kDouble, false, true}};
   return all;
 }
 
@@ -111,7 +127,9 @@ Run train_on_fake_world(const TrainingConfig& config, c10::Device device) {
     examples::TransformerTrainer trainer(config);
     std::vector<std::string> misplaced;
     for (const auto& item : trainer.model().named_parameters()) {
-      if (item.value().device() != world.device()) {
+      // Offloaded: each rank's shard in pinned host memory (Note [FSDP CPU offload]).
+      const at::Tensor local = config.cpu_offload ? DTensor(item.value()).to_local() : item.value();
+      if (config.cpu_offload ? !(local.is_cpu() && local.is_pinned()) : local.device() != world.device()) {
         misplaced.push_back("rank " + std::to_string(world.rank()) + ": " + item.key() + " on " +
                             item.value().device().str());
       }
@@ -146,10 +164,13 @@ const CaseRuns& runs_of(const Case& c) {
   auto it = cache.find(c.name());
   if (it != cache.end()) return it->second;
   CaseRuns runs;
-  runs.cpu = train_on_fake_world(c.config(), c10::kCPU);
+  TrainingConfig on_cpu = c.config();
+  on_cpu.cpu_offload = false;  // CPU ranks cannot offload
+  runs.cpu = train_on_fake_world(on_cpu, c10::kCPU);
   runs.device = train_on_fake_world(c.config(), g_device);
   runs.rerun = train_on_fake_world(c.config(), g_device);
   TrainingConfig one = c.config();
+  one.fully_shard = one.cpu_offload = false;
   one.device = g_device;
   examples::SingleDeviceRun single = examples::run_single_device(one, kSteps);
   runs.one_device_losses = single.losses;
@@ -186,6 +207,10 @@ TEST(CudaTransformer, LossesAndParametersEqualOneDevice) {
     SCOPED_TRACE(c.name());
     const CaseRuns& runs = runs_of(c);
     const double tolerance = c.dtype == at::kDouble ? 1e-10 : 1e-5;
+    // Attention on CPU ranks is the math path, one CPU device runs LibTorch's
+    // flash kernel: float gradients differ in the last bits, which Adam's
+    // normalized steps turn into parameter differences of up to ~lr * 1e-2.
+    const double param_tolerance = c.sdpa && !g_device.is_cuda() ? 1e-4 : tolerance;
     EXPECT_TRUE(runs.one_device_losses.back() < runs.one_device_losses.front()) << "it does not train";
     double loss_diff = 0;
     for (const std::vector<double>& losses : runs.device.losses) {
@@ -195,12 +220,16 @@ TEST(CudaTransformer, LossesAndParametersEqualOneDevice) {
     std::printf("[parity] %s vs one %s: max |loss diff| %.3g, max |param diff| %.3g over %d Adam steps\n",
                 c.name().c_str(), g_device.str().c_str(), loss_diff, param_diff, kSteps);
     EXPECT_TRUE(loss_diff <= tolerance) << "max |loss diff| " << loss_diff;
-    EXPECT_TRUE(param_diff <= tolerance) << "max |param diff| " << param_diff;
+    EXPECT_TRUE(param_diff <= param_tolerance) << "max |param diff| " << param_diff;
   }
 }
 
 TEST(CudaTransformer, RerunsAreBitIdentical) {
   for (const Case& c : cases()) {
+    // The fused attention backwards accumulate with atomics (not bitwise
+    // reproducible on one GPU either); LossesAndParametersEqualOneDevice
+    // checks that case.
+    if (c.sdpa && g_device.is_cuda()) continue;
     SCOPED_TRACE(c.name());
     const CaseRuns& runs = runs_of(c);
     EXPECT_TRUE(runs.device.losses == runs.rerun.losses) << "losses differ between two runs";

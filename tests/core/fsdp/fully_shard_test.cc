@@ -152,6 +152,21 @@ TEST(FullyShardTest, ReshardAfterForwardToASmallerGroup) {
   });
 }
 
+// CPU offload moves shards between host and device memory: CUDA ranks only
+// (tests/backends/cuda/cuda_transformer_check.cc trains with it on a GPU).
+TEST(FullyShardTest, CpuOffloadNeedsCudaRanks) {
+  run_fake_world(2, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2}, {"dp"});
+    Stack model = make_stack({4, 4}, 1);
+    FullyShardOptions options;
+    options.offload_policy = CPUOffloadPolicy{};
+    const std::string error = testing::error_of([&] { fully_shard(*model, mesh, options); });
+    for (const char* part : {"CPUOffloadPolicy", "on cpu", "offload only from CUDA ranks", "rank "}) {
+      EXPECT_NE(error.find(part), std::string::npos) << part << " not in: " << error;
+    }
+  });
+}
+
 TEST(FullyShardTest, UnevenRowsAndFewerRowsThanRanks) {
   // 7 rows over 4 ranks (2, 2, 2, 1); 3 rows over 4 (1, 1, 1, 0).
   train_and_compare(4, {5, 7, 3}, {});
