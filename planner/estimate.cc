@@ -22,7 +22,12 @@ namespace dtensor::planner {
 // softmax, norms, embedding, their backwards, optimizer arithmetic: see
 // kMemoryBoundOps) count 2x their input bytes (read + write) over
 // Topology::hbm_gbps. Composite ops (matmul, linear, layer_norm, ...) are not
-// counted: their kernels are.
+// counted: their kernels are. With a calibration (Topology::calibration,
+// measured by tools/calibrate_gpu.sh), each matmul runs at the measured rate
+// of the nearest measured shape of the model's dtype (a bmm as one matmul of
+// batch * m rows) and memory-bound bytes at the measured add bandwidth: what
+// the accelerator achieves rather than its datasheet, so small and skinny
+// matmuls cost what they do.
 // Comm: each recorded collective costs the alpha-beta time of its mesh dim's
 // link (Topology::link) on its ring bytes (trace/comm_estimate.h), 0 for
 // groups of one rank.
@@ -32,7 +37,8 @@ namespace dtensor::planner {
 // collectives (the dp gradient all_reduce) can hide behind the last
 // micro-step's backward, as DDP's bucketed all_reduce does, so only
 // max(0, update comm - backward compute) is exposed. Both are lower bounds
-// (100% of peak, perfect links): they rank plans, they do not promise times.
+// (100% of peak or of the calibrated rates, perfect links, no launch gaps):
+// they rank plans, they do not promise times.
 
 // Note [Per-layer scaling]
 // Tracing a step costs time proportional to the layers traced (~10 ms per
@@ -62,23 +68,50 @@ double product(const std::vector<int64_t>& shape) {
   return p;
 }
 
-// FLOPs of a matmul-family kernel from its input shapes, or -1 for others.
-double matmul_flops(const std::string& name, const std::vector<std::vector<int64_t>>& in) {
+// A matmul-family kernel as one [m, k] x [k, n] product (a bmm's batch
+// folded into m); flops < 0 for other kernels.
+struct MatmulShape {
+  double flops = -1;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+MatmulShape matmul_shape(const std::string& name, const std::vector<std::vector<int64_t>>& in) {
   const std::string n = base_name(name);
   auto mm = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-    if (a.size() != 2 || b.size() != 2) return 0.0;
-    return 2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(b[1]);
+    if (a.size() != 2 || b.size() != 2) return MatmulShape{0};
+    return MatmulShape{2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(b[1]), a[0],
+                       b[1], a[1]};
   };
   auto bmm = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-    if (a.size() != 3 || b.size() != 3) return 0.0;
-    return 2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(a[2]) *
-           static_cast<double>(b[2]);
+    if (a.size() != 3 || b.size() != 3) return MatmulShape{0};
+    return MatmulShape{2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(a[2]) *
+                           static_cast<double>(b[2]),
+                       a[0] * a[1], b[2], a[2]};
   };
   if (n == "mm" && in.size() >= 2) return mm(in[0], in[1]);
   if (n == "addmm" && in.size() >= 3) return mm(in[1], in[2]);
   if (n == "bmm" && in.size() >= 2) return bmm(in[0], in[1]);
   if (n == "baddbmm" && in.size() >= 3) return bmm(in[1], in[2]);
-  return -1;
+  return MatmulShape{};
+}
+
+// The calibration's name of the model's dtype, by element size.
+const char* calibrated_dtype(int64_t element_size) { return element_size == 2 ? "bf16" : "fp32"; }
+
+// Microseconds of one matmul, and of `bytes` of memory-bound traffic, on
+// `topology`'s accelerator (Note [Step time estimate]).
+double matmul_us(const MatmulShape& s, const Topology& topology, int64_t element_size) {
+  if (s.flops <= 0) return 0;
+  const double tflops = topology.calibration
+                            ? topology.calibration->matmul_tflops(calibrated_dtype(element_size), s.m, s.n, s.k)
+                            : topology.peak_tflops;
+  return s.flops / (tflops * 1e6);
+}
+double memory_bound_us(double bytes, const Topology& topology) {
+  const double gbps = topology.calibration && topology.calibration->pointwise_gbps > 0
+                          ? topology.calibration->pointwise_gbps
+                          : topology.hbm_gbps;
+  return bytes / (gbps * 1e3);
 }
 
 const std::set<std::string>& memory_bound_ops() {
@@ -98,18 +131,26 @@ bool is_scalar_wrapper(const std::string& name) {
   return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-void add_ops(const trace::CommTrace& trace, int64_t element_size, double* fwd_flops, double* bwd_flops,
-             double* fwd_bytes, double* bwd_bytes) {
+// FLOPs, bytes and their time of one trace's local ops, by phase.
+struct PhaseCompute {
+  double flops = 0, bytes = 0, us = 0;
+};
+
+void add_ops(const trace::CommTrace& trace, int64_t element_size, const Topology& topology, PhaseCompute* fwd,
+             PhaseCompute* bwd) {
   for (const trace::OpRecord& op : trace.operations) {
     if (op.dtensor) continue;  // its local kernels are recorded as local ops
-    const bool fwd = op.phase == trace::Phase::kForward;
-    const double f = matmul_flops(op.name, op.input_shapes);
-    if (f >= 0) {
-      *(fwd ? fwd_flops : bwd_flops) += f;
+    PhaseCompute* phase = op.phase == trace::Phase::kForward ? fwd : bwd;
+    const MatmulShape mm = matmul_shape(op.name, op.input_shapes);
+    if (mm.flops >= 0) {
+      phase->flops += mm.flops;
+      phase->us += matmul_us(mm, topology, element_size);
     } else if (memory_bound_ops().count(base_name(op.name)) && !is_scalar_wrapper(op.name)) {
       double elems = 0;
       for (const auto& s : op.input_shapes) elems += product(s);
-      *(fwd ? fwd_bytes : bwd_bytes) += 2.0 * elems * static_cast<double>(element_size);
+      const double bytes = 2.0 * elems * static_cast<double>(element_size);
+      phase->bytes += bytes;
+      phase->us += memory_bound_us(bytes, topology);
     }
   }
 }
@@ -146,12 +187,13 @@ StepTotals step_totals(const StepMeasure& m, const ModelConfig& model, const Pla
   add_comm(m.update, kUpdate, 1, topology, &rows);
   for (auto& [key, row] : rows) t.comm.push_back(row);
   const int64_t es = model.element_size();
-  add_ops(m.forward_backward, es, &t.forward_flops, &t.backward_flops, &t.forward_pointwise_bytes,
-          &t.backward_pointwise_bytes);
-  double unused_flops = 0, unused_bytes = 0;
-  add_ops(m.update, es, &t.update_flops, &unused_flops, &t.update_pointwise_bytes, &unused_bytes);
-  t.update_flops += unused_flops;
-  t.update_pointwise_bytes += unused_bytes;
+  PhaseCompute forward, backward, update;
+  add_ops(m.forward_backward, es, topology, &forward, &backward);
+  add_ops(m.update, es, topology, &update, &update);
+  t.forward_flops = forward.flops, t.backward_flops = backward.flops, t.update_flops = update.flops;
+  t.forward_pointwise_bytes = forward.bytes, t.backward_pointwise_bytes = backward.bytes;
+  t.update_pointwise_bytes = update.bytes;
+  t.forward_compute_us = forward.us, t.backward_compute_us = backward.us, t.update_compute_us = update.us;
   return t;
 }
 
@@ -188,6 +230,9 @@ StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t 
   t.forward_pointwise_bytes = lind(a.forward_pointwise_bytes, b.forward_pointwise_bytes);
   t.backward_pointwise_bytes = lind(a.backward_pointwise_bytes, b.backward_pointwise_bytes);
   t.update_pointwise_bytes = lind(a.update_pointwise_bytes, b.update_pointwise_bytes);
+  t.forward_compute_us = lind(a.forward_compute_us, b.forward_compute_us);
+  t.backward_compute_us = lind(a.backward_compute_us, b.backward_compute_us);
+  t.update_compute_us = lind(a.update_compute_us, b.update_compute_us);
   return t;
 }
 
@@ -201,11 +246,9 @@ PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layer
   if (totals.peak_bytes) e.activation_bytes = std::max<int64_t>(0, *totals.peak_bytes - static_bytes);
   e.total_bytes = totals.peak_bytes ? std::max(*totals.peak_bytes, static_bytes) : static_bytes;
   e.cap_bytes = topology.memory_cap_bytes();
-  const double flop_us = 1.0 / (topology.peak_tflops * 1e6), byte_us = 1.0 / (topology.hbm_gbps * 1e3);
   const double n = static_cast<double>(e.micro_steps);
-  const double backward_us = totals.backward_flops * flop_us + totals.backward_pointwise_bytes * byte_us;
-  e.compute_us = n * (totals.forward_flops * flop_us + totals.forward_pointwise_bytes * byte_us + backward_us) +
-                 totals.update_flops * flop_us + totals.update_pointwise_bytes * byte_us;
+  const double backward_us = totals.backward_compute_us;
+  e.compute_us = n * (totals.forward_compute_us + backward_us) + totals.update_compute_us;
   for (const CommRow& r : totals.comm) (r.phase == kUpdate ? e.update_comm_us : e.blocking_comm_us) += r.time_us;
   e.step_us_serial = e.compute_us + e.blocking_comm_us + e.update_comm_us;
   e.step_us_overlap = e.compute_us + e.blocking_comm_us + std::max(0.0, e.update_comm_us - backward_us);

@@ -37,6 +37,9 @@ struct StepTotals {
   std::vector<CommRow> comm;  // sorted by phase, kind, mesh dim
   double forward_flops = 0, backward_flops = 0, update_flops = 0;  // matmul family, one micro-step / update
   double forward_pointwise_bytes = 0, backward_pointwise_bytes = 0, update_pointwise_bytes = 0;
+  /// Those FLOPs and bytes in microseconds on the topology's accelerator:
+  /// per op at its calibrated rate, else at the peaks.
+  double forward_compute_us = 0, backward_compute_us = 0, update_compute_us = 0;
 };
 
 /// Totals of a measured step: comm rows from its CommDebugMode traces
@@ -62,7 +65,7 @@ struct PlanEstimate {
   /// Peak bytes per rank: the measured peak, else the static bytes.
   int64_t total_bytes = 0;
   int64_t cap_bytes = 0;
-  double compute_us = 0;         // FLOPs / peak + pointwise bytes / HBM bandwidth, whole step
+  double compute_us = 0;         // matmul FLOPs and memory-bound bytes at the accelerator's rates, whole step
   double blocking_comm_us = 0;   // micro-step collectives (tp/sp): on the critical path
   double update_comm_us = 0;     // gradient averaging + optimizer collectives
   double step_us_serial = 0;     // compute + every collective

@@ -37,6 +37,8 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
   --topology FILE       links per mesh dim, peak rates and the memory cap
                         (format: planner/topology.h; default H100 + NVLink + 400G)
   --cap-gib X           memory cap per rank in GiB (overrides the topology's)
+  --calibration FILE    compute at the rates measured on a GPU (tools/calibrate_gpu.sh;
+                        format: planner/calibration.h) instead of the topology's peaks
   --sweep WORLD         enumerate meshes dp x tp of WORLD ranks and the plan
                         options (sp, micro 1..16, 3 optimizers); rank those that fit
   --top N               sweep: plans shown (default 10)
@@ -46,7 +48,7 @@ exit status: 0 fits, 1 does not fit (sweep: none fits), 2 usage or run error
 )";
 
 struct Args {
-  std::string model, mesh, plan = "nosp,adam,micro=1", topology, json;
+  std::string model, mesh, plan = "nosp,adam,micro=1", topology, calibration, json;
   double cap_gib = 0;
   int64_t sweep = 0, top = 10, trace_layers = 2;
 };
@@ -57,6 +59,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
       .value("--mesh", &a.mesh)
       .value("--plan", &a.plan)
       .value("--topology", &a.topology)
+      .value("--calibration", &a.calibration)
       .value("--json", &a.json)
       .value("--cap-gib", &a.cap_gib)
       .value("--sweep", &a.sweep)
@@ -105,6 +108,9 @@ int plan_cli(int argc, char** argv, const std::map<ModelKind, ProgramEntry>& ext
     if (it == programs.end()) throw std::invalid_argument("no step program for model " + model.to_string());
     Topology topology = a.topology.empty() ? default_topology() : parse_topology(read_file(a.topology));
     if (a.cap_gib > 0) topology.memory_gib = a.cap_gib;
+    if (!a.calibration.empty()) {
+      topology.calibration = std::make_shared<const Calibration>(parse_calibration(read_file(a.calibration)));
+    }
     EstimateOptions options;
     options.max_traced_layers = a.trace_layers;
     options.solo_device = it->second.solo_device;

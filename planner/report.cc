@@ -57,8 +57,14 @@ std::string plan_report_text(const PlanEstimate& e) {
       << " matmul FLOP, "
       << format_bytes(n * (e.totals.forward_pointwise_bytes + e.totals.backward_pointwise_bytes) +
                       e.totals.update_pointwise_bytes, 2)
-      << " memory-bound traffic -> " << ms(e.compute_us) << " at " << fmt("%.0f", e.topology.peak_tflops)
-      << " TFLOP/s, " << fmt("%.0f", e.topology.hbm_gbps) << " GB/s\n";
+      << " memory-bound traffic -> " << ms(e.compute_us);
+  if (e.topology.calibration) {
+    out << " at the rates measured on " << e.topology.calibration->gpu << " (" << e.topology.calibration->source
+        << ")\n";
+  } else {
+    out << " at " << fmt("%.0f", e.topology.peak_tflops) << " TFLOP/s, " << fmt("%.0f", e.topology.hbm_gbps)
+        << " GB/s\n";
+  }
   out << "comm       " << ms(e.blocking_comm_us) << " in micro-steps, " << ms(e.update_comm_us) << " in the update\n";
   out << "step time  " << ms(e.step_us_serial) << " serial, " << ms(e.step_us_overlap)
       << " with the update's comm overlapped\n";
@@ -81,6 +87,9 @@ nlohmann::json plan_report_json(const PlanEstimate& e) {
                {"micro_steps", e.micro_steps}, {"optimizer", optimizer_name(e.plan.optimizer)}};
   j["topology"] = {{"peak_tflops", e.topology.peak_tflops}, {"hbm_gbps", e.topology.hbm_gbps},
                    {"memory_gib", e.topology.memory_gib}};
+  if (e.topology.calibration) {
+    j["topology"]["calibration"] = {{"gpu", e.topology.calibration->gpu}, {"source", e.topology.calibration->source}};
+  }
   for (const auto& [name, link] : e.topology.links) {
     j["topology"]["links"][name] = {{"latency_us", link.latency_us},
                                     {"gbytes_per_s", link.bandwidth_gbytes_per_s},

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "layout/comm_cost.h"
+#include "planner/calibration.h"
 
 namespace dtensor::planner {
 
@@ -39,6 +41,12 @@ struct Topology {
   /// Mesh dim name -> its link; "*" is the link of dims not listed.
   std::map<std::string, CommCostModel> links = {{"tp", CommCostModel{3.0, 450.0}},
                                                 {"*", CommCostModel{10.0, 50.0}}};
+  /// What the accelerator achieved when measured (tools/calibrate_gpu.sh):
+  /// with it, each matmul runs at the measured rate of its nearest shape and
+  /// memory-bound ops at the measured add bandwidth, instead of the peaks
+  /// above (Note [Step time estimate]). Not part of the topology file (the
+  /// CLI's --calibration FILE).
+  std::shared_ptr<const Calibration> calibration;
 
   /// The link of mesh dim `dim_name` ("*" when not listed).
   const CommCostModel& link(const std::string& dim_name) const;

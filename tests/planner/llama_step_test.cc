@@ -7,9 +7,12 @@
 
 #include <chrono>
 #include <iostream>
+#include <memory>
+#include <sstream>
 
 #include "layout/text.h"
 #include "planner/estimate.h"
+#include "planner/report.h"
 
 namespace dtensor::planner {
 namespace {
@@ -74,6 +77,34 @@ TEST(LlamaStepTest, TwoLayerExtrapolationEqualsTheFullTrace) {
   EXPECT_NEAR(scaled.totals.forward_flops, full.totals.forward_flops, 1e-9 * full.totals.forward_flops);
   EXPECT_NEAR(scaled.totals.backward_flops, full.totals.backward_flops, 1e-9 * full.totals.backward_flops);
   EXPECT_GT(full.totals.forward_flops, 0);
+}
+
+// Note [Step time estimate]: with a calibration, matmuls run at the measured
+// rate of their nearest shape and memory-bound ops at the measured bandwidth.
+TEST(LlamaStepTest, CalibrationSetsTheComputeRates) {
+  const ModelConfig m = parse_model(kSmall);
+  const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam");
+  Topology topo = default_topology();
+  const PlanEstimate peak = estimate_plan(llama_step_program(), m, p, topo);
+  // Every rate at half the peaks: the compute time doubles, nothing else moves.
+  std::ostringstream half;
+  half << "gpu half an H100\nsource test\npointwise_gbps " << topo.hbm_gbps / 2 << "\n"
+       << "matmul bf16 1 1 1 " << topo.peak_tflops / 2 << "\nmatmul fp32 1 1 1 " << topo.peak_tflops / 2 << "\n";
+  topo.calibration = std::make_shared<const Calibration>(parse_calibration(half.str()));
+  const PlanEstimate slow = estimate_plan(llama_step_program(), m, p, topo);
+  EXPECT_NEAR(slow.compute_us, 2 * peak.compute_us, 1e-9 * peak.compute_us);
+  EXPECT_EQ(slow.totals.forward_flops, peak.totals.forward_flops);
+  EXPECT_EQ(slow.blocking_comm_us, peak.blocking_comm_us);
+  EXPECT_NE(plan_report_text(slow).find("at the rates measured on half an H100 (test)"), std::string::npos);
+  // Small matmuls slower than large ones: only the time of the small ones grows.
+  std::ostringstream by_size;
+  by_size << "pointwise_gbps " << topo.hbm_gbps << "\nmatmul " << (m.element_size() == 2 ? "bf16" : "fp32")
+          << " 1 1 1 " << topo.peak_tflops / 10 << "\nmatmul " << (m.element_size() == 2 ? "bf16" : "fp32")
+          << " 100000 100000 100000 " << topo.peak_tflops << "\n";
+  topo.calibration = std::make_shared<const Calibration>(parse_calibration(by_size.str()));
+  const PlanEstimate mixed = estimate_plan(llama_step_program(), m, p, topo);
+  EXPECT_GT(mixed.compute_us, peak.compute_us);
+  EXPECT_LT(mixed.compute_us, 10 * peak.compute_us);
 }
 
 TEST(LlamaStepTest, SeventyBAtFourThousandRanksTracesQuickly) {
