@@ -207,10 +207,13 @@ TEST(CudaTransformer, LossesAndParametersEqualOneDevice) {
     SCOPED_TRACE(c.name());
     const CaseRuns& runs = runs_of(c);
     const double tolerance = c.dtype == at::kDouble ? 1e-10 : 1e-5;
-    // Attention on CPU ranks is the math path, one CPU device runs LibTorch's
-    // flash kernel: float gradients differ in the last bits, which Adam's
-    // normalized steps turn into parameter differences of up to ~lr * 1e-2.
-    const double param_tolerance = c.sdpa && !g_device.is_cuda() ? 1e-4 : tolerance;
+    // Sharded attention does not sum in one device's order (CPU ranks: the
+    // math path where one CPU runs LibTorch's flash kernel; CUDA ranks: the
+    // memory-efficient kernel over fewer heads than one GPU's launch): float
+    // gradients differ in the last bits, which Adam's normalized steps turn
+    // into parameter differences of up to ~lr * 1e-2 (H100: 6.2e-5, CPU:
+    // 5.3e-5; the losses agree to 5e-7).
+    const double param_tolerance = c.sdpa && c.dtype == at::kFloat ? 1e-4 : tolerance;
     EXPECT_TRUE(runs.one_device_losses.back() < runs.one_device_losses.front()) << "it does not train";
     double loss_diff = 0;
     for (const std::vector<double>& losses : runs.device.losses) {
