@@ -21,6 +21,7 @@ void register_builtin_rules(ShardingRegistry& registry) {
   register_optimizer_rules(registry);
   register_linalg_rules(registry);
   register_attention_rules(registry);
+  register_fft_rules(registry);
   register_loss_parallel_rules(registry);  // after the math and loss rules it wraps
   register_autograd_overrides();
 }

@@ -29,6 +29,7 @@ void register_index_rules(ShardingRegistry& registry);
 void register_optimizer_rules(ShardingRegistry& registry);
 void register_linalg_rules(ShardingRegistry& registry);
 void register_attention_rules(ShardingRegistry& registry);
+void register_fft_rules(ShardingRegistry& registry);
 /// Loss parallelism (core/ops/loss_parallel_rules.cc): wraps the rules of
 /// _log_softmax, nll_loss and their backwards registered before it.
 void register_loss_parallel_rules(ShardingRegistry& registry);

@@ -169,18 +169,33 @@ DimRule layer_norm_backward_rule() {
 // Replicate mesh dim would disagree, so it is refused there (use dropout).
 // exponential_, geometric_ and log_normal_ transform the same draws
 // (inverse CDF of a uniform; exp of a normal), so they shard alike.
+// Their out= forms (uniform.out, ..., bernoulli.float_out) fill `out` the
+// same way, keeping its placements; the functional normal_functional and
+// bernoulli(self) (self holds the probabilities) return a new tensor laid
+// out like self; bernoulli.out fills `out` from self's probabilities, self
+// redistributed to out's layout.
 enum class RandomFill { kBernoulli, kUniform, kNormal, kExponential, kGeometric, kLogNormal };
 
-const char* random_fill_kernel_name(RandomFill kind) {
+// Which tensor a random op writes: self (the in-place fills), the kwarg-only
+// `out` (their out= forms), or a new one laid out like self (functional).
+enum class RandomTarget { kSelf, kOut, kNew };
+
+const char* random_fill_name(RandomFill kind) {
   switch (kind) {
-    case RandomFill::kBernoulli: return "dtensor::bernoulli_fill";
-    case RandomFill::kUniform: return "dtensor::uniform_fill";
-    case RandomFill::kNormal: return "dtensor::normal_fill";
-    case RandomFill::kExponential: return "dtensor::exponential_fill";
-    case RandomFill::kGeometric: return "dtensor::geometric_fill";
-    case RandomFill::kLogNormal: return "dtensor::log_normal_fill";
+    case RandomFill::kBernoulli: return "bernoulli";
+    case RandomFill::kUniform: return "uniform";
+    case RandomFill::kNormal: return "normal";
+    case RandomFill::kExponential: return "exponential";
+    case RandomFill::kGeometric: return "geometric";
+    case RandomFill::kLogNormal: return "log_normal";
   }
   return "";
+}
+
+// "dtensor::uniform_fill", "dtensor::uniform_fill_out", "dtensor::normal_fill_new".
+std::string random_fill_kernel_name(RandomFill kind, RandomTarget target) {
+  const char* suffix = target == RandomTarget::kOut ? "_out" : target == RandomTarget::kNew ? "_new" : "";
+  return std::string("dtensor::") + random_fill_name(kind) + "_fill" + suffix;
 }
 
 // Schema position of the optional generator: bernoulli_.float(self, p, gen),
@@ -191,12 +206,24 @@ size_t generator_arg(RandomFill kind) {
 }
 
 // Fills this rank's block of the written tensor (its spec after the op:
-// output 0's placements) and returns it, as the in-place op does.
-void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, RandomFill kind) {
-  const DTensorSpec spec = local.call.inputs[0].with_placements(local.plan.output_placements[0]);
-  at::Tensor self = stack[0].toTensor();
+// output 0's placements) and returns it, as the op does. bernoulli with no
+// probability argument (bernoulli(self), bernoulli.out) takes self's values
+// as the probabilities.
+void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, RandomFill kind,
+                       RandomTarget target) {
+  const OpCall& call = local.call;
+  const size_t written_input = target == RandomTarget::kOut ? static_cast<size_t>(call.self_input) : 0;
+  DTensorSpec spec = call.inputs[written_input].with_placements(local.plan.output_placements[0]);
+  at::Tensor self;
+  if (target == RandomTarget::kNew) {
+    spec.meta = local.output_metas[0];
+    self = at::empty_like(stack[0].toTensor());
+  } else {
+    self = stack[call.positions[written_input].arg_index].toTensor();
+  }
+  const bool probabilities_from_self = kind == RandomFill::kBernoulli && !(stack.size() > 1 && stack[1].isDouble());
   RandomOptions options;
-  const size_t gen_arg = generator_arg(kind);
+  const size_t gen_arg = probabilities_from_self ? 1 : generator_arg(kind);
   if (gen_arg < stack.size() && stack[gen_arg].isGenerator()) options.generator = stack[gen_arg].toGenerator();
   const auto distribution = kind == RandomFill::kNormal || kind == RandomFill::kLogNormal
                                 ? detail::RandomDistribution::kNormal
@@ -206,7 +233,7 @@ void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, 
   at::Tensor u = detail::random_local(distribution, draw, self.options().dtype(draw.meta.dtype), options,
                                       "DTensor random fill");
   if (kind == RandomFill::kBernoulli) {
-    self.copy_(u.lt(stack[1].toDouble()));
+    self.copy_(probabilities_from_self ? u.lt(stack[0].toTensor()) : u.lt(stack[1].toDouble()));
   } else if (kind == RandomFill::kUniform) {
     const double from = stack[1].toDouble(), to = stack[2].toDouble();
     self.copy_(u.mul(to - from).add_(from));
@@ -222,24 +249,36 @@ void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, 
   stack = {self};
 }
 
-LocalKernel random_fill_kernel(RandomFill kind) {
-  return [kind](const LocalCall& local, std::vector<c10::IValue>* stack) { fill_random_block(local, *stack, kind); };
+LocalKernel random_fill_kernel(RandomFill kind, RandomTarget target) {
+  return [kind, target](const LocalCall& local, std::vector<c10::IValue>* stack) {
+    fill_random_block(local, *stack, kind, target);
+  };
 }
 
-ShardingRule random_fill_rule(RandomFill kind) {
-  return [kind](const OpCall& call) {
+// The written tensor keeps its placements (a Partial one becomes Replicate:
+// a random fill is not a partial sum); the other inputs stay where they are,
+// except probabilities (bernoulli(self), bernoulli.out), laid out as written.
+ShardingRule random_fill_rule(RandomFill kind, RandomTarget target = RandomTarget::kSelf) {
+  return [kind, target](const OpCall& call) {
+    TORCH_CHECK(!(kind == RandomFill::kBernoulli && call.num_args() > 1 && call.arg(1).isTensor()), call.describe(),
+                ": bernoulli with a tensor of probabilities `p` has no DTensor rule; pass the probabilities as "
+                "self (at::bernoulli(p)), laid out as the result should be");
     ShardingPlan plan;
-    Placements out = call.inputs[0].placements;
+    const size_t written = target == RandomTarget::kOut ? static_cast<size_t>(call.self_input) : 0;
+    Placements out = call.inputs[written].placements;
     for (auto& p : out) {
       if (p.is_partial()) {
         p = Replicate();
-        plan.self_placements_change = true;
+        plan.self_placements_change = target != RandomTarget::kNew;
       }
     }
-    plan.input_placements.push_back(call.inputs[0].placements);
-    for (size_t i = 1; i < call.inputs.size(); ++i) plan.input_placements.push_back(call.inputs[i].placements);
+    const bool probabilities_from_self =
+        kind == RandomFill::kBernoulli && target != RandomTarget::kSelf && !(call.num_args() > 1 && call.arg(1).isDouble());
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      plan.input_placements.push_back(i == 0 && probabilities_from_self ? out : call.inputs[i].placements);
+    }
     plan.output_placements.assign(call.outputs.size(), out);
-    plan.local_kernel = random_fill_kernel_name(kind);
+    plan.local_kernel = random_fill_kernel_name(kind, target);
     return plan;
   };
 }
@@ -286,9 +325,20 @@ void register_nn_rules(ShardingRegistry& registry) {
   registry.add({"aten::exponential_"}, random_fill_rule(RandomFill::kExponential));
   registry.add({"aten::geometric_"}, random_fill_rule(RandomFill::kGeometric));
   registry.add({"aten::log_normal_"}, random_fill_rule(RandomFill::kLogNormal));
+  registry.add({"aten::bernoulli.float_out"}, random_fill_rule(RandomFill::kBernoulli, RandomTarget::kOut));
+  registry.add({"aten::uniform.out"}, random_fill_rule(RandomFill::kUniform, RandomTarget::kOut));
+  registry.add({"aten::normal.out"}, random_fill_rule(RandomFill::kNormal, RandomTarget::kOut));
+  registry.add({"aten::exponential.out"}, random_fill_rule(RandomFill::kExponential, RandomTarget::kOut));
+  registry.add({"aten::geometric.out"}, random_fill_rule(RandomFill::kGeometric, RandomTarget::kOut));
+  registry.add({"aten::log_normal.out"}, random_fill_rule(RandomFill::kLogNormal, RandomTarget::kOut));
+  registry.add({"aten::bernoulli.out"}, random_fill_rule(RandomFill::kBernoulli, RandomTarget::kOut));
+  registry.add({"aten::bernoulli"}, random_fill_rule(RandomFill::kBernoulli, RandomTarget::kNew));
+  registry.add({"aten::normal_functional"}, random_fill_rule(RandomFill::kNormal, RandomTarget::kNew));
   for (RandomFill kind : {RandomFill::kBernoulli, RandomFill::kUniform, RandomFill::kNormal, RandomFill::kExponential,
                           RandomFill::kGeometric, RandomFill::kLogNormal}) {
-    registry.add_local_kernel(random_fill_kernel_name(kind), random_fill_kernel(kind));
+    for (RandomTarget target : {RandomTarget::kSelf, RandomTarget::kOut, RandomTarget::kNew}) {
+      registry.add_local_kernel(random_fill_kernel_name(kind, target), random_fill_kernel(kind, target));
+    }
   }
   registry.add({"aten::native_dropout"}, per_mesh_dim(native_dropout_rule()));
   registry.add({"aten::native_dropout_backward"}, per_mesh_dim(dropout_backward_rule()));

@@ -20,6 +20,7 @@ struct ReductionKind {
   size_t dims_arg = 1;                 // argument holding the reduced dims
   bool has_dims = true;                // false: full reduction
   size_t keepdim_arg = 2;
+  bool partial_inputs_pass = true;     // false: not linear in the input (powsum), reduce a Partial first
 };
 
 bool keepdim_of(const OpCall& call, const ReductionKind& k) {
@@ -85,9 +86,30 @@ DimRule reduction(ReductionKind kind) {
         candidates.push_back(s);
       }
     } else if (p.is_partial()) {
-      if (partial_passes(kind, p.reduce_op())) candidates.push_back(s);
+      if (kind.partial_inputs_pass && partial_passes(kind, p.reduce_op())) candidates.push_back(s);
     }
     return candidates;
+  };
+}
+
+// _foreach_powsum.Scalar(xs, ord, dtype): element i is linalg__powsum(xs[i],
+// ord) over every dim, so a mesh dim that splits it leaves a Partial(sum) of
+// the local sums and a Partial input is reduced first (|a + b|^p is not
+// |a|^p + |b|^p). Each element keeps its own layout, as PyTorch's
+// per-element strategies.
+ShardingRule foreach_powsum_rule() {
+  return [](const OpCall& call) {
+    ShardingPlan plan;
+    for (const DTensorSpec& input : call.inputs) {
+      Placements in = input.placements, out;
+      for (Placement& p : in) {
+        if (p.is_partial()) p = Replicate();
+        out.push_back(p.splits_dim() ? Partial(ReduceOp::kSum) : Placement(Replicate()));
+      }
+      plan.input_placements.push_back(in);
+      plan.output_placements.push_back(out);
+    }
+    return plan;
   };
 }
 
@@ -129,6 +151,11 @@ void register_reduction_rules(ShardingRegistry& registry) {
   // The median of every element needs them all: Replicate only.
   registry.add({"aten::median", "aten::nanmedian"},
                per_mesh_dim([](const OpCall& call, int) { return std::vector<DimStrategy>{detail::all_replicate(call)}; }));
+  // linalg__powsum(self, ord, dim?, keepdim, dtype) = sum |x|^ord: a sum of
+  // the local sums over a shard; a Partial input is reduced first.
+  ReductionKind powsum{ReduceOp::kSum, false, 2, true, 3, /*partial_inputs_pass=*/false};
+  registry.add({"aten::linalg__powsum"}, per_mesh_dim(reduction(powsum)));
+  registry.add({"aten::_foreach_powsum.Scalar"}, foreach_powsum_rule());
   // prod over a sharded dim leaves Partial(product), as in PyTorch.
   ReductionKind dim_prod{ReduceOp::kProduct, false, 1, true, 2};
   registry.add({"aten::prod.dim_int"}, per_mesh_dim(reduction(dim_prod)));

@@ -53,6 +53,7 @@ const std::vector<Family>& families() {
       {"optimizer", "core/ops/optimizer_rules.cc", &dtensor::register_optimizer_rules},
       {"linalg", "core/ops/linalg_rules.cc", &dtensor::register_linalg_rules},
       {"attention", "core/ops/attention_rules.cc", &dtensor::register_attention_rules},
+      {"fft", "core/ops/fft_rules.cc", &dtensor::register_fft_rules},
   };
   return all;
 }

@@ -97,5 +97,52 @@ TEST(MathOpsTest, UnevenShards) {
   check_all_placements(unary("amax_uneven", [](const at::Tensor& x) { return x.amax({0}); }, {6, 5}));
 }
 
+// The FFT kernels (core/ops/fft_rules.cc): rfft (_fft_r2c), irfft
+// (_fft_c2r), a two-sided fft of a real input and ifft (_fft_c2c), on every
+// placement, values and gradients equal to one device; a shard of an
+// untransformed dim and a Partial(sum) input stay as they are.
+TEST(MathOpsTest, FftOnEveryPlacement) {
+  auto x = Input::floats({8, 6, 16});
+  check_all_placements(OpCase("rfft", {x}, [](const Tensors& t) {
+    return Tensors{at::view_as_real(at::fft_rfft(t[0], c10::nullopt, /*dim=*/-1))};
+  }), /*max_combos=*/60, /*samples_2d=*/8);
+  check_all_placements(OpCase("irfft_of_rfft2", {x}, [](const Tensors& t) {
+    return Tensors{at::fft_irfft(at::fft_rfft2(t[0]), c10::nullopt, /*dim=*/-1)};
+  }), /*max_combos=*/60, /*samples_2d=*/8);
+  check_all_placements(OpCase("ifft_of_fft", {x}, [](const Tensors& t) {
+    return Tensors{at::view_as_real(at::fft_ifft(at::fft_fft(t[0], c10::nullopt, 1), c10::nullopt, 0))};
+  }), /*max_combos=*/60, /*samples_2d=*/8);
+  OpCase rfft("rfft_last", {x}, [](const Tensors& t) { return Tensors{at::view_as_real(at::fft_rfft(t[0]))}; });
+  for (const Placement& p : {Placement(Shard(0)), Placement(Shard(1)), Placement(Partial())}) {
+    SCOPED_TRACE(p.to_string());
+    CommCounts c = comm_counts(rfft, {4}, {{p}});
+    EXPECT_EQ(c.forward, Counts{});
+    EXPECT_EQ(c.outputs, std::vector<Placements>{{p}});
+  }
+  // A shard of the transformed dim is gathered; a P(max) is reduced first
+  // (PyTorch 2.15 keeps it, which is wrong).
+  EXPECT_EQ(comm_counts(rfft, {4}, {{Shard(2)}}).forward, (Counts{{"all_gather_into_tensor", 1}}));
+  EXPECT_EQ(comm_counts(rfft, {4}, {{Partial(ReduceOp::kMax)}}).forward, (Counts{{"all_reduce", 1}}));
+}
+
+// sum |x|^p (linalg__powsum, _foreach_powsum) over a shard is a partial sum;
+// a Partial input is reduced first.
+TEST(MathOpsTest, PowsumShardsAndReducesPartialInputs) {
+  OpCase powsum("linalg__powsum", {Input::floats({8, 6})}, [](const Tensors& t) {
+    return Tensors{at::linalg__powsum(t[0], 3, at::IntArrayRef{0})};
+  });
+  check_all_placements(powsum.no_grads(), /*max_combos=*/40, /*samples_2d=*/8);  // LibTorch has no derivative
+  EXPECT_EQ(comm_counts(powsum, {4}, {{Shard(0)}}).outputs, std::vector<Placements>{{Partial()}});
+  EXPECT_EQ(comm_counts(powsum, {4}, {{Shard(1)}}).outputs, std::vector<Placements>{{Shard(0)}});
+  EXPECT_EQ(comm_counts(powsum, {4}, {{Partial()}}).forward, (Counts{{"all_reduce", 1}}));
+  OpCase each("_foreach_powsum", {Input::floats({8, 6}), Input::floats({5})}, [](const Tensors& t) {
+    return at::_foreach_powsum(at::TensorList{t[0], t[1]}, 2);
+  });
+  check_all_placements(each.no_grads(), /*max_combos=*/40, /*samples_2d=*/8);
+  CommCounts mixed = comm_counts(each, {4}, {{Shard(1)}, {Replicate()}});
+  EXPECT_EQ(mixed.forward, Counts{});
+  EXPECT_EQ(mixed.outputs, (std::vector<Placements>{{Partial()}, {Replicate()}}));
+}
+
 }  // namespace
 }  // namespace dtensor::testing

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "backends/fake/fake_world.h"
+#include "core/compat/torch_compat.h"
 #include "core/random.h"
 #include "tests/core/ops/op_harness.h"
 
@@ -82,6 +83,79 @@ TEST(NnOpsTest, RandomFillsAreConsistentAcrossPlacements) {
     }
   }
 }
+
+#if DTENSOR_TORCH_AT_LEAST(2, 1)
+// The out= and functional forms of the random fills draw what the in-place
+// fill draws for the same seed (so the global tensor is the same whatever the
+// placements): uniform.out, normal.out, exponential.out, geometric.out,
+// log_normal.out, bernoulli.float_out into `out`; normal_functional and
+// bernoulli(probabilities) as new tensors laid out like self; bernoulli.out.
+TEST(NnOpsTest, RandomOutAndFunctionalFormsDrawAsTheFills) {
+  struct Form {
+    const char* name;
+    std::function<void(at::Tensor&)> fill;                                   // in place
+    std::function<at::Tensor(const at::Tensor&, at::Tensor&)> other;          // (self, out) -> result
+  };
+  const std::vector<Form> forms = {
+      {"uniform.out", [](at::Tensor& t) { t.uniform_(2, 3); },
+       [](const at::Tensor& self, at::Tensor& out) { return at::uniform_out(out, self, 2, 3); }},
+      {"normal.out", [](at::Tensor& t) { t.normal_(1, 2); },
+       [](const at::Tensor& self, at::Tensor& out) { return at::normal_out(out, self, 1, 2); }},
+      {"exponential.out", [](at::Tensor& t) { t.exponential_(2.0); },
+       [](const at::Tensor& self, at::Tensor& out) { return at::exponential_out(out, self, 2.0); }},
+      {"geometric.out", [](at::Tensor& t) { t.geometric_(0.25); },
+       [](const at::Tensor& self, at::Tensor& out) { return at::geometric_out(out, self, 0.25); }},
+      {"log_normal.out", [](at::Tensor& t) { t.log_normal_(0.0, 0.5); },
+       [](const at::Tensor& self, at::Tensor& out) { return at::log_normal_out(out, self, 0.0, 0.5); }},
+      {"bernoulli.float_out", [](at::Tensor& t) { t.bernoulli_(0.3); },
+       [](const at::Tensor& self, at::Tensor& out) { return at::bernoulli_out(out, self, 0.3); }},
+      {"normal_functional", [](at::Tensor& t) { t.normal_(1, 2); },
+       [](const at::Tensor& self, at::Tensor&) { return at::normal_functional(self, 1, 2); }},
+      {"bernoulli", [](at::Tensor& t) { t.bernoulli_(0.3); },
+       [](const at::Tensor& self, at::Tensor&) { return at::bernoulli(at::full_like(self, 0.3)); }},
+      {"bernoulli.out", [](at::Tensor& t) { t.bernoulli_(0.3); },
+       [](const at::Tensor& self, at::Tensor& out) { return at::bernoulli_out(out, at::full_like(self, 0.3), c10::optional<at::Generator>()); }},
+  };
+  for (const Form& f : forms) {
+    SCOPED_TRACE(f.name);
+    at::Tensor first;
+    for (const Placements& placements : std::vector<Placements>{{Replicate()}, {Shard(0)}, {Shard(1)}}) {
+      SCOPED_TRACE(to_string(placements));
+      at::Tensor expected, got;
+      run_fake_world(4, [&](World& world) {
+        auto mesh = DeviceMesh::init(c10::kCPU, {4});
+        DTensor filled = distribute_tensor(at::zeros({16, 12}, at::kDouble), mesh, placements);
+        DTensor self = distribute_tensor(at::zeros({16, 12}, at::kDouble), mesh, placements);
+        DTensor out = distribute_tensor(at::zeros({16, 12}, at::kDouble), mesh, placements);
+        dtensor::manual_seed(9);
+        f.fill(filled);
+        dtensor::manual_seed(9);
+        at::Tensor result = f.other(self, out);
+        EXPECT_EQ(DTensor(result).placements(), placements);
+        at::Tensor a = filled.full_tensor(), b = DTensor(result).full_tensor();
+        if (world.rank() == 0) expected = a, got = b;
+      });
+      EXPECT_TRUE(at::equal(got, expected));
+      if (!first.defined()) {
+        first = got;
+      } else {
+        EXPECT_TRUE(at::equal(got, first));
+      }
+    }
+  }
+  // A tensor of probabilities as `p` has no rule: the message says what to call.
+  run_fake_world(2, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor t = distribute_tensor(at::zeros({4, 4}), mesh, {Shard(0)});
+    try {
+      (void)at::bernoulli(t, distribute_tensor(at::full({4, 4}, 0.5), mesh, {Replicate()}));
+      ADD_FAILURE() << "no error";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("pass the probabilities as self"), std::string::npos) << e.what_without_backtrace();
+    }
+  });
+}
+#endif
 
 // Dropout draws through the DTensor RNG: for a seed, the global mask does
 // not depend on the placements, replicas agree, and the gradient uses the
