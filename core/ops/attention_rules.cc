@@ -61,7 +61,6 @@ void register_attention_rules(ShardingRegistry& registry) {
                 "aten::_scaled_dot_product_flash_attention_for_cpu",
                 "aten::_scaled_dot_product_flash_attention_for_cpu_backward"},
                detail::single_dim_rule(attention_rule()));
-  register_attention_meta_kernels();
 }
 
 }  // namespace dtensor

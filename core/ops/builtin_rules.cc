@@ -24,6 +24,7 @@ void register_builtin_rules(ShardingRegistry& registry) {
   register_fft_rules(registry);
   register_loss_parallel_rules(registry);  // after the math and loss rules it wraps
   register_autograd_overrides();
+  register_missing_meta_kernels();
 }
 
 }  // namespace dtensor

@@ -38,10 +38,10 @@ void register_loss_parallel_rules(ShardingRegistry& registry);
 /// as Replicate inside dtensor::loss_parallel().
 const std::vector<std::string>& loss_parallel_plain_replicated_ops();
 
-/// Meta kernels of the fused attention ops where LibTorch's C++ has none
-/// (core/ops/attention_meta_kernels.cc); once per process, called by
-/// register_attention_rules.
-void register_attention_meta_kernels();
+/// Meta kernels of ruled ops where LibTorch's C++ has none (core/ops/meta_kernels.cc:
+/// the fused attention kernels, the fused RMSNorm backward). Registered once
+/// per process, whatever registry register_builtin_rules fills.
+void register_missing_meta_kernels();
 
 /// Autograd kernels for DTensors where LibTorch 1.13's formulas build plain
 /// tensors (core/ops/autograd_overrides.cc). Registered once per process,

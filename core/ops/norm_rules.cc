@@ -141,9 +141,30 @@ ShardingRule batch_norm_sharding(DimRule rule, BatchNormForm form) {
 
 ShardingRule batch_norm(BatchNormForm form) { return batch_norm_sharding(batch_norm_rule(form), form); }
 
+// _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight?,
+// output_mask) -> (grad_input, grad_weight), PyTorch 2.15's rows: a leading
+// (not normalized) dim shards grad_out, input, rstd and grad_input alike,
+// the weight stays whole and its gradient is a partial sum over the shards.
+DimRule rms_norm_backward_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    (void)mesh_dim;
+    const int64_t leading = detail::input_ndim(call, 1) - static_cast<int64_t>(call.arg(2).toIntVector().size());
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    for (int64_t d = 0; d < leading; ++d) {
+      DimStrategy s = detail::all_replicate(call);
+      for (size_t i = 0; i < 3 && i < s.inputs.size(); ++i) s.inputs[i] = Shard(d);  // grad_out, input, rstd
+      s.outputs[0] = Shard(d);
+      if (s.outputs.size() > 1 && !call.outputs[1].shape.empty()) s.outputs[1] = Partial();
+      candidates.push_back(s);
+    }
+    return candidates;
+  };
+}
+
 }  // namespace
 
 void register_norm_rules(ShardingRegistry& registry) {
+  registry.add({"aten::_fused_rms_norm_backward"}, detail::single_dim_rule(rms_norm_backward_rule()));
   using Writes = BatchNormForm::Writes;
   registry.add({"aten::native_batch_norm"}, batch_norm({}));
   registry.add({"aten::_native_batch_norm_legit"}, batch_norm({}));

@@ -2,7 +2,7 @@
 // kernel on every placement equals one device in values and gradients and
 // shards heads and batch with no communication; the CUDA-only kernels
 // (flash, memory-efficient, cuDNN) propagate on a solo world's meta ranks
-// through their meta kernels (core/ops/attention_meta_kernels.cc), forward
+// through their meta kernels (core/ops/meta_kernels.cc), forward
 // and backward, without one collective, and place every tensor as PyTorch
 // 2.15 does (testdata/attention_plans-2.15.json, recorded by
 // pytorch_attention_plans.py on PyTorch's meta kernels). Their values are checked on a GPU

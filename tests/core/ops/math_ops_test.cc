@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
+#include "core/compat/torch_compat.h"
 #include "tests/core/ops/op_harness.h"
 
 namespace dtensor::testing {

@@ -8,6 +8,8 @@
 #include <functional>
 
 #include "backends/fake/fake_world.h"
+#include "backends/solo/solo_world.h"
+#include "core/init.h"
 #include "core/compat/torch_compat.h"
 #include "core/random.h"
 #include "tests/core/ops/op_harness.h"
@@ -219,6 +221,35 @@ TEST(NnOpsTest, UnevenShards) {
                               [](const Tensors& x) { return Tensors{torch::layer_norm(x[0], {5}, x[1], x[2])}; }),
                        /*max_combos=*/120);
 }
+
+#if DTENSOR_TORCH_AT_LEAST(2, 9)
+// RMSNorm's fused backward (core/ops/norm_rules.cc) has no CPU kernel: its
+// propagation runs on a solo world's meta rank (core/ops/meta_kernels.cc).
+// A leading dim shards everything but the weight, whose gradient is then a
+// partial sum, without a collective (the solo world refuses any); a shard
+// of the normalized dim must be gathered.
+TEST(NnOpsTest, FusedRmsNormBackwardOnMetaRanks) {
+  init();
+  SoloOptions options;
+  options.error_on_collective = true;
+  options.device = c10::kMeta;
+  run_solo_world(8, 5, [&](World& world) {
+    auto mesh = DeviceMesh::init(c10::kMeta, {world.size()});
+    auto meta = [](std::vector<int64_t> shape) { return at::empty(shape, at::TensorOptions().device(c10::kMeta)); };
+    DTensor x = DTensor::from_local(meta({2, 4, 8}), mesh, {Shard(0)});
+    DTensor grad = DTensor::from_local(meta({2, 4, 8}), mesh, {Shard(0)});
+    DTensor weight = DTensor::from_local(meta({8}), mesh, {Replicate()});
+    DTensor rstd = DTensor::from_local(meta({2, 4, 1}), mesh, {Shard(0)});
+    auto [grad_input, grad_weight] = at::_fused_rms_norm_backward(grad, x, {8}, rstd, weight, {true, true});
+    EXPECT_EQ(DTensor(grad_input).placements(), Placements{Shard(0)});
+    EXPECT_EQ(DTensor(grad_input).sizes().vec(), (std::vector<int64_t>{16, 4, 8}));
+    EXPECT_EQ(DTensor(grad_weight).placements(), Placements{Partial()});
+    DTensor x2 = DTensor::from_local(meta({16, 4, 1}), mesh, {Shard(2)});
+    DTensor rstd2 = DTensor::from_local(meta({16, 4, 1}), mesh, {Replicate()});
+    EXPECT_THROW(at::_fused_rms_norm_backward(x2, x2, {8}, rstd2, weight, {true, true}), c10::Error);
+  }, options);
+}
+#endif
 
 }  // namespace
 }  // namespace dtensor::testing

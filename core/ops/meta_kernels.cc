@@ -1,4 +1,5 @@
-// Meta kernels of the fused attention ops, which LibTorch's C++ lacks: PyTorch
+// Meta kernels of ops that have rules but no Meta kernel in LibTorch's C++
+// (the fused attention kernels, the fused RMSNorm backward): PyTorch
 // registers them from Python (torch/_meta_registrations.py), so a C++ program
 // cannot infer these ops' output shapes, and the CUDA-only ones cannot run on
 // a solo world's meta tensors. Same output shapes, dtypes and layouts as
@@ -151,6 +152,15 @@ void flash_cpu_backward_meta(const c10::OperatorHandle& op, torch::jit::Stack* s
   torch::jit::push(*stack, grad_like(args[1].toTensor()), grad_like(args[2].toTensor()), grad_like(args[3].toTensor()));
 }
 
+// (grad_out, input, normalized_shape, rstd, weight?, output_mask) -> (grad_input, grad_weight)
+void rms_norm_backward_meta(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  auto args = take_arguments(op, stack);
+  const std::vector<bool> mask = args[5].toBoolList().vec();
+  const at::Tensor weight = args[4].isTensor() ? args[4].toTensor() : at::Tensor();
+  torch::jit::push(*stack, mask[0] ? at::empty_like(args[1].toTensor()) : at::Tensor(),
+                   mask[1] && weight.defined() ? at::empty_like(weight) : at::Tensor());
+}
+
 // True when aten::`name` exists in this LibTorch and has no Meta kernel yet.
 bool lacks_meta_kernel(const char* name) {
   auto op = c10::Dispatcher::singleton().findSchema({std::string("aten::") + name, ""});
@@ -159,7 +169,7 @@ bool lacks_meta_kernel(const char* name) {
 
 }  // namespace
 
-void register_attention_meta_kernels() {
+void register_missing_meta_kernels() {
   static std::once_flag once;
   static std::unique_ptr<torch::Library> library;
   std::call_once(once, [] {
@@ -177,10 +187,11 @@ void register_attention_meta_kernels() {
     add("_scaled_dot_product_efficient_attention_backward", F::makeFromBoxedFunction<&efficient_backward_meta>());
     add("_scaled_dot_product_flash_attention_for_cpu", F::makeFromBoxedFunction<&flash_cpu_forward_meta>());
     add("_scaled_dot_product_flash_attention_for_cpu_backward", F::makeFromBoxedFunction<&flash_cpu_backward_meta>());
+    add("_fused_rms_norm_backward", F::makeFromBoxedFunction<&rms_norm_backward_meta>());
   });
 }
 #else
-void register_attention_meta_kernels() {}  // LibTorch < 2.3: no uint64 dtype; the ops are older anyway
+void register_missing_meta_kernels() {}  // LibTorch < 2.3: no uint64 dtype; the ops are older anyway
 #endif
 
 }  // namespace dtensor
