@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -113,6 +114,7 @@ struct Run {
   std::vector<std::vector<StepCounts>> counts;
   std::map<std::string, at::Tensor> params;
   std::vector<std::string> misplaced;  // "rank r: name on cpu"
+  int64_t peak_bytes = 0;  // the largest rank's peak over the steps (CUDA ranks: GPU memory only)
 };
 
 Run train_on_fake_world(const TrainingConfig& config, c10::Device device) {
@@ -136,12 +138,15 @@ Run train_on_fake_world(const TrainingConfig& config, c10::Device device) {
     }
     std::vector<double> losses;
     std::vector<StepCounts> counts;
+    world.reset_peak_memory();  // the steps' peak, not the model's construction
     for (int i = 0; i < kSteps; ++i) {
       losses.push_back(trainer.step());
       counts.push_back(trainer.last_counts());
     }
     std::map<std::string, at::Tensor> params = testing::full_parameters(trainer.model());  // every rank
+    const std::optional<RankMemoryStats> memory = world.memory_stats();
     std::lock_guard<std::mutex> lock(mutex);
+    if (memory) run.peak_bytes = std::max(run.peak_bytes, memory->peak_bytes);
     run.losses[world.rank()] = losses;
     run.counts[world.rank()] = counts;
     run.misplaced.insert(run.misplaced.end(), misplaced.begin(), misplaced.end());
@@ -155,6 +160,7 @@ Run train_on_fake_world(const TrainingConfig& config, c10::Device device) {
 // The runs of one case, made once and shared by the tests below.
 struct CaseRuns {
   Run cpu, device, rerun;
+  Run device_without_offload;  // CPU-offload cases on a GPU: the same training without offload
   std::vector<double> one_device_losses;
   std::map<std::string, at::Tensor> one_device_params;
 };
@@ -169,6 +175,11 @@ const CaseRuns& runs_of(const Case& c) {
   runs.cpu = train_on_fake_world(on_cpu, c10::kCPU);
   runs.device = train_on_fake_world(c.config(), g_device);
   runs.rerun = train_on_fake_world(c.config(), g_device);
+  if (c.config().cpu_offload) {
+    TrainingConfig kept = c.config();
+    kept.cpu_offload = false;
+    runs.device_without_offload = train_on_fake_world(kept, g_device);
+  }
   TrainingConfig one = c.config();
   one.fully_shard = one.cpu_offload = false;
   one.device = g_device;
@@ -240,6 +251,23 @@ TEST(CudaTransformer, RerunsAreBitIdentical) {
     for (const auto& [name, value] : runs.device.params) {
       EXPECT_TRUE(at::equal(value, runs.rerun.params.at(name))) << name << " differs between two runs";
     }
+  }
+}
+
+// With CPUOffloadPolicy the sharded parameters, their gradients and Adam's
+// state leave the GPU: each rank's peak GPU memory over the steps is lower
+// than the same training's without offload.
+TEST(CudaTransformer, CpuOffloadLowersEachRanksGpuPeak) {
+  if (!g_device.is_cuda()) GTEST_SKIP();  // CPU ranks cannot offload
+  for (const Case& c : cases()) {
+    if (!c.fsdp_offload) continue;
+    SCOPED_TRACE(c.name());
+    const CaseRuns& runs = runs_of(c);
+    std::printf("[memory] %s: peak GPU bytes per rank %lld with offload, %lld without\n", c.name().c_str(),
+                static_cast<long long>(runs.device.peak_bytes),
+                static_cast<long long>(runs.device_without_offload.peak_bytes));
+    EXPECT_TRUE(runs.device.peak_bytes > 0);
+    EXPECT_TRUE(runs.device.peak_bytes < runs.device_without_offload.peak_bytes);
   }
 }
 
