@@ -3,7 +3,11 @@
 // shard of another dim stays, as PyTorch 2.15's strategy; the transform is
 // linear, so a Partial(sum | avg) input stays Partial. (PyTorch 2.15 also
 // passes Partial(max | min) through, which is wrong: the FFT of a maximum is
-// not the maximum of the FFTs; here such an input is reduced first.)
+// not the maximum of the FFTs; here such an input is reduced first.) No rank
+// may hold an empty piece: MKL's FFT (LibTorch 2.11's CPU backend) refuses an
+// empty batch ("DFTI ERROR: Inconsistent configuration parameters"), so 6
+// rows over 4 ranks (2, 2, 2, 0) are gathered instead, as the spatial ops do
+// (Note [Empty pieces of spatial ops] in core/ops/spatial_rules.cc).
 //   _fft_r2c(x [S(0)] f[8, 16], dim=[1]) -> c[8, 9] [S(0)], no comm
 #include <algorithm>
 #include <vector>
@@ -34,7 +38,8 @@ DimRule fft_rule() {
 }  // namespace
 
 void register_fft_rules(ShardingRegistry& registry) {
-  registry.add({"aten::_fft_r2c", "aten::_fft_c2r", "aten::_fft_c2c"}, detail::single_dim_rule(fft_rule()));
+  registry.add({"aten::_fft_r2c", "aten::_fft_c2r", "aten::_fft_c2c"},
+               detail::single_dim_rule(fft_rule(), {false, detail::no_empty_pieces_check(/*batch_may_be_empty=*/false)}));
 }
 
 }  // namespace dtensor
