@@ -178,7 +178,7 @@ void ParamGroup::unshard() {
   int64_t offset = 0;
   for (const FsdpParam& p : params_) {
     const at::Tensor& local = dtensor_impl(p.sharded)->local();
-    send.narrow(0, offset, p.local_rows * p.row_numel).copy_(local.reshape({-1}), /*non_blocking=*/offload_.pin_memory);
+    send.narrow(0, offset, p.local_rows * p.row_numel).copy_(local.reshape({-1}), /*non_blocking=*/offload_.enabled && offload_.pin_memory);
     offset += p.padded_numel();
   }
   at::Tensor gathered;

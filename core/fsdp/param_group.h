@@ -91,7 +91,7 @@ struct MixedPrecision {
 // the optimizer steps on the host, as PyTorch's FSDP2 does.
 struct Offload {
   bool enabled = false;
-  bool pin_memory = true;
+  bool pin_memory = false;  // CPUOffloadPolicy::pin_memory, when enabled
 };
 
 class ParamGroup {
