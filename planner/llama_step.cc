@@ -5,10 +5,13 @@
 #include <torch/nn/functional/loss.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "core/dtensor.h"
 #include "core/factories.h"
+#include "core/fsdp/fully_shard.h"
+#include "core/parallel/module_params.h"
 #include "core/nn/module_call.h"
 #include "planner/training_update.h"
 
@@ -21,26 +24,42 @@ struct Params : torch::nn::Module {
   at::Tensor add(const std::string& name, at::Tensor value) { return register_parameter(name, std::move(value)); }
 };
 
+// Note [Planner parameters by name]
+// The step reads each parameter from its module when it uses it, not from a
+// handle kept at build time: under fully_shard (PlanConfig::fsdp) a module
+// registers its sharded parameters between forwards and the unsharded ones
+// inside them (core/fsdp/param_group.h), and the computation must see the
+// latter.
+at::Tensor param(const std::shared_ptr<Params>& owner, const char* name) {
+  return owner->named_parameters(/*recurse=*/false)[name];
+}
+
 struct Layer {
   std::shared_ptr<Params> block, attention_norm, attention, ffn_norm, feed_forward;
-  at::Tensor an, wq, wk, wv, wo, fn, w1, w2, w3;
 };
 
 struct Llama {
   std::shared_ptr<Params> root, tok_embeddings, norm, output;
-  at::Tensor emb, norm_w, out_w;
   std::vector<Layer> layers;
 };
 
 Llama build(const ModelConfig& m, const DeviceMesh& tp, c10::ScalarType dtype) {
+  // Params mirrors no parameter in a C++ member (Note [Planner parameters by
+  // name]): nothing to rebind when fully_shard swaps them.
+  static const bool bound = [] {
+    register_member_binder<Params>([](Params&) {});
+    return true;
+  }();
+  (void)bound;
   const at::TensorOptions opts = at::TensorOptions().dtype(dtype).requires_grad(true);
-  auto param = [&](const std::shared_ptr<Params>& owner, const char* name, std::vector<int64_t> shape,
-                   Placement p) { return owner->add(name, empty(shape, tp, {p}, opts)); };
+  auto add = [&](const std::shared_ptr<Params>& owner, const char* name, std::vector<int64_t> shape, Placement p) {
+    owner->add(name, empty(shape, tp, {p}, opts));
+  };
   const int64_t kv_dim = m.dim / m.heads * m.kv_heads;
   Llama l;
   l.root = std::make_shared<Params>();
   l.tok_embeddings = l.root->register_module("tok_embeddings", std::make_shared<Params>());
-  l.emb = param(l.tok_embeddings, "weight", {m.vocab, m.dim}, Shard(0));
+  add(l.tok_embeddings, "weight", {m.vocab, m.dim}, Shard(0));
   auto layers = l.root->register_module("layers", std::make_shared<Params>());
   for (int64_t i = 0; i < m.layers; ++i) {
     Layer y;
@@ -49,21 +68,21 @@ Llama build(const ModelConfig& m, const DeviceMesh& tp, c10::ScalarType dtype) {
     y.attention = y.block->register_module("attention", std::make_shared<Params>());
     y.ffn_norm = y.block->register_module("ffn_norm", std::make_shared<Params>());
     y.feed_forward = y.block->register_module("feed_forward", std::make_shared<Params>());
-    y.an = param(y.attention_norm, "weight", {m.dim}, Replicate());
-    y.wq = param(y.attention, "wq", {m.dim, m.dim}, Shard(1));
-    y.wk = param(y.attention, "wk", {m.dim, kv_dim}, Shard(1));
-    y.wv = param(y.attention, "wv", {m.dim, kv_dim}, Shard(1));
-    y.wo = param(y.attention, "wo", {m.dim, m.dim}, Shard(0));
-    y.fn = param(y.ffn_norm, "weight", {m.dim}, Replicate());
-    y.w1 = param(y.feed_forward, "w1", {m.dim, m.ffn}, Shard(1));
-    y.w3 = param(y.feed_forward, "w3", {m.dim, m.ffn}, Shard(1));
-    y.w2 = param(y.feed_forward, "w2", {m.ffn, m.dim}, Shard(0));
+    add(y.attention_norm, "weight", {m.dim}, Replicate());
+    add(y.attention, "wq", {m.dim, m.dim}, Shard(1));
+    add(y.attention, "wk", {m.dim, kv_dim}, Shard(1));
+    add(y.attention, "wv", {m.dim, kv_dim}, Shard(1));
+    add(y.attention, "wo", {m.dim, m.dim}, Shard(0));
+    add(y.ffn_norm, "weight", {m.dim}, Replicate());
+    add(y.feed_forward, "w1", {m.dim, m.ffn}, Shard(1));
+    add(y.feed_forward, "w3", {m.dim, m.ffn}, Shard(1));
+    add(y.feed_forward, "w2", {m.ffn, m.dim}, Shard(0));
     l.layers.push_back(y);
   }
   l.norm = l.root->register_module("norm", std::make_shared<Params>());
-  l.norm_w = param(l.norm, "weight", {m.dim}, Replicate());
+  add(l.norm, "weight", {m.dim}, Replicate());
   l.output = l.root->register_module("output", std::make_shared<Params>());
-  l.out_w = param(l.output, "weight", {m.dim, m.vocab}, Shard(1));
+  add(l.output, "weight", {m.dim, m.vocab}, Shard(1));
   return l;
 }
 
@@ -72,7 +91,8 @@ Llama build(const ModelConfig& m, const DeviceMesh& tp, c10::ScalarType dtype) {
 // serves the group (the FLOPs of repeating k/v, without the copies).
 at::Tensor attention(const ModelConfig& m, const at::Tensor& x, const Layer& y) {
   const int64_t b = x.size(0), s = x.size(1), hd = m.dim / m.heads, kvh = m.kv_heads, rep = m.heads / m.kv_heads;
-  at::Tensor q = at::matmul(x, y.wq), k = at::matmul(x, y.wk), v = at::matmul(x, y.wv);
+  at::Tensor q = at::matmul(x, param(y.attention, "wq")), k = at::matmul(x, param(y.attention, "wk")),
+             v = at::matmul(x, param(y.attention, "wv"));
   q = q.view({b, s, kvh, rep, hd}).permute({2, 0, 3, 1, 4}).reshape({kvh * b, rep * s, hd});
   k = k.view({b, s, kvh, hd}).permute({2, 0, 1, 3}).reshape({kvh * b, s, hd});
   v = v.view({b, s, kvh, hd}).permute({2, 0, 1, 3}).reshape({kvh * b, s, hd});
@@ -81,7 +101,7 @@ at::Tensor attention(const ModelConfig& m, const at::Tensor& x, const Layer& y) 
                        .view({kvh, b, rep, s, hd})
                        .permute({1, 3, 0, 2, 4})
                        .reshape({b, s, m.dim});
-  return at::matmul(out, y.wo);  // Partial over tp
+  return at::matmul(out, param(y.attention, "wo"));  // Partial over tp
 }
 
 // Note [Embedding on meta tensors]
@@ -133,6 +153,12 @@ StepProgram llama_step_program() {
                                   : m.dtype == "float64" ? at::kDouble
                                                          : at::kFloat;
     Llama l = build(m, tp_mesh, dtype);
+    // FSDP (+ TP): one group per layer, then the root's (embedding, final
+    // norm, output), as torchtitan applies fully_shard.
+    if (plan.fsdp) {
+      for (const Layer& y : l.layers) fully_shard(*y.block, dp_mesh);
+      fully_shard(*l.root, dp_mesh);
+    }
     TrainingUpdate update(*l.root, dp_mesh, plan);
     update.warm_up();
     recorder.record_static(*l.root, update.optimizer());
@@ -145,17 +171,22 @@ StepProgram llama_step_program() {
     auto micro_step = [&] {
       at::Tensor tokens = zeros({b, s}, tp_mesh, {Replicate()}, longs);
       at::Tensor targets = zeros({b * s}, tp_mesh, {Replicate()}, longs);
+      // fully_shard's root sees the model's boundary (its other modules are
+      // seen at theirs below).
+      std::optional<nn::ModuleScope> root;
+      if (plan.fsdp) root.emplace(*l.root, nn::TensorList{tokens});
       at::Tensor h;
       {
         nn::ModuleScope scope(*l.tok_embeddings, {tokens});
-        h = scope.output(DTensor(embedding_lookup(l.emb, tokens, m.dim)).redistribute({stream}));
+        h = scope.output(
+            DTensor(embedding_lookup(param(l.tok_embeddings, "weight"), tokens, m.dim)).redistribute({stream}));
       }
       for (const Layer& y : l.layers) {
         nn::ModuleScope block(*y.block, {h});
         at::Tensor x;
         {
           nn::ModuleScope scope(*y.attention_norm, {h});
-          x = scope.output(norm(h, y.an));
+          x = scope.output(norm(h, param(y.attention_norm, "weight")));
         }
         {
           nn::ModuleScope scope(*y.attention, {x});
@@ -164,26 +195,28 @@ StepProgram llama_step_program() {
         }
         {
           nn::ModuleScope scope(*y.ffn_norm, {h});
-          x = scope.output(norm(h, y.fn));
+          x = scope.output(norm(h, param(y.ffn_norm, "weight")));
         }
         {
           nn::ModuleScope scope(*y.feed_forward, {x});
           at::Tensor xf = region_input(x, sp);
-          at::Tensor g = at::silu(at::matmul(xf, y.w1)) * at::matmul(xf, y.w3);
-          h = h + scope.output(DTensor(at::matmul(g, y.w2)).redistribute({stream}));
+          const std::shared_ptr<Params>& ff = y.feed_forward;
+          at::Tensor g = at::silu(at::matmul(xf, param(ff, "w1"))) * at::matmul(xf, param(ff, "w3"));
+          h = h + scope.output(DTensor(at::matmul(g, param(ff, "w2"))).redistribute({stream}));
         }
         h = block.output(h);
       }
       {
         nn::ModuleScope scope(*l.norm, {h});
-        h = scope.output(norm(h, l.norm_w));
+        h = scope.output(norm(h, param(l.norm, "weight")));
       }
       at::Tensor logits;
       {
         nn::ModuleScope scope(*l.output, {h});
         at::Tensor xo = region_input(h, sp);
-        logits = scope.output(DTensor(at::matmul(xo, l.out_w)).redistribute({Replicate()}));
+        logits = scope.output(DTensor(at::matmul(xo, param(l.output, "weight"))).redistribute({Replicate()}));
       }
+      if (root) logits = root->output(logits);
       at::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({b * s, m.vocab}), targets);
       loss.backward();
     };

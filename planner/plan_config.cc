@@ -168,7 +168,7 @@ const char* optimizer_name(Optimizer o) {
 
 std::string PlanConfig::to_string() const {
   return mesh.to_string() + (sequence_parallel ? ",sp" : ",nosp") + ",micro=" + std::to_string(micro_batch) + "," +
-         optimizer_name(optimizer) + (zero1 ? ",zero1" : "");
+         optimizer_name(optimizer) + (zero1 ? ",zero1" : "") + (fsdp ? ",fsdp" : "");
 }
 
 PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text) {
@@ -189,10 +189,14 @@ PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text) {
       p.zero1 = true;
     } else if (w == "nozero") {
       p.zero1 = false;
+    } else if (w == "fsdp") {
+      p.fsdp = true;
+    } else if (w == "nofsdp") {
+      p.fsdp = false;
     } else if (w.rfind("micro=", 0) == 0) {
       p.micro_batch = positive_int("micro", w.substr(6));
     } else {
-      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N, zero1, nozero)");
+      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N, zero1, nozero, fsdp, nofsdp)");
     }
   }
   return p;
@@ -209,6 +213,8 @@ std::string plan_problem(const ModelConfig& m, const PlanConfig& p) {
     if (!s.empty()) return s;
   }
   if (p.sequence_parallel && tp > 1 && m.seq % tp != 0) return "sp: tp=" + std::to_string(tp) + " does not divide seq=" + std::to_string(m.seq);
+  if (p.fsdp && p.zero1) return "fsdp shards the optimizer state already: drop zero1";
+  if (p.fsdp && m.kind != ModelKind::kLlama) return "fsdp: only the Llama step program applies fully_shard";
   if (m.batch % (dp * p.micro_batch) != 0) {
     return "dp*micro=" + std::to_string(dp * p.micro_batch) + " does not divide batch=" + std::to_string(m.batch);
   }

@@ -84,18 +84,26 @@ struct PlanConfig {
   Optimizer optimizer = Optimizer::kAdam;
   /// ZeRO stage 1: optimizer state sharded over dp (planner/training_update.h).
   bool zero1 = false;
-  /// "dp=512,tp=8,sp,micro=2,adam,zero1".
+  /// Fully sharded data parallel over dp (fully_shard on every layer and the
+  /// root, core/fsdp/fully_shard.h; with tp: FSDP + TP): parameters,
+  /// gradients and optimizer state sharded, each layer's parameters gathered
+  /// before its forward and again before its backward, gradients
+  /// reduce-scattered. The Llama program only.
+  bool fsdp = false;
+  /// "dp=512,tp=8,sp,micro=2,adam,zero1", "dp=512,tp=8,sp,micro=1,adam,fsdp".
   std::string to_string() const;
 };
 
 /// Plan options over `mesh`: a comma list of "sp" / "nosp", "adam" /
-/// "sgd-momentum" / "sgd", "micro=N", "zero1" / "nozero". Example:
-/// parse_plan(mesh, "sp,adam,micro=2,zero1").
+/// "sgd-momentum" / "sgd", "micro=N", "zero1" / "nozero", "fsdp" / "nofsdp".
+/// Example: parse_plan(mesh, "sp,adam,micro=2,zero1").
 PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text);
 
 /// Checks that `plan` can run `model`: tp divides heads (and kv_heads, dim,
 /// ffn, vocab), dp * micro_batch divides batch, sequence parallelism needs
-/// tp dividing seq. Returns "" when fine, else why not (one line).
+/// tp dividing seq, fsdp is not combined with zero1 (it shards the optimizer
+/// state already) and runs the Llama program. Returns "" when fine, else why
+/// not (one line).
 std::string plan_problem(const ModelConfig& model, const PlanConfig& plan);
 
 }  // namespace dtensor::planner

@@ -41,11 +41,14 @@ SweepResult sweep_plans(const StepProgram& program, const ModelConfig& model, co
       if (sp && (!options.try_sequence_parallel || tp == 1)) continue;
       for (int64_t micro : options.micro_batches) {
         for (Optimizer opt : options.optimizers) {
-         for (bool zero1 : {false, true}) {
-          if (zero1 && (!options.try_zero1 || dp == 1)) continue;
+         // How dp shares the training state: not at all (DDP), ZeRO-1, FSDP.
+         for (int sharding : {0, 1, 2}) {
+          if (sharding == 1 && (!options.try_zero1 || dp == 1)) continue;
+          if (sharding == 2 && (!options.try_fsdp || dp == 1 || model.kind != ModelKind::kLlama)) continue;
           PlanConfig plan;
           plan.mesh = mesh, plan.sequence_parallel = sp, plan.micro_batch = micro, plan.optimizer = opt;
-          plan.zero1 = zero1;
+          plan.zero1 = sharding == 1;
+          plan.fsdp = sharding == 2;
           const std::string problem = plan_problem(model, plan);
           if (!problem.empty()) {
             r.skipped.push_back({plan.to_string(), problem});

@@ -30,7 +30,7 @@ at::Tensor local_of(const at::Tensor& t) { return is_dtensor(t) ? DTensor(t).loc
 }  // namespace
 
 TrainingUpdate::TrainingUpdate(torch::nn::Module& model, const DeviceMesh& dp_mesh, const PlanConfig& plan)
-    : model_(model), dp_mesh_(dp_mesh), zero1_(plan.zero1 && dp_mesh.size() > 1) {
+    : model_(model), dp_mesh_(dp_mesh), zero1_(plan.zero1 && dp_mesh.size() > 1), fsdp_(plan.fsdp) {
   if (!zero1_) {
     optimizer_ = make(plan.optimizer, model.parameters());
     return;
@@ -62,7 +62,7 @@ void TrainingUpdate::step() {
     zero1_step();
     return;
   }
-  if (dp_mesh_.size() > 1) average_gradients(model_, dp_mesh_);
+  if (dp_mesh_.size() > 1 && !fsdp_) average_gradients(model_, dp_mesh_);
   optimizer_->step();
 }
 

@@ -31,7 +31,8 @@ class TrainingUpdate {
   /// stay allocated afterwards (See Note [Planner step]).
   void warm_up();
   /// Averages gradients over dp and steps the optimizer (ZeRO-1: on this
-  /// rank's shard, then all-gathers the parameters).
+  /// rank's shard, then all-gathers the parameters; fsdp: the optimizer on
+  /// the sharded parameters, whose gradients backward reduce-scattered).
   void step();
   /// The optimizer whose state this rank holds (ZeRO-1: over the flat shard).
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
@@ -42,6 +43,7 @@ class TrainingUpdate {
   torch::nn::Module& model_;
   DeviceMesh dp_mesh_;
   bool zero1_;
+  bool fsdp_;  // fully_shard reduced the gradients in backward: the optimizer only
   std::vector<at::Tensor> locals_;  // local shards of the parameters (ZeRO-1)
   at::Tensor shard_;                // this rank's 1/dp of the flat parameters (ZeRO-1)
   std::unique_ptr<torch::optim::Optimizer> optimizer_;

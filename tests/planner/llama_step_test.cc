@@ -58,6 +58,38 @@ TEST(LlamaStepTest, SequenceParallelTradesAllReduceForGatherAndScatter) {
   }
 }
 
+// fsdp (fully_shard on each layer and the root over dp, with tp: FSDP + TP):
+// parameters, gradients and optimizer state are 1/dp of the tp-only plan's;
+// each micro-step gathers every layer's parameters over dp twice (forward and
+// backward; the root's once: it is not resharded after forward) and
+// reduce-scatters every group's gradients once; the update communicates
+// nothing; and the 70B plan that does not fit in 80 GiB without it does.
+TEST(LlamaStepTest, FullyShardedPlans) {
+  const ModelConfig m = parse_model(kSmall);
+  const Topology topo = default_topology();
+  const PlanConfig ddp = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam");
+  const PlanConfig fsdp = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam,fsdp");
+  const StepMeasure a = trace_solo_step(llama_step_program(), m, ddp);
+  const StepMeasure b = trace_solo_step(llama_step_program(), m, fsdp);
+  // Every local tensor's rows split over dp = 2 (all even here).
+  EXPECT_EQ(b.parameter_bytes, a.parameter_bytes / 2);
+  EXPECT_EQ(b.gradient_bytes, a.gradient_bytes / 2);
+  EXPECT_EQ(b.optimizer_bytes, a.optimizer_bytes / 2);
+  std::map<std::string, int64_t> counts;
+  for (const CommRow& r : step_totals(b, m, fsdp, topo).comm) counts[r.phase + " " + r.kind + " " + r.mesh_dim] += r.count;
+  const int64_t micro = m.batch / 2;
+  EXPECT_EQ(counts["micro-step all_gather_into_tensor dp"], micro * (2 * m.layers + 1));
+  EXPECT_EQ(counts["micro-step reduce_scatter_tensor dp"], micro * (m.layers + 1));
+  EXPECT_EQ(counts["update all_reduce dp"], 0);
+  const ModelConfig big = parse_model("llama-70b");
+  const PlanEstimate without = estimate_plan(llama_step_program(), big, parse_plan(parse_mesh("dp=512,tp=8"), "sp,adam"), topo);
+  const PlanEstimate with = estimate_plan(llama_step_program(), big, parse_plan(parse_mesh("dp=512,tp=8"), "sp,adam,fsdp"), topo);
+  std::cout << "70B dp=512,tp=8: " << format_bytes(without.total_bytes, 2) << " per rank without fsdp, "
+            << format_bytes(with.total_bytes, 2) << " with\n";
+  EXPECT_FALSE(without.fits());
+  EXPECT_TRUE(with.fits());
+}
+
 TEST(LlamaStepTest, TwoLayerExtrapolationEqualsTheFullTrace) {
   const ModelConfig m = parse_model(kSmall);
   const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam");

@@ -67,11 +67,17 @@ TEST(PlanConfigTest, ParsesAndRejectsWithReasons) {
   EXPECT_EQ(parse_mesh("dp = 4, tp: 2").to_string(), "dp=4,tp=2");
   EXPECT_THROW(parse_model("llama-70b:layers=0"), std::invalid_argument);
   EXPECT_THROW(parse_model("gpt"), std::invalid_argument);
-  EXPECT_THROW(parse_plan(parse_mesh("tp=2"), "fsdp"), std::invalid_argument);
+  EXPECT_THROW(parse_plan(parse_mesh("tp=2"), "fdsp"), std::invalid_argument);
+  EXPECT_TRUE(parse_plan(parse_mesh("dp=2,tp=2"), "sp,fsdp").fsdp);
+  EXPECT_EQ(parse_plan(parse_mesh("dp=2,tp=2"), "sp,fsdp").to_string(), "dp=2,tp=2,sp,micro=1,adam,fsdp");
   const ModelConfig m = parse_model("llama-70b");
   EXPECT_NEAR(static_cast<double>(m.parameter_count()), 70.55e9, 0.05e9);
   EXPECT_EQ(plan_problem(m, parse_plan(parse_mesh("dp=256,tp=16"), "")), "tp=16 does not divide kv_heads=8");
   EXPECT_EQ(plan_problem(m, parse_plan(parse_mesh("dp=512,tp=8"), "sp,micro=2")), "");
+  EXPECT_EQ(plan_problem(m, parse_plan(parse_mesh("dp=512,tp=8"), "fsdp,zero1")),
+            "fsdp shards the optimizer state already: drop zero1");
+  EXPECT_EQ(plan_problem(parse_model("transformer"), parse_plan(parse_mesh("dp=2,tp=2"), "fsdp")),
+            "fsdp: only the Llama step program applies fully_shard");
 }
 
 TEST(TopologyTest, FileFormatRoundTripsAndNamesBadLines) {
