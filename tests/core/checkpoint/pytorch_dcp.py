@@ -33,6 +33,25 @@ except ImportError as e:
     sys.exit(77)
 
 
+def finished(path, rank):
+    """Marks that `rank` got past the last barrier: its work is done and
+    checked; only the process group's teardown is left."""
+    open(f"{path}.finished{rank}", "w").close()
+
+
+def spawn(worker, args, world, marker):
+    """mp.spawn, except that a rank killed in Gloo's teardown after every rank
+    finished its work (PyTorch's destroy_process_group on Gloo has aborted
+    with 'terminate called without an active exception' under load) is
+    reported, not failed: what the test checks was already written."""
+    try:
+        mp.spawn(worker, args=args, nprocs=world, join=True)
+    except mp.ProcessExitedException as e:
+        if not all(os.path.exists(f"{marker}.finished{r}") for r in range(world)):
+            raise
+        print(f"warning: every rank finished, then PyTorch's Gloo teardown failed: {e}", file=sys.stderr)
+
+
 def load_worker(rank, world, init_file, ckpt, expected_path, result_file):
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     mesh = init_device_mesh("cpu", (world,))
@@ -51,6 +70,7 @@ def load_worker(rank, world, init_file, ckpt, expected_path, result_file):
         with open(result_file, "w") as f:
             f.write("\n".join(bad) if bad else f"DCP_LOAD_OK {len(expected)} tensors on {world} ranks")
     dist.barrier()
+    finished(init_file, rank)
     dist.destroy_process_group()
 
 
@@ -75,6 +95,7 @@ def save_worker(rank, world, init_file, ckpt, expected_path):
     if rank == 0:
         save_file(full, expected_path)
     dist.barrier()
+    finished(init_file, rank)
     dist.destroy_process_group()
 
 
@@ -109,11 +130,11 @@ def main():
         if mode == "load":
             world = int(sys.argv[4])
             result = os.path.join(tmp, "result")
-            mp.spawn(load_worker, args=(world, init_file, ckpt, expected, result), nprocs=world, join=True)
+            spawn(load_worker, (world, init_file, ckpt, expected, result), world, init_file)
             text = open(result).read()
             print(text)
             sys.exit(0 if text.startswith("DCP_LOAD_OK") else 1)
-        mp.spawn(save_worker, args=(4, init_file, ckpt, expected), nprocs=4, join=True)
+        spawn(save_worker, (4, init_file, ckpt, expected), 4, init_file)
         print("DCP_SAVE_OK")
 
 
