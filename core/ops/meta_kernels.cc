@@ -1,5 +1,7 @@
 // Meta kernels of ops that have rules but no Meta kernel in LibTorch's C++
-// (the fused attention kernels, the fused RMSNorm backward): PyTorch
+// (the fused attention kernels, the fused RMSNorm backward, multinomial,
+// whose CPU kernel refuses the zero-filled stand-ins shape inference falls
+// back to): PyTorch
 // registers them from Python (torch/_meta_registrations.py), so a C++ program
 // cannot infer these ops' output shapes, and the CUDA-only ones cannot run on
 // a solo world's meta tensors. Same output shapes, dtypes and layouts as
@@ -21,7 +23,6 @@
 
 namespace dtensor {
 
-#if DTENSOR_TORCH_AT_LEAST(2, 3)
 namespace {
 
 // Pops the op's arguments off the stack.
@@ -32,6 +33,7 @@ std::vector<c10::IValue> take_arguments(const c10::OperatorHandle& op, torch::ji
   return args;
 }
 
+#if DTENSOR_TORCH_AT_LEAST(2, 3)  // the fused attention ops (uint64 RNG state)
 // An empty [B, H, L, D] tensor whose dims are laid out in the query's order
 // (PyTorch's alloc_with_matching_layout): a [B, L, H, D] buffer seen through
 // transpose(1, 2) when the query is one.
@@ -152,6 +154,8 @@ void flash_cpu_backward_meta(const c10::OperatorHandle& op, torch::jit::Stack* s
   torch::jit::push(*stack, grad_like(args[1].toTensor()), grad_like(args[2].toTensor()), grad_like(args[3].toTensor()));
 }
 
+#endif
+
 // (grad_out, input, normalized_shape, rstd, weight?, output_mask) -> (grad_input, grad_weight)
 void rms_norm_backward_meta(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   auto args = take_arguments(op, stack);
@@ -161,9 +165,27 @@ void rms_norm_backward_meta(const c10::OperatorHandle& op, torch::jit::Stack* st
                    mask[1] && weight.defined() ? at::empty_like(weight) : at::Tensor());
 }
 
-// True when aten::`name` exists in this LibTorch and has no Meta kernel yet.
-bool lacks_meta_kernel(const char* name) {
-  auto op = c10::Dispatcher::singleton().findSchema({std::string("aten::") + name, ""});
+// (self [*, n], num_samples, replacement, *, generator[, out]) -> long [*, num_samples]
+void multinomial_meta(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  auto args = take_arguments(op, stack);
+  const at::Tensor& probs = args[0].toTensor();
+  std::vector<int64_t> shape = probs.sizes().vec();
+  shape.back() = args[1].toInt();
+  if (args.size() > 4 && args[4].isTensor()) {  // multinomial.out: resized as LibTorch's kernel does
+    at::Tensor out = args[4].toTensor();
+    out.resize_(shape);
+    torch::jit::push(*stack, out);
+    return;
+  }
+  torch::jit::push(*stack, at::empty(shape, probs.options().dtype(at::kLong)));
+}
+
+// True when aten::`name` ("multinomial.out": name.overload) exists in this
+// LibTorch and has no Meta kernel yet.
+bool lacks_meta_kernel(const std::string& name) {
+  const size_t dot = name.find('.');
+  const std::string overload = dot == std::string::npos ? "" : name.substr(dot + 1);
+  auto op = c10::Dispatcher::singleton().findSchema({"aten::" + name.substr(0, dot), overload});
   return op.has_value() && !op->hasKernelForDispatchKey(c10::DispatchKey::Meta);
 }
 
@@ -179,6 +201,7 @@ void register_missing_meta_kernels() {
       if (lacks_meta_kernel(name)) library->impl(name, std::move(kernel));
     };
     using F = torch::CppFunction;
+#if DTENSOR_TORCH_AT_LEAST(2, 3)
     add("_scaled_dot_product_flash_attention", F::makeFromBoxedFunction<&flash_forward_meta>());
     add("_scaled_dot_product_efficient_attention", F::makeFromBoxedFunction<&efficient_forward_meta>());
     add("_scaled_dot_product_cudnn_attention", F::makeFromBoxedFunction<&cudnn_forward_meta>());
@@ -187,11 +210,11 @@ void register_missing_meta_kernels() {
     add("_scaled_dot_product_efficient_attention_backward", F::makeFromBoxedFunction<&efficient_backward_meta>());
     add("_scaled_dot_product_flash_attention_for_cpu", F::makeFromBoxedFunction<&flash_cpu_forward_meta>());
     add("_scaled_dot_product_flash_attention_for_cpu_backward", F::makeFromBoxedFunction<&flash_cpu_backward_meta>());
+#endif
     add("_fused_rms_norm_backward", F::makeFromBoxedFunction<&rms_norm_backward_meta>());
+    add("multinomial", F::makeFromBoxedFunction<&multinomial_meta>());
+    add("multinomial.out", F::makeFromBoxedFunction<&multinomial_meta>());
   });
 }
-#else
-void register_missing_meta_kernels() {}  // LibTorch < 2.3: no uint64 dtype; the ops are older anyway
-#endif
 
 }  // namespace dtensor

@@ -283,6 +283,85 @@ ShardingRule random_fill_rule(RandomFill kind, RandomTarget target = RandomTarge
   };
 }
 
+// Note [Multinomial on DTensors]
+// multinomial(probs [*, n], num_samples, replacement, generator) draws
+// num_samples category indices per row. Rows are independent, so every dim
+// but the last (the categories) shards, as PyTorch 2.15's strategy; the
+// categories are gathered. LibTorch's kernel draws from each rank's own
+// generator, which would give replicas different samples and make the
+// samples depend on the placements; so the draw goes through the DTensor RNG
+// (detail::random_local) instead, with the same distribution: with
+// replacement, one uniform per sample inverted through the row's CDF;
+// without, one uniform per category and the num_samples largest keys
+// log(u) / p (Efraimidis and Spirakis' weighted sampling without
+// replacement; a category of probability 0 is never drawn while others
+// remain). The samples are the same whatever the placements, for a seed.
+const char* kMultinomial = "dtensor::multinomial";
+
+ShardingRule multinomial_rule() {
+  return [](const OpCall& call) {
+    const int64_t last = detail::input_ndim(call, 0) - 1;
+    Placements p = call.inputs[0].placements;
+    for (Placement& q : p) {
+      if (q.is_partial() || (q.splits_dim() && q.normalized(last + 1).shard_dim() == last) || q.is_strided_shard()) {
+        q = Replicate();
+      }
+    }
+    TORCH_CHECK(call.self_input < 0 || call.inputs[static_cast<size_t>(call.self_input)].placements == p,
+                call.describe(), ": out must be laid out as the samples are, ", to_string(p),
+                " (the probabilities' rows; the categories whole): pass such an out or call multinomial without one");
+    ShardingPlan plan;
+    plan.input_placements.push_back(p);
+    for (size_t i = 1; i < call.inputs.size(); ++i) plan.input_placements.push_back(call.inputs[i].placements);
+    plan.output_placements.assign(call.outputs.size(), p);
+    plan.local_kernel = kMultinomial;
+    return plan;
+  };
+}
+
+// multinomial(self, num_samples, replacement, *, generator[, out]).
+void multinomial_kernel(const LocalCall& local, std::vector<c10::IValue>* stack) {
+  const OpCall& call = local.call;
+  const at::Tensor probs = (*stack)[0].toTensor();
+  const int64_t samples = (*stack)[1].toInt();
+  const bool replacement = (*stack)[2].toBool();
+  RandomOptions options;
+  if ((*stack)[3].isGenerator()) options.generator = (*stack)[3].toGenerator();
+  const at::Tensor p = probs.to(at::kDouble);
+  const at::Tensor sums = p.sum(-1, /*keepdim=*/true);
+  TORCH_CHECK(p.numel() == 0 || (p.ge(0).all().item<bool>() && p.isfinite().all().item<bool>() &&
+                                 sums.gt(0).all().item<bool>()),
+              call.describe(), " on rank ", call.mesh.global_rank(),
+              ": every probability must be finite and >= 0, and every row must have a positive sum");
+  TORCH_CHECK(replacement || samples <= p.size(-1), call.describe(), ": cannot draw ", samples,
+              " samples without replacement from ", p.size(-1), " categories");
+  const at::Tensor rows = p / sums;
+  at::Tensor indices;
+  if (replacement) {
+    DTensorSpec draw = call.inputs[0].with_placements(local.plan.output_placements[0]);
+    draw.meta = local.output_metas[0];
+    draw.meta.dtype = at::kDouble;
+    const at::Tensor u = detail::random_local(detail::RandomDistribution::kUniform, draw, p.options(), options,
+                                              "DTensor multinomial");
+    const at::Tensor cdf = rows.cumsum(-1).contiguous();
+    indices = at::searchsorted(cdf, u.contiguous(), /*out_int32=*/false, /*right=*/true).clamp_max_(p.size(-1) - 1);
+  } else {
+    DTensorSpec draw = call.inputs[0].with_placements(local.plan.input_placements[0]);
+    draw.meta.dtype = at::kDouble;
+    const at::Tensor u = detail::random_local(detail::RandomDistribution::kUniform, draw, p.options(), options,
+                                              "DTensor multinomial");
+    indices = std::get<1>(at::topk(u.log().div(rows), samples, -1));
+  }
+  const size_t out_arg = call.self_input >= 0 ? call.positions[static_cast<size_t>(call.self_input)].arg_index : 0;
+  if (call.self_input >= 0) {
+    at::Tensor out = (*stack)[out_arg].toTensor();
+    out.copy_(indices);
+    *stack = {out};
+  } else {
+    *stack = {indices};
+  }
+}
+
 // native_dropout(input, p, train) -> (out, mask): see Note [Random ops on DTensors].
 DimRule native_dropout_rule() {
   return [](const OpCall& call, int mesh_dim) {
@@ -340,6 +419,8 @@ void register_nn_rules(ShardingRegistry& registry) {
       registry.add_local_kernel(random_fill_kernel_name(kind, target), random_fill_kernel(kind, target));
     }
   }
+  registry.add({"aten::multinomial", "aten::multinomial.out"}, multinomial_rule());
+  registry.add_local_kernel(kMultinomial, multinomial_kernel);
   registry.add({"aten::native_dropout"}, per_mesh_dim(native_dropout_rule()));
   registry.add({"aten::native_dropout_backward"}, per_mesh_dim(dropout_backward_rule()));
 }

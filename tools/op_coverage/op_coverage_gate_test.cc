@@ -13,7 +13,7 @@
 
 namespace {
 
-constexpr int kMaxMissing = 18;
+constexpr int kMaxMissing = 16;
 
 std::string runfile(const std::string& rel) {
   const char* srcdir = std::getenv("TEST_SRCDIR");

@@ -251,5 +251,57 @@ TEST(NnOpsTest, FusedRmsNormBackwardOnMetaRanks) {
 }
 #endif
 
+// Note [Multinomial on DTensors]: rows shard, the categories are gathered;
+// for a seed the samples do not depend on the placements; their frequencies
+// follow the probabilities; without replacement no category repeats in a row.
+TEST(NnOpsTest, MultinomialDrawsTheSameSamplesOnEveryPlacement) {
+  at::Tensor probs = at::rand({6, 5}, at::kDouble).add_(0.1);
+  probs.select(1, 2).zero_();  // category 2 is never drawn
+  for (bool replacement : {true, false}) {
+    SCOPED_TRACE(replacement ? "with replacement" : "without");
+    const int64_t samples = replacement ? 4000 : 4;
+    at::Tensor first;
+    for (const Placements& placements : std::vector<Placements>{{Replicate()}, {Shard(0)}, {Shard(1)}, {Partial()}}) {
+      SCOPED_TRACE(to_string(placements));
+      at::Tensor full;
+      run_fake_world(3, [&](World& world) {
+        auto mesh = DeviceMesh::init(c10::kCPU, {3});
+        DTensor p = placements[0].is_partial()
+                        ? DTensor::from_local(world.rank() == 0 ? probs : at::zeros_like(probs), mesh, placements)
+                        : distribute_tensor(probs, mesh, placements);
+        dtensor::manual_seed(13);
+        DTensor drawn(at::multinomial(p, samples, replacement));
+        EXPECT_EQ(drawn.placements(), placements[0].is_shard(0) ? placements : Placements{Replicate()});
+        at::Tensor whole = drawn.full_tensor();
+        if (world.rank() == 0) full = whole;
+      });
+      ASSERT_EQ(full.sizes().vec(), (std::vector<int64_t>{6, samples}));
+      EXPECT_FALSE(full.eq(2).any().item<bool>());
+      if (!first.defined()) {
+        first = full;
+      } else {
+        EXPECT_TRUE(at::equal(full, first));
+      }
+    }
+    if (replacement) {
+      const at::Tensor expected = probs / probs.sum(-1, true);
+      const at::Tensor counts = at::one_hot(first, 5).sum(1).to(at::kDouble) / samples;
+      EXPECT_LT((counts - expected).abs().max().item<double>(), 0.04);
+    } else {
+      EXPECT_TRUE(std::get<0>(first.sort(-1)).diff(1, -1).ne(0).all().item<bool>());
+    }
+  }
+  run_fake_world(2, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor p = distribute_tensor(at::ones({4, 3}), mesh, {Shard(0)});
+    EXPECT_THROW(at::multinomial(p, 4, /*replacement=*/false), c10::Error);  // 4 of 3 categories
+    DTensor out = distribute_tensor(at::zeros({4, 2}, at::kLong), mesh, {Shard(0)});
+    dtensor::manual_seed(3);
+    at::multinomial_out(out, p, 2, /*replacement=*/true);
+    dtensor::manual_seed(3);
+    EXPECT_TRUE(at::equal(out.full_tensor(), DTensor(at::multinomial(p, 2, true)).full_tensor()));
+  });
+}
+
 }  // namespace
 }  // namespace dtensor::testing
