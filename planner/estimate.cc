@@ -32,11 +32,15 @@ namespace dtensor::planner {
 // link (Topology::link) on its ring bytes (trace/comm_estimate.h), 0 for
 // groups of one rank.
 // Step: micro_steps * (forward + backward) + update. Serial: compute plus all
-// collectives. Overlap: the micro-step collectives (tensor / sequence
-// parallel) feed the very next op and stay on the critical path; the update's
-// collectives (the dp gradient all_reduce) can hide behind the last
-// micro-step's backward, as DDP's bucketed all_reduce does, so only
-// max(0, update comm - backward compute) is exposed. Both are lower bounds
+// collectives. Overlap: the micro-step collectives of tensor / sequence
+// parallelism feed the very next op and stay on the critical path; FSDP's
+// (the micro-step collectives over dp: each layer's all_gather, prefetched
+// while the previous layer computes, and its reduce_scatter, issued while the
+// next layer's backward runs) hide behind the micro-steps' compute, so only
+// max(0, their time - that compute) is exposed; the update's collectives
+// (the dp gradient all_reduce) can hide behind the last micro-step's
+// backward, as DDP's bucketed all_reduce does, so only max(0, update comm -
+// backward compute) is exposed. Both are lower bounds
 // (100% of peak or of the calibrated rates, perfect links, no launch gaps):
 // they rank plans, they do not promise times.
 
@@ -249,9 +253,14 @@ PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layer
   const double n = static_cast<double>(e.micro_steps);
   const double backward_us = totals.backward_compute_us;
   e.compute_us = n * (totals.forward_compute_us + backward_us) + totals.update_compute_us;
-  for (const CommRow& r : totals.comm) (r.phase == kUpdate ? e.update_comm_us : e.blocking_comm_us) += r.time_us;
-  e.step_us_serial = e.compute_us + e.blocking_comm_us + e.update_comm_us;
-  e.step_us_overlap = e.compute_us + e.blocking_comm_us + std::max(0.0, e.update_comm_us - backward_us);
+  for (const CommRow& r : totals.comm) {
+    double& bucket = r.phase == kUpdate ? e.update_comm_us : r.mesh_dim == "dp" ? e.prefetched_comm_us : e.blocking_comm_us;
+    bucket += r.time_us;
+  }
+  const double micro_compute_us = n * (totals.forward_compute_us + backward_us);
+  e.step_us_serial = e.compute_us + e.blocking_comm_us + e.prefetched_comm_us + e.update_comm_us;
+  e.step_us_overlap = e.compute_us + e.blocking_comm_us + std::max(0.0, e.prefetched_comm_us - micro_compute_us) +
+                      std::max(0.0, e.update_comm_us - backward_us);
   return e;
 }
 

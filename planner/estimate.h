@@ -67,6 +67,7 @@ struct PlanEstimate {
   int64_t cap_bytes = 0;
   double compute_us = 0;         // matmul FLOPs and memory-bound bytes at the accelerator's rates, whole step
   double blocking_comm_us = 0;   // micro-step collectives (tp/sp): on the critical path
+  double prefetched_comm_us = 0; // micro-step collectives over dp (FSDP's gathers and reduce-scatters): overlappable
   double update_comm_us = 0;     // gradient averaging + optimizer collectives
   double step_us_serial = 0;     // compute + every collective
   double step_us_overlap = 0;    // update comm hidden behind the last backward (Note [Step time estimate])

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -88,6 +89,15 @@ TEST(LlamaStepTest, FullyShardedPlans) {
             << format_bytes(with.total_bytes, 2) << " with\n";
   EXPECT_FALSE(without.fits());
   EXPECT_TRUE(with.fits());
+  // FSDP's dp collectives hide behind the micro-steps' compute up to its
+  // length (Note [Step time estimate]); the rest of the comm does not move.
+  EXPECT_GT(with.prefetched_comm_us, 0);
+  EXPECT_EQ(without.prefetched_comm_us, 0);
+  const double micro_compute = with.compute_us - with.totals.update_compute_us;
+  EXPECT_NEAR(with.step_us_overlap,
+              with.compute_us + with.blocking_comm_us + std::max(0.0, with.prefetched_comm_us - micro_compute),
+              1e-6 * with.step_us_overlap);
+  EXPECT_NEAR(with.step_us_serial, with.compute_us + with.blocking_comm_us + with.prefetched_comm_us, 1e-6 * with.step_us_serial);
 }
 
 TEST(LlamaStepTest, TwoLayerExtrapolationEqualsTheFullTrace) {
