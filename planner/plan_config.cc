@@ -214,7 +214,6 @@ std::string plan_problem(const ModelConfig& m, const PlanConfig& p) {
   }
   if (p.sequence_parallel && tp > 1 && m.seq % tp != 0) return "sp: tp=" + std::to_string(tp) + " does not divide seq=" + std::to_string(m.seq);
   if (p.fsdp && p.zero1) return "fsdp shards the optimizer state already: drop zero1";
-  if (p.fsdp && m.kind != ModelKind::kLlama) return "fsdp: only the Llama step program applies fully_shard";
   if (m.batch % (dp * p.micro_batch) != 0) {
     return "dp*micro=" + std::to_string(dp * p.micro_batch) + " does not divide batch=" + std::to_string(m.batch);
   }

@@ -88,7 +88,7 @@ struct PlanConfig {
   /// root, core/fsdp/fully_shard.h; with tp: FSDP + TP): parameters,
   /// gradients and optimizer state sharded, each layer's parameters gathered
   /// before its forward and again before its backward, gradients
-  /// reduce-scattered. The Llama program only.
+  /// reduce-scattered.
   bool fsdp = false;
   /// "dp=512,tp=8,sp,micro=2,adam,zero1", "dp=512,tp=8,sp,micro=1,adam,fsdp".
   std::string to_string() const;
@@ -102,8 +102,7 @@ PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text);
 /// Checks that `plan` can run `model`: tp divides heads (and kv_heads, dim,
 /// ffn, vocab), dp * micro_batch divides batch, sequence parallelism needs
 /// tp dividing seq, fsdp is not combined with zero1 (it shards the optimizer
-/// state already) and runs the Llama program. Returns "" when fine, else why
-/// not (one line).
+/// state already). Returns "" when fine, else why not (one line).
 std::string plan_problem(const ModelConfig& model, const PlanConfig& plan);
 
 }  // namespace dtensor::planner

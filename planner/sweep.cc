@@ -44,7 +44,7 @@ SweepResult sweep_plans(const StepProgram& program, const ModelConfig& model, co
          // How dp shares the training state: not at all (DDP), ZeRO-1, FSDP.
          for (int sharding : {0, 1, 2}) {
           if (sharding == 1 && (!options.try_zero1 || dp == 1)) continue;
-          if (sharding == 2 && (!options.try_fsdp || dp == 1 || model.kind != ModelKind::kLlama)) continue;
+          if (sharding == 2 && (!options.try_fsdp || dp == 1)) continue;
           PlanConfig plan;
           plan.mesh = mesh, plan.sequence_parallel = sp, plan.micro_batch = micro, plan.optimizer = opt;
           plan.zero1 = sharding == 1;

@@ -25,7 +25,7 @@ struct SweepOptions {
   bool try_sequence_parallel = true;
   /// Also try ZeRO-1 (optimizer state sharded over dp) where dp > 1.
   bool try_zero1 = true;
-  /// Also try FSDP (fully_shard over dp; the Llama program) where dp > 1.
+  /// Also try FSDP (fully_shard over dp) where dp > 1.
   bool try_fsdp = true;
   EstimateOptions estimate;
 };

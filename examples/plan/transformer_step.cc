@@ -3,6 +3,8 @@
 
 #include <ATen/Functions.h>
 
+#include "core/fsdp/fully_shard.h"
+#include "core/nn/module_call.h"
 #include "planner/training_update.h"
 #include "examples/models/transformer.h"
 #include "examples/models/transformer_training.h"
@@ -29,13 +31,18 @@ planner::StepProgram transformer_step_program() {
     Transformer model(config.model);
     model->to(dtype);
     parallelize_transformer(*model, mesh["tp"], plan.sequence_parallel && tp > 1);
+    if (plan.fsdp) {  // FSDP (+ TP): every block, then the root, as TransformerTrainer
+      for (const auto& block : *model->layers) fully_shard(*block, mesh["dp"]);
+      fully_shard(*model, mesh["dp"]);
+    }
     planner::TrainingUpdate update(*model, mesh["dp"], plan);
     update.warm_up();
     recorder.record_static(*model, update.optimizer());
     const auto [tokens, targets] = training_batch(config);
     {
       auto guard = recorder.trace_forward_backward(*model, "Transformer");
-      transformer_loss(model->forward(tokens), targets).backward();
+      // fully_shard's root sees the model's boundary.
+      transformer_loss(plan.fsdp ? nn::call(model, tokens) : model->forward(tokens), targets).backward();
     }
     {
       auto guard = recorder.trace_update();

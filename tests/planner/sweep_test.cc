@@ -77,8 +77,7 @@ TEST(PlanConfigTest, ParsesAndRejectsWithReasons) {
   EXPECT_EQ(plan_problem(m, parse_plan(parse_mesh("dp=512,tp=8"), "sp,micro=2")), "");
   EXPECT_EQ(plan_problem(m, parse_plan(parse_mesh("dp=512,tp=8"), "fsdp,zero1")),
             "fsdp shards the optimizer state already: drop zero1");
-  EXPECT_EQ(plan_problem(parse_model("transformer"), parse_plan(parse_mesh("dp=2,tp=2"), "fsdp")),
-            "fsdp: only the Llama step program applies fully_shard");
+  EXPECT_EQ(plan_problem(parse_model("transformer"), parse_plan(parse_mesh("dp=2,tp=2"), "fsdp")), "");
 }
 
 TEST(TopologyTest, FileFormatRoundTripsAndNamesBadLines) {

@@ -1,7 +1,8 @@
-// Issue 20 item 5: the planner's estimate for the example Transformer (a
-// solo-mode trace of rank 0) against the CPU fake world running the same
-// step on every rank: per-rank peak memory within 10% of the measured one,
-// comm bytes exactly what each rank's CommDebugMode recorded.
+// Issue 20 item 5 (and #37 for FSDP): the planner's estimate for the example
+// Transformer (a solo-mode trace of rank 0) against the CPU fake world
+// running the same step on every rank: per-rank peak memory within 10% of
+// the measured one, comm bytes exactly what each rank's CommDebugMode
+// recorded; TP, TP + SP, DP x TP, FSDP and FSDP + TP + SP.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,6 +20,7 @@ namespace {
 struct Case {
   const char* mesh;
   bool sp;
+  bool fsdp = false;
 };
 
 class TransformerPlanTest : public ::testing::TestWithParam<Case> {};
@@ -42,7 +44,8 @@ std::map<std::tuple<std::string, std::string, std::string>, std::pair<int64_t, i
 TEST_P(TransformerPlanTest, EstimateMatchesTheFakeWorld) {
   const Case c = GetParam();
   const ModelConfig model = parse_model("transformer:layers=2,dim=32,heads=4,vocab=16,seq=8,batch=4");
-  const PlanConfig plan = parse_plan(parse_mesh(c.mesh), c.sp ? "sp,adam" : "nosp,adam");
+  const PlanConfig plan =
+      parse_plan(parse_mesh(c.mesh), std::string(c.sp ? "sp,adam" : "nosp,adam") + (c.fsdp ? ",fsdp" : ""));
   EstimateOptions options;
   options.max_traced_layers = 0;  // trace every layer, as the fake world runs them
   options.solo_device = c10::kCPU;
@@ -58,7 +61,7 @@ TEST_P(TransformerPlanTest, EstimateMatchesTheFakeWorld) {
     SCOPED_TRACE("rank " + std::to_string(m.rank));
     ASSERT_TRUE(m.peak_bytes.has_value());
     const double error = std::fabs(static_cast<double>(e.total_bytes - *m.peak_bytes)) / static_cast<double>(*m.peak_bytes);
-    std::cout << c.mesh << (c.sp ? " sp" : " nosp") << " rank " << m.rank << ": estimate " << e.total_bytes
+    std::cout << c.mesh << (c.sp ? " sp" : " nosp") << (c.fsdp ? " fsdp" : "") << " rank " << m.rank << ": estimate " << e.total_bytes
               << " B, measured " << *m.peak_bytes << " B (" << 100 * error << "%), peak at " << m.peak_location << "\n";
     EXPECT_LE(error, 0.10) << "estimate " << e.total_bytes << " bytes, measured peak " << *m.peak_bytes << " at "
                            << m.peak_location;
@@ -71,13 +74,14 @@ TEST_P(TransformerPlanTest, EstimateMatchesTheFakeWorld) {
 
 INSTANTIATE_TEST_SUITE_P(Meshes, TransformerPlanTest,
                          ::testing::Values(Case{"tp=4", false}, Case{"tp=4", true}, Case{"dp=2,tp=2", false},
-                                           Case{"dp=2,tp=2", true}),
+                                           Case{"dp=2,tp=2", true}, Case{"dp=4", false, true},
+                                           Case{"dp=2,tp=2", true, true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name = info.param.mesh;
                            for (char& ch : name) {
                              if (ch == '=' || ch == ',') ch = '_';
                            }
-                           return name + (info.param.sp ? "_sp" : "_nosp");
+                           return name + (info.param.sp ? "_sp" : "_nosp") + (info.param.fsdp ? "_fsdp" : "");
                          });
 
 }  // namespace
