@@ -22,7 +22,9 @@ namespace dtensor::planner {
 //   attention bf16 8 32 2048 128 410 330   # dtype B H L D: causal forward, backward TFLOP/s
 //   adam_us_per_mparam 95.2                # an Adam step, microseconds per million fp32 parameters
 // Lines may come in any order; every matmul line is kept (one per shape).
-// GB means 1e9 bytes.
+// GB means 1e9 bytes. The estimate (Note [Step time estimate]) reads the
+// matmul rates and pointwise_gbps; the attention and Adam rows are measured
+// for the per-kernel model still to come (issue #37) and are not read yet.
 
 struct MatmulRate {
   std::string dtype;  // "bf16", "fp16", "fp32"
