@@ -137,17 +137,19 @@ StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model
 }
 
 std::vector<StepMeasure> trace_fake_step(const StepProgram& program, const ModelConfig& model,
-                                         const PlanConfig& plan) {
+                                         const PlanConfig& plan, c10::Device device) {
   check_plan(model, plan);
   std::vector<StepMeasure> out(static_cast<size_t>(plan.mesh.world_size()));
   std::mutex mutex;
+  FakeWorldOptions options;
+  options.device = device;
   run_fake_world(plan.mesh.world_size(), [&](World& world) {
     StepRecorder recorder(world);
-    program(world, c10::kCPU, model, plan, recorder);
+    program(world, device.type(), model, plan, recorder);
     StepMeasure m = recorder.finish();
     std::lock_guard<std::mutex> lock(mutex);
     out[static_cast<size_t>(world.rank())] = std::move(m);
-  });
+  }, options);
   return out;
 }
 

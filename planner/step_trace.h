@@ -84,9 +84,10 @@ using StepProgram = std::function<void(World& world, c10::DeviceType device, con
 StepMeasure trace_solo_step(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
                             c10::DeviceType device = c10::kMeta);
 
-/// Runs `program` on every rank of a CPU fake world (real tensors); one
+/// Runs `program` on every rank of a fake world on `device` (real tensors:
+/// CPU ranks, or CUDA ranks whose memory is the caching allocator's); one
 /// measure per rank, in rank order.
 std::vector<StepMeasure> trace_fake_step(const StepProgram& program, const ModelConfig& model,
-                                         const PlanConfig& plan);
+                                         const PlanConfig& plan, c10::Device device = c10::kCPU);
 
 }  // namespace dtensor::planner

@@ -80,7 +80,7 @@ else
   built_why="the build failed or stopped (logs/build.log)"
 fi
 for program in cuda_fake_world_check cuda_dtensor_check cuda_async_check cuda_transformer_check \
-               nccl_smoke_test quickstart dtensor-launch; do
+               cuda_planner_check nccl_smoke_test quickstart dtensor-launch; do
   if [[ -x "$BUILD_DIR/$program" ]]; then
     record "built $program" PASSED 0 "$BUILD_DIR/$program"
   else
@@ -99,8 +99,10 @@ else
   run_check cuda_dtensor_check 120 "$BUILD_DIR/cuda_dtensor_check"
   run_check cuda_async_check 120 "$BUILD_DIR/cuda_async_check"
   run_check cuda_transformer_check 180 "$BUILD_DIR/cuda_transformer_check"
+  # The planner's per-rank peak against the caching allocator's (#37).
+  run_check cuda_planner_check 120 "$BUILD_DIR/cuda_planner_check"
   # One line per test of the mini_test output.
-  for program in cuda_fake_world_check cuda_dtensor_check cuda_async_check cuda_transformer_check; do
+  for program in cuda_fake_world_check cuda_dtensor_check cuda_async_check cuda_transformer_check cuda_planner_check; do
     grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' "$OUT/logs/$program.log" 2>/dev/null |
       sed -E 's/^\[ +([A-Z]+) +\] +([^ ]+).*/\2\t\1/' |
       while IFS=$'\t' read -r test status; do
@@ -108,6 +110,8 @@ else
         record "  $test" "$status" "" "$program"
       done
   done
+  grep -o '\[planner\] .*' "$OUT/logs/cuda_planner_check.log" 2>/dev/null |
+    while IFS= read -r line; do record "  planner estimate vs CUDA ranks" INFO "" "${line#\[planner\] }"; done
   # Which attention kernel each sharded SDPA ran (Note [Fused attention on CUDA ranks]).
   grep -o 'attention [A-Za-z0-9]* Shard([01]): .*' "$OUT/logs/cuda_dtensor_check.log" 2>/dev/null |
     while IFS= read -r line; do record "  ${line%%:*}" INFO "" "${line#*: }"; done

@@ -25,7 +25,8 @@ planner::StepProgram transformer_step_program() {
                        .dim(m.dim)
                        .n_heads(m.heads)
                        .dropout_p(0.0)
-                       .seed(3);
+                       .seed(3)
+                       .device(mesh.device());
     config.batch = plan.micro_batch;
     config.seq_len = m.seq;
     Transformer model(config.model);
@@ -38,7 +39,8 @@ planner::StepProgram transformer_step_program() {
     planner::TrainingUpdate update(*model, mesh["dp"], plan);
     update.warm_up();
     recorder.record_static(*model, update.optimizer());
-    const auto [tokens, targets] = training_batch(config);
+    const auto [cpu_tokens, cpu_targets] = training_batch(config);
+    const at::Tensor tokens = cpu_tokens.to(mesh.device()), targets = cpu_targets.to(mesh.device());
     {
       auto guard = recorder.trace_forward_backward(*model, "Transformer");
       // fully_shard's root sees the model's boundary.
