@@ -2,9 +2,9 @@
 // #37): the planner's per-rank peak for the example Transformer (a solo-mode
 // trace on the CPU, exact bytes) within 10% of what every rank of a CUDA fake
 // world running the same step peaks at in LibTorch's caching allocator, for
-// tensor parallelism, FSDP and FSDP + TP + SP. tests/planner/
-// transformer_plan_test.cc checks the same against CPU ranks (the same
-// counting, so exact there). Built on tests/backends/nccl/mini_test.h.
+// tensor parallelism, FSDP and FSDP + TP + SP. transformer_plan_test.cc
+// checks the same against CPU ranks (the same counting, so exact there).
+// Built on tests/backends/nccl/mini_test.h.
 //   cuda_planner_check                     # needs a GPU; exits 77 without one
 //   cuda_planner_check --self-test-on-cpu  # the same on CPU ranks
 #include <torch/cuda.h>
