@@ -205,6 +205,13 @@ size_t generator_arg(RandomFill kind) {
   return kind == RandomFill::kBernoulli || kind == RandomFill::kExponential || kind == RandomFill::kGeometric ? 2 : 3;
 }
 
+// bernoulli with no probability argument (bernoulli(self), bernoulli.out:
+// arguments (self, generator, ...)) takes self's values as the
+// probabilities; the other fills take numbers after self.
+bool probabilities_from_self(RandomFill kind, const std::vector<c10::IValue>& args) {
+  return kind == RandomFill::kBernoulli && !(args.size() > 1 && args[1].isDouble());
+}
+
 // Fills this rank's block of the written tensor (its spec after the op:
 // output 0's placements) and returns it, as the op does. bernoulli with no
 // probability argument (bernoulli(self), bernoulli.out) takes self's values
@@ -221,9 +228,9 @@ void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, 
   } else {
     self = stack[call.positions[written_input].arg_index].toTensor();
   }
-  const bool probabilities_from_self = kind == RandomFill::kBernoulli && !(stack.size() > 1 && stack[1].isDouble());
+  const bool from_self = probabilities_from_self(kind, stack);
   RandomOptions options;
-  const size_t gen_arg = probabilities_from_self ? 1 : generator_arg(kind);
+  const size_t gen_arg = from_self ? 1 : generator_arg(kind);
   if (gen_arg < stack.size() && stack[gen_arg].isGenerator()) options.generator = stack[gen_arg].toGenerator();
   const auto distribution = kind == RandomFill::kNormal || kind == RandomFill::kLogNormal
                                 ? detail::RandomDistribution::kNormal
@@ -233,7 +240,7 @@ void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, 
   at::Tensor u = detail::random_local(distribution, draw, self.options().dtype(draw.meta.dtype), options,
                                       "DTensor random fill");
   if (kind == RandomFill::kBernoulli) {
-    self.copy_(probabilities_from_self ? u.lt(stack[0].toTensor()) : u.lt(stack[1].toDouble()));
+    self.copy_(from_self ? u.lt(stack[0].toTensor()) : u.lt(stack[1].toDouble()));
   } else if (kind == RandomFill::kUniform) {
     const double from = stack[1].toDouble(), to = stack[2].toDouble();
     self.copy_(u.mul(to - from).add_(from));
@@ -272,10 +279,9 @@ ShardingRule random_fill_rule(RandomFill kind, RandomTarget target = RandomTarge
         plan.self_placements_change = target != RandomTarget::kNew;
       }
     }
-    const bool probabilities_from_self =
-        kind == RandomFill::kBernoulli && target != RandomTarget::kSelf && !(call.num_args() > 1 && call.arg(1).isDouble());
+    const bool from_self = probabilities_from_self(kind, *call.args);
     for (size_t i = 0; i < call.inputs.size(); ++i) {
-      plan.input_placements.push_back(i == 0 && probabilities_from_self ? out : call.inputs[i].placements);
+      plan.input_placements.push_back(i == 0 && from_self ? out : call.inputs[i].placements);
     }
     plan.output_placements.assign(call.outputs.size(), out);
     plan.local_kernel = random_fill_kernel_name(kind, target);

@@ -78,11 +78,15 @@ void on_meta_rank(Fn fn) {
   run_solo_world(8, 5, [&](World& world) { fn(DeviceMesh::init(c10::kMeta, {world.size()})); }, options);
 }
 
-// A leaf DTensor of global `shape` (each sharded dim a multiple of 8).
-DTensor meta_input(const DeviceMesh& mesh, const Placement& p, std::vector<int64_t> shape, at::ScalarType dtype) {
-  if (p.is_shard()) shape[static_cast<size_t>(p.shard_dim())] /= mesh.size();
-  at::Tensor local = at::empty(shape, at::TensorOptions().dtype(dtype).device(c10::kMeta));
-  DTensor t = DTensor::from_local(local, mesh, {p});
+// A leaf DTensor of global `shape` on meta tensors, placed as `placements`
+// (each sharded dim a multiple of its mesh dim's size).
+DTensor meta_input(const DeviceMesh& mesh, const Placements& placements, std::vector<int64_t> shape,
+                   at::ScalarType dtype) {
+  for (size_t d = 0; d < placements.size(); ++d) {
+    if (placements[d].is_shard()) shape[static_cast<size_t>(placements[d].shard_dim())] /= mesh.size(static_cast<int>(d));
+  }
+  DTensor t = DTensor::from_local(at::empty(shape, at::TensorOptions().dtype(dtype).device(c10::kMeta)), mesh,
+                                  placements);
   t.requires_grad_(true);
   return t;
 }
@@ -122,9 +126,9 @@ TEST(AttentionOpsTest, CudaKernelsShardHeadsAndBatchOnMetaRanks) {
     for (const Placement& p : {Placement(Shard(0)), Placement(Shard(1))}) {
       SCOPED_TRACE(std::string(kernel.name) + " " + p.to_string());
       on_meta_rank([&](const DeviceMesh& mesh) {
-        DTensor q = meta_input(mesh, p, {16, 8, 128, 64}, at::kBFloat16);
-        DTensor k = meta_input(mesh, p, {16, 8, 256, 64}, at::kBFloat16);
-        DTensor v = meta_input(mesh, p, {16, 8, 256, 64}, at::kBFloat16);
+        DTensor q = meta_input(mesh, {p}, {16, 8, 128, 64}, at::kBFloat16);
+        DTensor k = meta_input(mesh, {p}, {16, 8, 256, 64}, at::kBFloat16);
+        DTensor v = meta_input(mesh, {p}, {16, 8, 256, 64}, at::kBFloat16);
         std::vector<at::Tensor> outputs = kernel.run(q, k, v);
         DTensor out(outputs[0]);
         EXPECT_EQ(out.placements(), Placements{p});
@@ -152,8 +156,8 @@ TEST(AttentionOpsTest, CudaKernelsShardHeadsAndBatchOnMetaRanks) {
 // An efficient-attention bias shards with the heads; its gradient too.
 TEST(AttentionOpsTest, EfficientKernelBiasFollowsTheHeads) {
   on_meta_rank([&](const DeviceMesh& mesh) {
-    DTensor q = meta_input(mesh, Shard(1), {2, 8, 64, 32}, at::kFloat);
-    DTensor bias = meta_input(mesh, Shard(1), {2, 8, 64, 64}, at::kFloat);
+    DTensor q = meta_input(mesh, {Shard(1)}, {2, 8, 64, 32}, at::kFloat);
+    DTensor bias = meta_input(mesh, {Shard(1)}, {2, 8, 64, 64}, at::kFloat);
     auto [out, lse, seed, offset] = at::_scaled_dot_product_efficient_attention(q, q, q, bias, true);
     EXPECT_EQ(DTensor(out).placements(), Placements{Shard(1)});
     out.sum().backward();
@@ -167,7 +171,7 @@ TEST(AttentionOpsTest, EfficientKernelBiasFollowsTheHeads) {
 // world here refuses, naming the collective.
 TEST(AttentionOpsTest, CudaKernelsMoveASequenceShard) {
   on_meta_rank([&](const DeviceMesh& mesh) {
-    DTensor q = meta_input(mesh, Shard(2), {2, 8, 64, 32}, at::kBFloat16);
+    DTensor q = meta_input(mesh, {Shard(2)}, {2, 8, 64, 32}, at::kBFloat16);
     EXPECT_THAT(error_of([&] { at::_scaled_dot_product_flash_attention(q, q, q); }),
                 ::testing::HasSubstr("all_to_all_single"));
   });
@@ -205,15 +209,7 @@ TEST(AttentionOpsTest, CudaKernelsPlaceEveryTensorAsPyTorch) {
       CollectiveCount collectives;
       auto registration = world.observers().add(&collectives);
       auto mesh = DeviceMesh::init(c10::kMeta, mesh_shape);
-      auto leaf = [&](std::vector<int64_t> shape) {
-        for (size_t d = 0; d < placements.size(); ++d) {
-          if (placements[d].is_shard()) shape[static_cast<size_t>(placements[d].shard_dim())] /= mesh_shape[d];
-        }
-        DTensor t = DTensor::from_local(at::empty(shape, at::TensorOptions().dtype(at::kBFloat16).device(c10::kMeta)),
-                                        mesh, placements);
-        t.requires_grad_(true);
-        return t;
-      };
+      auto leaf = [&](std::vector<int64_t> shape) { return meta_input(mesh, placements, std::move(shape), at::kBFloat16); };
       const auto kv_shape = golden["shapes"]["kv"].get<std::vector<int64_t>>();
       DTensor q = leaf(golden["shapes"]["q"].get<std::vector<int64_t>>()), k = leaf(kv_shape), v = leaf(kv_shape);
       std::vector<at::Tensor> outputs = kernels.at(c["kernel"].get<std::string>()).run(q, k, v);
