@@ -66,6 +66,10 @@ struct ShardingPlan {
   /// on this rank's local arguments instead of the operator; empty: the
   /// operator itself. Example: "dtensor::masked_embedding".
   std::string local_kernel;
+  /// The local kernel reads only global metadata (never a shard's offset or
+  /// size), so it is exact for any layout of the rows, _StridedShard
+  /// included (Note [Operators on strided shards]). Example: squeeze.
+  bool local_kernel_any_layout = false;
   /// Per mesh dim, the strategy chosen and the cheapest rejected one, for
   /// the origins of implicit redistributions (Note [Collective origins] in
   /// core/redistribution_origin.h); filled by expand_per_mesh_dim, empty for

@@ -86,7 +86,9 @@ std::optional<ShardingPlan> stand_in_plan(const ShardingRule& rule, const OpCall
   } catch (const c10::Error&) {
     return std::nullopt;  // the fallback asks again, and reports its own error
   }
-  if (!plan.local_kernel.empty() || !plan.local_arg_overrides.empty()) return std::nullopt;
+  if ((!plan.local_kernel.empty() && !plan.local_kernel_any_layout) || !plan.local_arg_overrides.empty()) {
+    return std::nullopt;
+  }
   for (int i : strided) {
     const auto mesh_dim = static_cast<size_t>(i);
     const Placement strided_placement = ref->placements[mesh_dim];
@@ -133,7 +135,8 @@ std::optional<ShardingPlan> stand_in_plan(const ShardingRule& rule, const OpCall
 // Reshapes map _StridedShard inputs themselves (Note [Strided shards
 // through a split] in core/ops/view_reshape_rule.cc).
 bool reads_strided_inputs(std::string_view name) {
-  return name == "aten::view" || name == "aten::_unsafe_view" || name == "aten::view_copy";
+  return name == "aten::view" || name == "aten::_unsafe_view" || name == "aten::view_copy" ||
+         name == "aten::_reshape_alias";
 }
 
 }  // namespace

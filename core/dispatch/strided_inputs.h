@@ -28,7 +28,8 @@ namespace dtensor {
 //     a rule that pairs S(d) with whole or co-sharded operands says each
 //     row of d is computed from its own rows, so it is for strided rows;
 //     it rewrites no arguments and names no local kernel (those read shard
-//     offsets and sizes, which differ);
+//     offsets and sizes, which differ) except one that reads only global
+//     metadata (ShardingPlan::local_kernel_any_layout: squeeze);
 //   - every output is S(e) with the extent of d (it becomes _S(e, sf): e
 //     differs from d when the op renumbers dims, as a transpose), or
 //     Partial (a reduction, whatever the order of the rows);
@@ -41,7 +42,8 @@ namespace dtensor {
 // refused (it would write the gathered copy). Views that merge a sharded
 // inner dim make _StridedShard outputs (Note [Strided shards through a
 // merge]), as in PyTorch 2.15, and views read them back (view,
-// _unsafe_view and view_copy see their strided inputs as they are).
+// _unsafe_view, view_copy and _reshape_alias see their strided inputs as
+// they are: a strided dim that is only renumbered stays strided).
 
 // Runs `rule` for `call` as Note [Operators on strided shards] says: the
 // plan's input placements are what each input must be redistributed to

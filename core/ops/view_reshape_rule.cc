@@ -99,9 +99,12 @@ int64_t reshape_target(const OpCall& call, int64_t d) {
 // The split factor counts the runs a rank holds when this mesh dim splits:
 // the outer dims of the run as earlier mesh dims left them (A / 2 = 3 above).
 // Exact only when the pieces line up with torch.chunk's: the sharded dim is
-// the last of the run or splits evenly, the earlier splits of the outer dims
-// are even (every rank must agree on the split factor), and no dim after it
-// in the run is sharded. Otherwise the shard is gathered.
+// the last of the run or splits evenly over every mesh dim sharding it, the
+// earlier splits of the outer dims are even (every rank must agree on the
+// split factor), and no dim after it in the run is sharded. Otherwise the
+// shard is gathered. A strided dim leading a merge keeps its placement when
+// every split of it is even (Note [Strided shards through a split] covers
+// the other direction).
 // Mesh dims on which `spec` splits tensor dim `dim` (Shard or _StridedShard).
 std::vector<int> mesh_dims_splitting(const DTensorSpec& spec, int64_t dim) {
   std::vector<int> dims;
@@ -115,7 +118,14 @@ std::optional<Placement> strided_reshape_target(const OpCall& call, int mesh_dim
   const DTensorSpec& spec = call.inputs[0];
   const auto& in = spec.meta.shape;
   const auto& out = call.outputs[0].shape;
-  if (mesh_dims_splitting(spec, d).size() != 1) return std::nullopt;
+  // d may be split on several mesh dims (nested plain shards): each of them
+  // becomes _S(merged, sf) with the same sf (PyTorch 2.15: [6, 5, 6]
+  // [S(2), S(2)] viewed as [180] is [_S(0, 30), _S(0, 30)]).
+  int64_t parts = 1;
+  for (int m : mesh_dims_splitting(spec, d)) {
+    if (spec.placements[static_cast<size_t>(m)].is_strided_shard()) return std::nullopt;
+    parts *= call.mesh.size(m);
+  }
   for (const DimGroup& g : group_dims(in, out)) {
     auto at = std::find(g.in_dims.begin(), g.in_dims.end(), d);
     if (at == g.in_dims.end()) continue;
@@ -125,8 +135,7 @@ std::optional<Placement> strided_reshape_target(const OpCall& call, int mesh_dim
       if (!mesh_dims_splitting(spec, *it).empty()) return std::nullopt;
       inner *= in[static_cast<size_t>(*it)];
     }
-    const int64_t n = call.mesh.size(mesh_dim);
-    if (inner != 1 && in[static_cast<size_t>(d)] % n != 0) return std::nullopt;
+    if (inner != 1 && in[static_cast<size_t>(d)] % parts != 0) return std::nullopt;
     int64_t split_factor = 1;
     for (auto it = g.in_dims.begin(); it != at; ++it) {
       int64_t size = in[static_cast<size_t>(*it)];
@@ -143,6 +152,45 @@ std::optional<Placement> strided_reshape_target(const OpCall& call, int mesh_dim
     return Placement(StridedShard(target, split_factor));
   }
   return std::nullopt;
+}
+
+// The output dim that input dim `d` only becomes under a reshape (its group
+// has no other non-1 input dim and one non-1 output dim: unsqueeze, a view
+// that adds or drops size-1 dims, or reshapes other dims), or -1.
+int64_t renumbered_dim(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t d) {
+  for (const DimGroup& g : group_dims(in, out)) {
+    if (std::find(g.in_dims.begin(), g.in_dims.end(), d) == g.in_dims.end()) continue;
+    if (in[static_cast<size_t>(d)] == 1) {  // a size-1 dim alone in its group (so its output is size 1 too)
+      return g.in_dims.size() == 1 && g.out_dims.size() == 1 ? g.out_dims[0] : -1;
+    }
+    if (count_non_unit(g.in_dims, in) != 1 || count_non_unit(g.out_dims, out) != 1) return -1;
+    return first_non_unit(g.out_dims, out);
+  }
+  return -1;
+}
+
+// The output dim a _StridedShard(d, sf) input dim keeps its placement on
+// when d leads a merge of unsharded dims ([6, 5] [_S(0, 2), S(0)] flattened
+// is [_S(0, 2), S(0)] of [30]): each row becomes a run of the inner extent,
+// exact when every chunking of d is even (the sf runs, then every mesh dim
+// splitting d). -1 otherwise.
+int64_t strided_merge_target(const OpCall& call, int mesh_dim, int64_t d, int64_t split_factor) {
+  const DTensorSpec& spec = call.inputs[0];
+  const auto& in = spec.meta.shape;
+  const auto& out = call.outputs[0].shape;
+  int64_t parts = 1;
+  for (int m : mesh_dims_splitting(spec, d)) parts *= call.mesh.size(m);
+  const int64_t extent = in[static_cast<size_t>(d)];
+  if (extent % parts != 0 || extent % (split_factor * call.mesh.size(mesh_dim)) != 0) return -1;
+  for (const DimGroup& g : group_dims(in, out)) {
+    if (first_non_unit(g.in_dims, in) != d) continue;
+    if (count_non_unit(g.out_dims, out) != 1) return -1;
+    for (int64_t other : g.in_dims) {
+      if (other != d && !mesh_dims_splitting(spec, other).empty()) return -1;
+    }
+    return first_non_unit(g.out_dims, out);
+  }
+  return -1;
 }
 
 // Note [Strided shards through a split]
@@ -210,7 +258,18 @@ DimRule reshape_dim_rule() {
         candidates.push_back(keep);
       }
     } else if (p.is_strided_shard() && numel > 0) {
-      if (std::optional<Placement> target = strided_split_target(call, mesh_dim, p.shard_dim(), p.split_factor())) {
+      // A strided dim that is only renumbered keeps its rows as they are (as
+      // PyTorch 2.15: `_S(0, 3)` of [7, 10] viewed as [7, 2, 5] stays `_S(0, 3)`).
+      if (const int64_t target = renumbered_dim(call.inputs[0].meta.shape, call.outputs[0].shape, p.shard_dim());
+          target >= 0) {
+        keep.outputs.assign(call.outputs.size(), StridedShard(target, p.split_factor()));
+        candidates.push_back(keep);
+      } else if (const int64_t merged = strided_merge_target(call, mesh_dim, p.shard_dim(), p.split_factor());
+                 merged >= 0) {
+        keep.outputs.assign(call.outputs.size(), StridedShard(merged, p.split_factor()));
+        candidates.push_back(keep);
+      } else if (std::optional<Placement> target =
+                     strided_split_target(call, mesh_dim, p.shard_dim(), p.split_factor())) {
         keep.outputs.assign(call.outputs.size(), *target);
         candidates.push_back(keep);
       }

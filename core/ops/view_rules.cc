@@ -138,6 +138,7 @@ ShardingRule squeeze_rule(ShardingRule rule) {
   return [rule = std::move(rule)](const OpCall& call) {
     ShardingPlan plan = rule(call);
     plan.local_kernel = kSqueezeGlobalDims;
+    plan.local_kernel_any_layout = true;  // it reads the global shape only
     return plan;
   };
 }

@@ -128,7 +128,7 @@ bool norm_partial(const DiffContext& c) {
   }
   const json ours = normalized_comms(c.ours.at("comms"));
   for (const auto& [k, v] : ours.items()) {
-    if (k != "all_reduce" || v.get<int64_t>() > static_cast<int64_t>(c.program.mesh_shape.size())) return false;
+    if (k != "all_reduce" || v.get<int64_t>() > static_cast<int64_t>(placement_mesh_shape(c.program).size())) return false;
   }
   return theirs_norm;
 }

@@ -932,6 +932,161 @@ def more_ops_program(g, pid):
                              0.3, 0.5, grads)
 
 
+# ---------------------------------------------------------------- uneven shards through views
+# Where PyTorch's recent bug reports are: uneven shards on 2-D and 3-D meshes
+# (including 3 x 2 and 2 x 3, where nothing divides evenly), nested shards of
+# one dim, `_StridedShard` inputs (FSDP + TP's layout), meshes made by
+# `_flatten()` of some dims, and chains of views / reshapes of sharded dims.
+
+UNEVEN_MESHES = [((2, 2), ["dp", "tp"], None), ((2, 2, 2), ["a", "b", "c"], None), ((3, 2), ["dp", "tp"], None),
+                 ((2, 3), ["dp", "tp"], None), ((2, 2), ["dp", "tp"], ["dp", "tp"]),
+                 ((2, 2, 2), ["a", "b", "c"], ["a", "b"]), ((2, 2, 2), ["a", "b", "c"], ["b", "c"]),
+                 ((2, 2, 2), ["a", "b", "c"], ["a", "c"]), ((2, 3), ["dp", "tp"], ["dp", "tp"])]
+UNEVEN_EXTENTS = [1, 2, 3, 5, 6, 7, 9, 10]
+
+
+def uneven_placements(g, shape, mesh_sizes, allow_partial):
+    """Random placements that often shard one dim on two mesh dims, or as
+    `_S(d, sf)` followed by `S(d)` (FSDP + TP: sf is the later mesh dim's size)."""
+    out = placement(g, len(shape), len(mesh_sizes), allow_partial)
+    r = g.rng.random()
+    if len(mesh_sizes) >= 2 and r < 0.45:
+        d = g.rng.randrange(len(shape))
+        i, j = sorted(g.rng.sample(range(len(mesh_sizes)), 2))
+        out[i] = f"_S({d}, {mesh_sizes[j]})" if r < 0.2 and j == i + 1 else f"S({d})"
+        out[j] = f"S({d})"
+    elif len(mesh_sizes) == 1 and r < 0.15:
+        out[0] = f"_S({g.rng.randrange(len(shape))}, 2)"
+    return out
+
+
+def factor_pair(n):
+    """A split of n into two factors > 1, or None."""
+    for a in range(2, n):
+        if n % a == 0:
+            return [a, n // a]
+    return None
+
+
+def view_chain(g, shape, first):
+    """1-3 view-like ops applied in turn to tensor `first` of `shape`; returns
+    (steps, final shape). Views of non-contiguous results use reshape. The
+    steps get copies of the shape lists: `cur` is changed in place later."""
+    steps, cur, contiguous = [], list(shape), True
+    for _ in range(g.rng.randint(1, 3)):
+        t = T(first + len(steps))
+        kinds = ["reshape_all", "unsqueeze", "transpose"] if len(cur) >= 2 else ["reshape_all", "unsqueeze"]
+        if len(cur) >= 2:
+            kinds += ["merge", "merge", "permute", "movedim"]
+        if any(factor_pair(x) for x in cur):
+            kinds += ["split", "split"]
+        if 1 in cur:
+            kinds.append("squeeze")
+        kind = g.rng.choice(kinds)
+        view = "aten::view" if contiguous else "aten::reshape"
+        if kind == "merge":
+            i = g.rng.randrange(len(cur) - 1)
+            new = cur[:i] + [cur[i] * cur[i + 1]] + cur[i + 2:]
+            flat = g.rng.random() < 0.4
+            steps.append(op("aten::flatten.using_ints", t, i, i + 1) if flat else op(view, t, list(new)))
+            cur = new
+        elif kind == "split":
+            i = g.rng.choice([k for k, x in enumerate(cur) if factor_pair(x)])
+            parts = factor_pair(cur[i])
+            if g.rng.random() < 0.5:
+                parts = parts[::-1]
+            new = cur[:i] + parts + cur[i + 1:]
+            unflat = g.rng.random() < 0.4
+            steps.append(op("aten::unflatten.int", t, i, list(parts)) if unflat else op(view, t, list(new)))
+            cur = new
+        elif kind == "reshape_all":
+            steps.append(op(view, t, [-1]))
+            cur = [eval_prod(cur)]
+        elif kind == "unsqueeze":
+            i = g.rng.randint(0, len(cur))
+            steps.append(op("aten::unsqueeze", t, i))
+            cur = cur[:i] + [1] + cur[i:]
+        elif kind == "squeeze":
+            i = g.rng.choice([k for k, x in enumerate(cur) if x == 1])
+            steps.append(op("aten::squeeze.dim", t, i))
+            cur = cur[:i] + cur[i + 1:]
+        elif kind == "transpose":
+            i, j = g.rng.sample(range(len(cur)), 2)
+            steps.append(op("aten::transpose.int", t, i, j))
+            cur[i], cur[j] = cur[j], cur[i]
+            contiguous = False
+        elif kind == "permute":
+            perm = list(range(len(cur)))
+            g.rng.shuffle(perm)
+            steps.append(op("aten::permute", t, perm))
+            cur = [cur[k] for k in perm]
+            contiguous = contiguous and perm == sorted(perm)
+        else:
+            i, j = g.rng.sample(range(len(cur)), 2)
+            steps.append(op("aten::movedim.int", t, i, j))
+            moved = cur.pop(i)
+            cur.insert(j, moved)
+            contiguous = False
+    return steps, cur
+
+
+def eval_prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def uneven_view_program(g, pid):
+    mesh_shape, names, flatten = g.rng.choice(UNEVEN_MESHES)
+    world = eval_prod(mesh_shape)
+    mesh_sizes = [eval_prod([mesh_shape[names.index(n)] for n in flatten])] if flatten else list(mesh_shape)
+    shape = [g.rng.choice(UNEVEN_EXTENTS) for _ in range(g.rng.randint(1, 3))]
+    x = g.t(shape)
+    x["placements"] = uneven_placements(g, shape, mesh_sizes, True)
+    inputs = [x]
+    steps, cur = view_chain(g, shape, 0)
+    last = len(steps)
+    r = g.rng.random()
+    if r < 0.3:  # a pointwise op with a second input laid out on its own
+        y = g.t(cur)
+        y["placements"] = uneven_placements(g, cur, mesh_sizes, True)
+        inputs.append(y)
+        steps = renumber(steps, 1, 1)
+        steps.append(op(g.rng.choice(["aten::add.Tensor", "aten::mul.Tensor", "aten::sub.Tensor"]),
+                        T(len(inputs) + len(steps) - 1), T(1)))
+    elif r < 0.5:
+        steps.append(op("aten::sum.dim_IntList", T(last), [g.rng.randrange(len(cur))]))
+    elif r < 0.65:
+        back, _ = view_chain(g, cur, last)  # and another chain on the result
+        steps += back
+    last = len(inputs) + len(steps) - 1
+    if g.rng.random() < 0.3:
+        target = redistribute_target(g, len(cur), len(mesh_sizes), ["R"] * len(mesh_sizes))
+        steps.append({"kind": "redistribute", "t": last, "placements": target})
+        last = len(inputs) + len(steps) - 1
+    if g.rng.random() < 0.4:
+        steps.append({"kind": "full_tensor", "t": last})
+    if g.rng.random() < 0.5:
+        for spec in inputs:
+            spec["requires_grad"] = True
+        steps.append({"kind": "backward", "t": last, "grads": list(range(len(inputs)))})
+    mesh = {"shape": list(mesh_shape), "names": names}
+    if flatten:
+        mesh["flatten"] = flatten
+    return {"id": pid, "world_size": world, "mesh": mesh, "inputs": inputs, "steps": steps}
+
+
+def renumber(steps, start, by):
+    """Shifts the tensor references of `steps` from `start` on by `by`
+    (inputs were added before tensor `start`)."""
+    def shift(a):
+        if isinstance(a, dict) and "t" in a and a["t"] >= start:
+            return T(a["t"] + by)
+        return a
+    return [dict(s, args=[shift(a) for a in s["args"]]) for s in steps]
+
+
 def write_shard(path, seed, progs):
     with open(path, "w") as f:
         json.dump({"format": FORMAT, "generator": f"generate_programs.py --seed {seed}",
@@ -949,6 +1104,8 @@ def main():
     ap.add_argument("--more-pointwise", type=int, default=300, help="PyTorch 2.15's other pointwise ops, one more shard")
     ap.add_argument("--spatial", type=int, default=300, help="convolution, pooling, norm programs, one more shard")
     ap.add_argument("--more-ops", type=int, default=300, help="indexing, scatter, linalg programs, one more shard")
+    ap.add_argument("--uneven-views", type=int, default=300,
+                    help="uneven, nested, strided and flattened-mesh shards through views, one more shard")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     g = Gen(random.Random(a.seed))
@@ -963,7 +1120,8 @@ def main():
              (derived_program, "d", a.derived, "out=/in-place programs"),
              (more_pointwise_program, "p", a.more_pointwise, "of 2.15's other pointwise ops"),
              (spatial_program, "c", a.spatial, "convolution/pooling/norm programs"),
-             (more_ops_program, "m", a.more_ops, "indexing/scatter/linalg programs")]
+             (more_ops_program, "m", a.more_ops, "indexing/scatter/linalg programs"),
+             (uneven_view_program, "v", a.uneven_views, "uneven/strided/flattened-mesh view programs")]
     summary = [f"{len(progs)} op programs in {a.shards} shards"]
     for k, (make, prefix, count, what) in enumerate(extra):
         gk = Gen(random.Random(a.seed * 1000 + k + 1))

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace dtensor::diff {
@@ -47,6 +48,17 @@ InputSpec parse_input(const json& j, const std::string& where) {
 
 }  // namespace
 
+std::vector<int64_t> placement_mesh_shape(const Program& program) {
+  if (program.mesh_flatten.empty()) return program.mesh_shape;
+  int64_t flat = 1;
+  for (const std::string& name : program.mesh_flatten) {
+    auto it = std::find(program.mesh_names.begin(), program.mesh_names.end(), name);
+    if (it == program.mesh_names.end()) bad(program.id, "mesh.flatten names an unknown mesh dim " + name);
+    flat *= program.mesh_shape[static_cast<size_t>(it - program.mesh_names.begin())];
+  }
+  return {flat};
+}
+
 std::vector<Program> parse_programs(const json& doc) {
   if (!doc.is_object() || doc.value("format", std::string()) != kFormat) {
     bad("file", std::string("not a ") + kFormat + " document");
@@ -64,10 +76,12 @@ std::vector<Program> parse_programs(const json& doc) {
     int64_t ranks = 1;
     for (int64_t s : p.mesh_shape) ranks *= s;
     if (ranks != p.world_size) bad(p.id, "mesh size " + std::to_string(ranks) + " != world_size");
+    if (mesh.contains("flatten")) p.mesh_flatten = mesh.at("flatten").get<std::vector<std::string>>();
+    const size_t mesh_ndim = placement_mesh_shape(p).size();
     const json& inputs = field(j, "inputs", p.id);
     for (size_t i = 0; i < inputs.size(); ++i) {
       p.inputs.push_back(parse_input(inputs[i], p.id + ".inputs[" + std::to_string(i) + "]"));
-      if (p.inputs.back().placements.size() != p.mesh_shape.size()) {
+      if (p.inputs.back().placements.size() != mesh_ndim) {
         bad(p.id, "input " + std::to_string(i) + " needs one placement per mesh dim");
       }
     }

@@ -42,9 +42,17 @@ struct Program {
   int64_t world_size = 0;
   std::vector<int64_t> mesh_shape;
   std::vector<std::string> mesh_names;
+  /// mesh.flatten: names of mesh dims whose `_flatten()` the tensors live
+  /// on (empty: the whole mesh).
+  std::vector<std::string> mesh_flatten;
   std::vector<InputSpec> inputs;
   std::vector<Step> steps;
 };
+
+/// The shape of the mesh a program's tensors live on, one entry per
+/// placement: mesh_shape, or the product of the flattened dims' sizes.
+/// Throws std::invalid_argument when mesh_flatten names an unknown dim.
+std::vector<int64_t> placement_mesh_shape(const Program& program);
 
 /// Parses a programs file ({"format": kFormat, "programs": [...]}); throws
 /// std::invalid_argument naming the program and field for malformed input.

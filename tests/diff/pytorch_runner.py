@@ -23,6 +23,7 @@ from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 from torch.distributed.tensor.debug import CommDebugMode
 from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
                                                SequenceParallel, parallelize_module)
+from torch.distributed.tensor.placement_types import _StridedShard
 
 warnings.filterwarnings("ignore")
 logging.getLogger("torch").setLevel(logging.ERROR)
@@ -39,6 +40,9 @@ def parse_placement(text):
         return Replicate()
     if text.startswith("S(") and text.endswith(")"):
         return Shard(int(text[2:-1]))
+    if text.startswith("_S(") and text.endswith(")"):  # "_S(dim, split_factor)", str() of _StridedShard
+        dim, split_factor = (int(v) for v in text[3:-1].split(","))
+        return _StridedShard(dim, split_factor=split_factor)
     if text == "P":
         return Partial("sum")
     if text.startswith("P(") and text.endswith(")"):
@@ -49,13 +53,15 @@ def parse_placement(text):
 def placement_str(p):
     if isinstance(p, Replicate):
         return "R"
+    if isinstance(p, _StridedShard):  # a subclass of Shard in 2.11
+        return f"_S({p.dim}, {p.split_factor})"
     if isinstance(p, Shard):
         return f"S({p.dim})"
     if type(p).__name__ == "_NormPartial":  # a p-norm's partial: sum of |x|^p, reduced with the root
         return f"P(norm{p.norm_type:g})"
     if isinstance(p, Partial):
         return f"P({p.reduce_op})"
-    return str(p)  # _StridedShard and friends: never equal to ours
+    return str(p)  # placements we do not have: never equal to ours
 
 
 # ---------------------------------------------------------------- values
@@ -85,7 +91,7 @@ def partial_index(coord, mesh_shape, placements):
     return k
 
 
-def make_input(spec, mesh, world):
+def make_input(spec, mesh, world, coords):
     placements = [parse_placement(p) for p in spec["placements"]]
     shape = list(spec["shape"])
     plain = [Replicate() if p.is_partial() else p for p in placements]
@@ -99,8 +105,7 @@ def make_input(spec, mesh, world):
     locals_by_variant = {}
     per_rank = {}
     for r in range(world):
-        coord = [int(c) for c in (mesh.mesh == r).nonzero()[0].tolist()]
-        k = partial_index(coord, mesh.shape, placements)
+        k = partial_index(coords[r], mesh.shape, placements)
         if k not in locals_by_variant:
             with torch.distributed._local_tensor.maybe_disable_local_tensor_mode():
                 g = global_values(shape, spec, k)
@@ -341,10 +346,47 @@ def error_text(e):
     return f"{type(e).__name__}: {first}"[:300]
 
 
+def program_mesh(prog, meshes):
+    """The mesh a program's tensors live on (mesh.flatten: a `_flatten()` of
+    some of its dims), built once per shape, names and flattened dims. Each
+    flattening gets its own root mesh: PyTorch 2.15 merges collectives of
+    several mesh dims into one over a flattened mesh its root already has,
+    so sharing roots would make a record depend on the programs before it."""
+    spec = prog["mesh"]
+    shape, names = tuple(spec["shape"]), tuple(spec.get("names") or ())
+    flat = tuple(spec.get("flatten") or ())
+    if (shape, names, flat) not in meshes:
+        root = DeviceMesh("cpu", torch.arange(prog["world_size"]).reshape(shape), mesh_dim_names=names or None)
+        meshes[(shape, names, flat)] = root[flat]._flatten() if flat else root
+    return meshes[(shape, names, flat)]
+
+
+def rank_coordinates(prog):
+    """Each rank's coordinate on the program's mesh: row-major, over the
+    flattened dims only when mesh.flatten names some."""
+    spec = prog["mesh"]
+    shape, names = spec["shape"], spec.get("names") or []
+    flat = [names.index(n) for n in spec.get("flatten") or []]
+    out = {}
+    for r in range(prog["world_size"]):
+        coord, rest = [], r
+        for size in reversed(shape):
+            coord.insert(0, rest % size)
+            rest //= size
+        if flat:
+            k = 0
+            for d in flat:
+                k = k * shape[d] + coord[d]
+            coord = [k]
+        out[r] = coord
+    return out
+
+
 def run_program(prog, mesh):
     world = prog["world_size"]
+    coords = rank_coordinates(prog)
     try:
-        env = [make_input(spec, mesh, world) for spec in prog["inputs"]]
+        env = [make_input(spec, mesh, world, coords) for spec in prog["inputs"]]
     except Exception as e:  # noqa: BLE001 - e.g. mixed Partial reduce ops
         return {"id": prog["id"], "inputs_raised": True, "error": error_text(e), "steps": []}
     steps = []
@@ -381,11 +423,8 @@ def gloo_worker(rank, world, programs, out_path, port):
     torch.set_num_threads(1)
     meshes, records = {}, []
     for p in programs:
-        key = (tuple(p["mesh"]["shape"]), tuple(p["mesh"].get("names") or ()))
-        if key not in meshes:
-            meshes[key] = DeviceMesh("cpu", torch.arange(world).reshape(key[0]), mesh_dim_names=key[1] or None)
         torch.manual_seed(0)
-        records.append(run_program(p, meshes[key]))
+        records.append(run_program(p, program_mesh(p, meshes)))
     dist.destroy_process_group()
     if rank == 0:
         with open(out_path, "w") as f:
@@ -488,13 +527,8 @@ def main(argv):
         meshes = {}
         with LocalTensorMode(frozenset(range(world))):
             for i in idxs:
-                p = programs[i]
-                key = (tuple(p["mesh"]["shape"]), tuple(p["mesh"].get("names") or ()))
-                if key not in meshes:
-                    meshes[key] = DeviceMesh("cpu", torch.arange(world).reshape(key[0]),
-                                             mesh_dim_names=key[1] or None)
                 torch.manual_seed(0)
-                records[i] = run_program(p, meshes[key])
+                records[i] = run_program(programs[i], program_mesh(programs[i], meshes))
         dist.destroy_process_group()
     out = {"format": FORMAT, "producer": f"pytorch {torch.__version__}", "records": records}
     with open(argv[2], "w") as f:

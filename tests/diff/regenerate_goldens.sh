@@ -3,7 +3,8 @@
 # the corpus (generate_programs.py: 8 shards of op programs, a 9th of
 # structured ones, a 10th of out= and in-place overloads, an 11th of PyTorch
 # 2.15's other pointwise ops, a 12th of convolution, pooling and norms, a
-# 13th of indexing, scatters and linear algebra), one PyTorch version's records (pytorch_runner.py, one
+# 13th of indexing, scatters and linear algebra, a 14th of uneven, strided and
+# flattened-mesh views), one PyTorch version's records (pytorch_runner.py, one
 # process per shard, in parallel: pytorch-<version>_NN.json), and that
 # version's known_divergences-<version>.txt (diff_runner).
 #   tests/diff/regenerate_goldens.sh 2.15      # the venv of tools/setup.sh (the followed version)
@@ -18,8 +19,8 @@ VERSION="${1:?usage: regenerate_goldens.sh VERSION (2.11 or 2.15)}"
 PYTHON="${PYTHON:-${DTENSOR_HOME:-$HOME/.cache/dtensor}/venv-torch-$VERSION.0/bin/python}"
 SEED="${SEED:-18}"
 COUNT="${COUNT:-2400}"
-SHARDS=8  # of op programs; then the structured, out=/in-place, more-pointwise, spatial and more-ops shards
-LAST=$((SHARDS + 4))
+SHARDS=8  # of op programs; then the structured, out=/in-place, more-pointwise, spatial, more-ops and uneven-views shards
+LAST=$((SHARDS + 5))
 OUT=tests/diff/testdata
 got="$("$PYTHON" -c "import torch; print(torch.__version__.split('+')[0])")"
 [[ $got == "$VERSION".* ]] || { echo "regenerate_goldens: $PYTHON has torch $got, not $VERSION" >&2; exit 1; }

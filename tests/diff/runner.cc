@@ -361,6 +361,7 @@ bool is_internal_failure(const std::exception& e) {
 json run_on_rank(const Program& program) {
   std::vector<std::string> names = program.mesh_names;
   DeviceMesh mesh = DeviceMesh::init(c10::kCPU, program.mesh_shape, names);
+  if (!program.mesh_flatten.empty()) mesh = mesh[program.mesh_flatten].flatten();
   json record = {{"id", program.id}, {"steps", json::array()}};
   std::vector<at::Tensor> env;
   try {
@@ -413,10 +414,14 @@ json run_on_rank(const Program& program) {
 }
 
 // What a rank's record says about how each step ended: "ok", or the error
-// with rank numbers blanked (a refusal names the rank that raises it).
+// with rank numbers blanked (a refusal names the rank that raises it, and the
+// ranks of its mesh, which differ between the groups of a sub-mesh).
 std::vector<std::string> step_endings(const json& record) {
   static const std::regex rank_number("rank [0-9]+");
-  auto ending = [](const std::string& error) { return std::regex_replace(error, rank_number, "rank #"); };
+  static const std::regex mesh_ranks("ranks \\[[0-9, ]*\\]");
+  auto ending = [](const std::string& error) {
+    return std::regex_replace(std::regex_replace(error, rank_number, "rank #"), mesh_ranks, "ranks [#]");
+  };
   std::vector<std::string> out;
   if (record.value("inputs_raised", false)) out.push_back("inputs: " + ending(record.value("error", std::string())));
   for (const json& s : record.at("steps"))
@@ -432,7 +437,7 @@ json run_reference(const Program& program) {
   try {
     for (const InputSpec& spec : program.inputs) {
       at::Tensor t;
-      if (!reference_input(spec, program.mesh_shape, &t)) return nullptr;
+      if (!reference_input(spec, placement_mesh_shape(program), &t)) return nullptr;
       env.push_back(t);
     }
   } catch (const std::exception& e) {
