@@ -300,5 +300,37 @@ TEST(CommCountsTest, MatmulAvoidsShardsSmallerThanTheGroup) {
   EXPECT_EQ(a.outputs, (std::vector<Placements>{P}));
 }
 
+TEST(CommCountsTest, ViewsKeepStridedShards) {
+  // PyTorch 2.15 (tests/diff v18_0011, v18_0019, v18_0025): views keep
+  // _StridedShard where the rows stay where they are; each case is also
+  // checked against the single-device run.
+  const Placement strided3 = StridedShard(0, 3), strided2 = StridedShard(0, 2);
+  // A strided dim that is only renumbered: [7, 10] -> [7, 2, 5] on 2x3.
+  OpCase split("view", {Input::floats({7, 10})}, [](const Tensors& x) { return Tensors{x[0].view({7, 2, 5})}; });
+  CommCounts renumbered = comm_counts(split, {2, 3}, {Placements{strided3, S0[0]}});
+  EXPECT_EQ(renumbered.forward, kNone);
+  EXPECT_EQ(renumbered.outputs, (std::vector<Placements>{Placements{strided3, S0[0]}}));
+  check_placements(split, {2, 3}, {Placements{strided3, S0[0]}}, 1);
+  // A strided dim leading a merge of unsharded dims: [6, 5] -> [30] on 3x2.
+  OpCase flatten("flatten", {Input::floats({6, 5})}, [](const Tensors& x) { return Tensors{x[0].flatten()}; });
+  CommCounts merged = comm_counts(flatten, {3, 2}, {Placements{strided2, S0[0]}});
+  EXPECT_EQ(merged.forward, kNone);
+  EXPECT_EQ(merged.outputs, (std::vector<Placements>{Placements{strided2, S0[0]}}));
+  check_placements(flatten, {3, 2}, {Placements{strided2, S0[0]}}, 1);
+  // An inner dim sharded on two mesh dims, merged: each becomes _S(0, 30).
+  OpCase all("view", {Input::floats({6, 5, 6})}, [](const Tensors& x) { return Tensors{x[0].view({-1})}; });
+  CommCounts nested = comm_counts(all, {2, 2}, {Placements{S2[0], S2[0]}});
+  EXPECT_EQ(nested.forward, kNone);
+  const Placement strided30 = StridedShard(0, 30);
+  EXPECT_EQ(nested.outputs, (std::vector<Placements>{Placements{strided30, strided30}}));
+  check_placements(all, {2, 2}, {Placements{S2[0], S2[0]}}, 1);
+  // squeeze reads only the global shape, so a strided input stays strided.
+  OpCase squeeze("squeeze", {Input::floats({1, 8})}, [](const Tensors& x) { return Tensors{x[0].squeeze(0)}; });
+  CommCounts squeezed = comm_counts(squeeze, {2, 2}, {Placements{StridedShard(1, 2), S1[0]}});
+  EXPECT_EQ(squeezed.forward, kNone);
+  EXPECT_EQ(squeezed.outputs, (std::vector<Placements>{Placements{strided2, S0[0]}}));
+  check_placements(squeeze, {2, 2}, {Placements{StridedShard(1, 2), S1[0]}}, 1);
+}
+
 }  // namespace
 }  // namespace dtensor::testing
