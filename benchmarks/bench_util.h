@@ -11,11 +11,23 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>  // client requests: no-ops unless run under callgrind
+#else                             // valgrind's headers are a dev tool, not a build dependency
+#define RUNNING_ON_VALGRIND 0
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_STOP_INSTRUMENTATION
+#define CALLGRIND_DUMP_STATS_AT(name) (void)(name)
+#endif
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +85,29 @@ inline double thread_cpu_us() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
+/// Minimum over `reps` runs of this thread's CPU microseconds per call of
+/// `fn` (`iters` calls per run). Under callgrind (valgrind --tool=callgrind
+/// --instr-atstart=no) only these loops are instrumented, one profile per
+/// run named "<dump_name> iters=<iters>" (tools/bench.sh --callgrind divides).
+inline double cpu_us_per_call(const std::function<void()>& fn, int iters, int reps, const std::string& dump_name) {
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    if (RUNNING_ON_VALGRIND) {
+      CALLGRIND_ZERO_STATS;
+      CALLGRIND_START_INSTRUMENTATION;
+    }
+    const double start = thread_cpu_us();
+    for (int i = 0; i < iters; ++i) fn();
+    best = std::min(best, (thread_cpu_us() - start) / iters);
+    if (RUNNING_ON_VALGRIND) {
+      CALLGRIND_STOP_INSTRUMENTATION;
+      const std::string name = dump_name + " iters=" + std::to_string(iters);
+      CALLGRIND_DUMP_STATS_AT(name.c_str());
+    }
+  }
+  return best;
 }
 
 /// This process's CPU time (all threads) in seconds.

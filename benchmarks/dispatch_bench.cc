@@ -15,16 +15,6 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
 
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>  // client requests: no-ops unless run under callgrind
-#else                             // valgrind's headers are a dev tool, not a build dependency
-#define RUNNING_ON_VALGRIND 0
-#define CALLGRIND_ZERO_STATS
-#define CALLGRIND_START_INSTRUMENTATION
-#define CALLGRIND_STOP_INSTRUMENTATION
-#define CALLGRIND_DUMP_STATS_AT(name) (void)(name)
-#endif
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -54,26 +44,10 @@ struct Options {
 bench::Results* g_results = nullptr;
 
 // Minimum over `reps` runs of this thread's CPU time per call of `fn`, in
-// microseconds (time spent descheduled on a busy machine does not count).
-// Under callgrind only these loops are instrumented, one dump per side.
+// microseconds; under callgrind, one profile per side (bench::cpu_us_per_call).
 double time_per_call_us(const std::function<void()>& fn, const Options& options, int iters,
                         const std::string& dump_name) {
-  double best = 1e300;
-  for (int r = 0; r < options.reps; ++r) {
-    if (RUNNING_ON_VALGRIND) {
-      CALLGRIND_ZERO_STATS;
-      CALLGRIND_START_INSTRUMENTATION;
-    }
-    const double start = bench::thread_cpu_us();
-    for (int i = 0; i < iters; ++i) fn();
-    best = std::min(best, (bench::thread_cpu_us() - start) / iters);
-    if (RUNNING_ON_VALGRIND) {
-      CALLGRIND_STOP_INSTRUMENTATION;
-      const std::string name = dump_name + " iters=" + std::to_string(iters);
-      CALLGRIND_DUMP_STATS_AT(name.c_str());
-    }
-  }
-  return best;
+  return bench::cpu_us_per_call(fn, iters, options.reps, dump_name);
 }
 
 struct Case {

@@ -29,16 +29,11 @@ namespace {
 
 constexpr int64_t kWorld = 256;  // PyTorch's benchmark world size
 
-// Minimum over `reps` of this thread's CPU microseconds per call of `fn`.
-double per_call_us(const std::function<void()>& fn, int iters, int reps) {
+// Minimum over `reps` of this thread's CPU microseconds per call of `fn`,
+// after a warm-up; under callgrind, one profile per case and side.
+double per_call_us(const std::function<void()>& fn, int iters, int reps, const std::string& name) {
   for (int i = 0; i < std::max(1, iters / 10); ++i) fn();
-  double best = 1e300;
-  for (int r = 0; r < reps; ++r) {
-    const double t0 = bench::thread_cpu_us();
-    for (int i = 0; i < iters; ++i) fn();
-    best = std::min(best, (bench::thread_cpu_us() - t0) / iters);
-  }
-  return best;
+  return bench::cpu_us_per_call(fn, iters, reps, name);
 }
 
 struct Case {
@@ -109,8 +104,8 @@ int run(const bench::Args& args) {
     };
     std::printf("%-16s %12s %12s %12s\n", "case", "dtensor us", "plain us", "extra us");
     for (const Case& k : cases) {
-      const double dt = per_call_us(k.dtensor, iters, reps);
-      const double plain = k.plain ? per_call_us(k.plain, iters, reps) : 0.0;
+      const double dt = per_call_us(k.dtensor, iters, reps, k.name + " | dtensor");
+      const double plain = k.plain ? per_call_us(k.plain, iters, reps, k.name + " | plain") : 0.0;
       std::printf("%-16s %12.2f %12.2f %12.2f\n", k.name.c_str(), dt, plain, dt - plain);
       results.rows().push_back({{"case", k.name}, {"dtensor_us", dt}, {"plain_us", plain}, {"extra_us", dt - plain}});
     }

@@ -103,6 +103,8 @@ class DeviceMesh {
   std::string to_string() const;
   bool defined() const { return impl_ != nullptr; }
 
+  /// True when both handles share one mesh object (== compares by value).
+  bool same_object(const DeviceMesh& other) const { return impl_ == other.impl_; }
   friend bool operator==(const DeviceMesh& a, const DeviceMesh& b);
   friend bool operator!=(const DeviceMesh& a, const DeviceMesh& b) { return !(a == b); }
   size_t hash() const;

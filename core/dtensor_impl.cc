@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <atomic>
+#include <typeinfo>
 
 namespace dtensor {
 namespace {
@@ -27,9 +28,13 @@ at::Tensor without_autograd(at::Tensor local) {
 }  // namespace
 
 DTensorImpl::DTensorImpl(at::Tensor local, DTensorSpec spec)
+    : DTensorImpl(std::move(local), std::make_shared<const DTensorSpec>(std::move(spec))) {}
+
+DTensorImpl::DTensorImpl(at::Tensor local, std::shared_ptr<const DTensorSpec> spec)
     : c10::TensorImpl(dtensor_key_set(), local.dtype(), local.device()),
       local_(without_autograd(std::move(local))),
       spec_(std::move(spec)) {
+  TORCH_INTERNAL_ASSERT(spec_ != nullptr);
   set_storage_access_should_throw();
   refresh_from_spec();
   g_live_impls.fetch_add(1, std::memory_order_relaxed);
@@ -40,8 +45,8 @@ DTensorImpl::~DTensorImpl() { g_live_impls.fetch_sub(1, std::memory_order_relaxe
 int64_t live_dtensor_impls() { return g_live_impls.load(std::memory_order_relaxed); }
 
 void DTensorImpl::refresh_from_spec() {
-  TORCH_INTERNAL_ASSERT(spec_.meta.shape.size() == spec_.meta.stride.size());
-  set_sizes_and_strides(spec_.meta.shape, spec_.meta.stride);
+  TORCH_INTERNAL_ASSERT(spec_->meta.shape.size() == spec_->meta.stride.size());
+  set_sizes_and_strides(spec_->meta.shape, spec_->meta.stride);
 }
 
 void DTensorImpl::wait_pending() const {
@@ -55,7 +60,7 @@ void DTensorImpl::wait_pending() const {
 void DTensorImpl::set_local_and_spec(at::Tensor local, DTensorSpec spec) {
   pending_ = nullptr;  // the new shard does not come from the pending work
   local_ = without_autograd(std::move(local));
-  spec_ = std::move(spec);
+  spec_ = std::make_shared<const DTensorSpec>(std::move(spec));
   refresh_from_spec();
 }
 
@@ -95,11 +100,18 @@ at::Tensor make_dtensor(at::Tensor local, DTensorSpec spec) {
   return at::Tensor(c10::make_intrusive<DTensorImpl>(std::move(local), std::move(spec)));
 }
 
+at::Tensor make_dtensor(at::Tensor local, std::shared_ptr<const DTensorSpec> spec) {
+  TORCH_CHECK(local.defined(), "make_dtensor: the local tensor is undefined");
+  return at::Tensor(c10::make_intrusive<DTensorImpl>(std::move(local), std::move(spec)));
+}
+
 DTensorImpl* dtensor_impl(const at::Tensor& t) {
   if (!t.defined()) return nullptr;
   c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   if (!impl->key_set().has_backend(c10::BackendComponent::PrivateUse1Bit)) return nullptr;
-  return dynamic_cast<DTensorImpl*>(impl);
+  // DTensorImpl is final: comparing the dynamic type is exact and cheaper
+  // than a dynamic_cast on every argument of every call.
+  return typeid(*impl) == typeid(DTensorImpl) ? static_cast<DTensorImpl*>(impl) : nullptr;
 }
 
 bool is_dtensor(const at::Tensor& t) { return dtensor_impl(t) != nullptr; }

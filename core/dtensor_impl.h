@@ -27,6 +27,10 @@ namespace dtensor {
 class DTensorImpl final : public c10::TensorImpl {
  public:
   DTensorImpl(at::Tensor local, DTensorSpec spec);
+  /// Shares `spec` (immutable) with whoever else holds it: the dispatcher
+  /// wraps every output of a cached decision with the same spec object
+  /// (Note [Shared output specs] in core/dispatch/sharding_propagator.h).
+  DTensorImpl(at::Tensor local, std::shared_ptr<const DTensorSpec> spec);
   ~DTensorImpl() override;
 
   /// This rank's shard. After an async redistribution the first call orders
@@ -35,7 +39,7 @@ class DTensorImpl final : public c10::TensorImpl {
     if (pending_) wait_pending();
     return local_;
   }
-  const DTensorSpec& spec() const { return spec_; }
+  const DTensorSpec& spec() const { return *spec_; }
 
   /// The work local() waits for once before the shard is first read (an
   /// async redistribution's end); shallow copies share it.
@@ -64,13 +68,14 @@ class DTensorImpl final : public c10::TensorImpl {
   void wait_pending() const;
 
   at::Tensor local_;
-  DTensorSpec spec_;
+  std::shared_ptr<const DTensorSpec> spec_;  // never null; shared, never changed in place
   std::shared_ptr<const nn::ModuleBoundary> boundary_;
   mutable WorkPtr pending_;  // mutable: waiting is part of reading the shard
 };
 
 /// Wraps `local` (this rank's shard, no autograd history) as a DTensor.
 at::Tensor make_dtensor(at::Tensor local, DTensorSpec spec);
+at::Tensor make_dtensor(at::Tensor local, std::shared_ptr<const DTensorSpec> spec);
 
 /// How many DTensorImpls are alive in this process, over all threads. A
 /// program that has released its DTensors is back where it started; a

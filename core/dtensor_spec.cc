@@ -54,11 +54,13 @@ ShardLayout layout_of(const DTensorSpec& spec) {
 }  // namespace
 
 std::vector<int64_t> DTensorSpec::local_shape() const {
-  return rethrow_as_torch_error(
-      [&] {
-        return dtensor::local_shape(meta.shape, mesh.mesh_shape(), placements, mesh.get_coordinate());
-      },
-      "DTensorSpec ", to_string());
+  // Not through rethrow_as_torch_error: its context is built before the call,
+  // and to_string() cost more than the rest of from_local (issue #38).
+  try {
+    return dtensor::local_shape(meta.shape, mesh.mesh_shape(), placements, mesh.get_coordinate());
+  } catch (const LayoutError& e) {
+    TORCH_CHECK(false, "DTensorSpec ", to_string(), ": ", e.what());
+  }
 }
 std::vector<int64_t> DTensorSpec::global_offset() const { return layout_of(*this).global_offset; }
 

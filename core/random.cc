@@ -10,6 +10,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <vector>
@@ -167,6 +168,30 @@ at::Tensor random_local(RandomDistribution distribution, const DTensorSpec& spec
   at::Tensor local = mode == RandomMode::kSingleDeviceExact ? exact_local(distribution, spec, gen, op)
                                                             : offset_local(distribution, spec, gen, op);
   return local.to(local_options.device());
+}
+
+void exact_fill_local(RandomDistribution distribution, double a, double b, const DTensorSpec& spec,
+                      const RandomOptions& options, const char* op, at::Tensor& into) {
+  TORCH_INTERNAL_ASSERT(!spec.has_partial(), op, ": random values cannot be Partial");
+  TORCH_INTERNAL_ASSERT(at::isFloatingType(into.scalar_type()), op, ": exact_fill_local needs a floating dtype");
+  torch::autograd::AutoGradMode no_grad(false);
+  at::Generator gen = generator_for(options, op);
+  auto draw = [&](at::Tensor& t) {
+    if (distribution == RandomDistribution::kUniform) {
+      t.uniform_(a, b, gen);
+    } else {
+      t.normal_(a, b, gen);
+    }
+  };
+  const bool whole = std::none_of(spec.placements.begin(), spec.placements.end(),
+                                  [](const Placement& p) { return p.splits_dim(); });
+  if (whole && into.device().is_cpu() && into.is_contiguous() && into.scalar_type() == spec.meta.dtype) {
+    draw(into);
+    return;
+  }
+  at::Tensor full = at::empty(spec.meta.shape, at::TensorOptions().dtype(spec.meta.dtype).device(c10::kCPU));
+  draw(full);
+  into.copy_(block_of(full, spec.local_shape(), spec.global_offset()));
 }
 
 }  // namespace detail

@@ -115,5 +115,15 @@ at::Tensor random_local(RandomDistribution distribution, const DTensorSpec& spec
                         const at::TensorOptions& local_options, const RandomOptions& options,
                         const char* op);
 
+/// Writes this rank's block of `t.uniform_(a, b)` (kUniform: from, to) or
+/// `t.normal_(a, b)` (kNormal: mean, std) of the global tensor `spec`
+/// describes into `into` (this rank's local tensor, floating dtype), with
+/// the values one device draws from the same generator state: the
+/// kSingleDeviceExact mode of a random fill. A rank holding the whole tensor
+/// draws straight into `into`; the others draw the whole tensor and copy
+/// their block. Advances the generator as random_local does.
+void exact_fill_local(RandomDistribution distribution, double a, double b, const DTensorSpec& spec,
+                      const RandomOptions& options, const char* op, at::Tensor& into);
+
 }  // namespace detail
 }  // namespace dtensor

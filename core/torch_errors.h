@@ -15,6 +15,8 @@ namespace dtensor {
 
 /// Runs `fn`; a LayoutError it throws becomes a c10::Error reading
 /// "<context...>: <the layout message>". Other exceptions pass through.
+/// The context is evaluated before `fn` runs: keep it cheap (no to_string()
+/// on a hot path; catch LayoutError yourself there).
 template <typename Fn, typename... Context>
 auto rethrow_as_torch_error(Fn&& fn, const Context&... context) -> decltype(fn()) {
   try {

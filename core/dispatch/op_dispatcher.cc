@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,16 +36,35 @@ namespace {
 // table for as long as the operator is registered), and handed out as a
 // string_view. Bounded by the number of operators. An entry is checked
 // against the name before use (cheap), in case an operator was deregistered
-// and another one took its address.
-const std::string& cached_op_name(const c10::OperatorHandle& op) {
-  thread_local std::unordered_map<const c10::OperatorName*, std::string> names;
+// and another one took its address. What the kernel reads from the schema
+// on every call (argument count, the written argument, the returns) is kept
+// beside the name: each schema() lookup costs more than the name check.
+struct OpInfo {
+  std::string name;
+  size_t num_args = 0;
+  std::vector<size_t> written_args;  // arguments with a write alias (in-place self, out=), in order
+  const std::vector<c10::Argument>* returns = nullptr;
+};
+
+OpInfo make_op_info(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema& schema = op.schema();
+  OpInfo info{full_op_name(op.operator_name()), schema.arguments().size(), {}, &schema.returns()};
+  for (size_t a = 0; a < schema.arguments().size(); ++a) {
+    const auto* alias = schema.arguments()[a].alias_info();
+    if (alias != nullptr && alias->isWrite()) info.written_args.push_back(a);
+  }
+  return info;
+}
+
+const OpInfo& cached_op_info(const c10::OperatorHandle& op) {
+  thread_local std::unordered_map<const c10::OperatorName*, OpInfo> infos;
   const c10::OperatorName& name = op.operator_name();
-  auto it = names.find(&name);
-  if (it == names.end()) {
-    it = names.emplace(&name, full_op_name(name)).first;
-  } else if (it->second.compare(0, name.name.size(), name.name) != 0 ||
-             it->second.size() != full_op_name_size(name)) {
-    it->second = full_op_name(name);
+  auto it = infos.find(&name);
+  if (it == infos.end()) {
+    it = infos.emplace(&name, make_op_info(op)).first;
+  } else if (it->second.name.compare(0, name.name.size(), name.name) != 0 ||
+             it->second.name.size() != full_op_name_size(name)) {
+    it->second = make_op_info(op);
   }
   return it->second;
 }
@@ -55,11 +75,75 @@ DTensorSpec replicated_spec(const at::Tensor& t, const DeviceMesh& mesh) {
                      TensorMeta{t.sizes().vec(), t.strides().vec(), t.scalar_type()}};
 }
 
-struct Unwrapped {
+// Note [Per-call scratch]
+// The kernel's working vectors (the arguments taken off the stack, the
+// call's input specs and argument positions, the local tensors, the cache
+// key, the local stack) are kept per thread and nesting depth and reused:
+// a spec assigned into a kept one reuses its vectors, so a call whose inputs
+// look like those of the previous call at that depth allocates nothing for
+// them. The kernel re-enters itself (a rule, a redistribution or a local
+// kernel may issue DTensor ops), hence one scratch per depth. When a call
+// ends, everything that refers to a tensor or a mesh is released, so the
+// scratch keeps no tensor, mesh or world alive; the input specs keep only
+// their vectors' capacity.
+struct CallScratch {
+  std::vector<c10::IValue> args;         // the schema arguments, as passed
+  OpCall call;
+  size_t num_inputs = 0;                 // specs of call.inputs set by this call
   std::vector<at::Tensor> locals;        // local tensor per input, parallel to call.inputs
-  std::vector<bool> plain;               // input was a plain tensor
-  std::vector<std::pair<size_t, int64_t>> plain_pending;  // plain tensors before the mesh is known
+  std::vector<int64_t> key;              // Note [Sharding cache key]
+  std::vector<c10::IValue> local_stack;  // the local op's arguments, then its returns
 };
+
+class ScratchLease {
+ public:
+  ScratchLease() {
+    std::vector<std::unique_ptr<CallScratch>>& pool = state().pool;
+    size_t& depth = state().depth;
+    if (depth == pool.size()) pool.push_back(std::make_unique<CallScratch>());
+    scratch_ = pool[depth++].get();
+  }
+  ~ScratchLease() {
+    CallScratch& s = *scratch_;
+    s.args.clear();
+    s.locals.clear();
+    s.key.clear();
+    s.local_stack.clear();
+    s.call.positions.clear();
+    s.call.outputs.clear();
+    s.call.mesh = DeviceMesh();
+    for (DTensorSpec& spec : s.call.inputs) spec.mesh = DeviceMesh();
+    s.call.args = nullptr;
+    s.call.self_input = -1;
+    s.call.out_placements = nullptr;
+    s.num_inputs = 0;
+    --state().depth;
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  CallScratch& operator*() const { return *scratch_; }
+
+ private:
+  struct State {
+    std::vector<std::unique_ptr<CallScratch>> pool;
+    size_t depth = 0;
+  };
+  static State& state() {
+    thread_local State s;
+    return s;
+  }
+  CallScratch* scratch_;
+};
+
+// Sets the next input spec of the call, reusing the kept spec's vectors.
+void set_next_input(CallScratch& s, const DTensorSpec& spec) {
+  if (s.num_inputs < s.call.inputs.size()) {
+    s.call.inputs[s.num_inputs] = spec;
+  } else {
+    s.call.inputs.push_back(spec);
+  }
+  ++s.num_inputs;
+}
 
 const DeviceMesh* find_mesh(const std::vector<c10::IValue>& args) {
   for (const auto& value : args) {
@@ -80,8 +164,9 @@ const DeviceMesh* find_mesh(const std::vector<c10::IValue>& args) {
   return nullptr;
 }
 
-void add_input(OpCall& call, Unwrapped& u, const at::Tensor& t, size_t arg, int64_t list_index) {
+void add_input(CallScratch& s, const at::Tensor& t, size_t arg, int64_t list_index) {
   if (!t.defined()) return;
+  const OpCall& call = s.call;
   if (DTensorImpl* impl = dtensor_impl(t)) {
     TORCH_CHECK(impl->spec().mesh == call.mesh, call.name, ": DTensor arguments live on different "
                 "meshes (", impl->spec().mesh.to_string(), " and ", call.mesh.to_string(),
@@ -90,9 +175,8 @@ void add_input(OpCall& call, Unwrapped& u, const at::Tensor& t, size_t arg, int6
     if (const nn::ModuleBoundary* boundary = impl->boundary()) {
       nn::check_module_boundary(*boundary, call.name, call.mesh.global_rank());
     }
-    call.inputs.push_back(impl->spec());
-    u.locals.push_back(impl->local());
-    u.plain.push_back(false);
+    set_next_input(s, impl->spec());
+    s.locals.push_back(impl->local());
   } else {
     // As PyTorch's DTensor dispatch: a one-element plain tensor (0-dim or
     // not; e.g. the zeros autograd makes for an unused chunk's gradient) is
@@ -104,11 +188,10 @@ void add_input(OpCall& call, Unwrapped& u, const at::Tensor& t, size_t arg, int6
                 " mixed with DTensors (rank ", call.mesh.global_rank(), "). Make it a DTensor "
                 "(distribute_tensor(t, mesh, {Replicate()}) or DTensor::from_local), or wrap "
                 "the call in a dtensor::ImplicitReplicationGuard to treat it as replicated");
-    call.inputs.push_back(replicated_spec(t, call.mesh));
-    u.locals.push_back(t);
-    u.plain.push_back(true);
+    set_next_input(s, replicated_spec(t, call.mesh));
+    s.locals.push_back(t);
   }
-  call.positions.push_back(TensorArgPosition{arg, list_index});
+  s.call.positions.push_back(TensorArgPosition{arg, list_index});
 }
 
 // Non-tensor arguments that can change a sharding decision, as integers.
@@ -150,46 +233,43 @@ void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
   }
 }
 
-void unwrap_args(OpCall& call, Unwrapped& u, std::vector<int64_t>* key) {
-  const auto& args = *call.args;
-  // One allocation each for the common case (no tensor lists); See Note
-  // [Operator names per call] for why the kernel avoids per-call allocations.
-  call.inputs.reserve(args.size());
-  call.positions.reserve(args.size());
-  u.locals.reserve(args.size());
-  u.plain.reserve(args.size());
-  key->reserve(4 * args.size() + 4);
+void unwrap_args(CallScratch& s) {
+  const auto& args = s.args;
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = args[i];
-    append_arg_key(v, key);
+    append_arg_key(v, &s.key);
     if (v.isTensor()) {
-      add_input(call, u, v.toTensor(), i, -1);
+      add_input(s, v.toTensor(), i, -1);
     } else if (v.isTensorList()) {
       auto tensors = v.toTensorVector();
-      for (size_t j = 0; j < tensors.size(); ++j) add_input(call, u, tensors[j], i, static_cast<int64_t>(j));
+      for (size_t j = 0; j < tensors.size(); ++j) add_input(s, tensors[j], i, static_cast<int64_t>(j));
     } else if (v.isList()) {
       const auto& list = v.toListRef();
       for (size_t j = 0; j < list.size(); ++j) {
-        if (list[j].isTensor()) add_input(call, u, list[j].toTensor(), i, static_cast<int64_t>(j));
+        if (list[j].isTensor()) add_input(s, list[j].toTensor(), i, static_cast<int64_t>(j));
       }
     }
   }
+  s.call.inputs.resize(s.num_inputs);  // fewer inputs than the last call at this depth
 }
 
 // The flattened index of the tensor input written in place (first `a!` arg).
-int64_t written_input(const OpCall& call) {
-  const auto& schema = call.op->schema();
+int64_t written_input(const OpCall& call, const OpInfo& info) {
+  if (info.written_args.empty()) return -1;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
-    const auto& info = schema.arguments()[call.positions[i].arg_index].alias_info();
-    if (info != nullptr && info->isWrite()) return static_cast<int64_t>(i);
+    const size_t arg = call.positions[i].arg_index;
+    if (std::find(info.written_args.begin(), info.written_args.end(), arg) != info.written_args.end()) {
+      return static_cast<int64_t>(i);
+    }
   }
   return -1;
 }
 
 // Arguments with the (redistributed) local tensors in place of the DTensors.
-std::vector<c10::IValue> local_args(const OpCall& call, const ShardingPlan& plan,
-                                   const std::vector<at::Tensor>& locals) {
-  std::vector<c10::IValue> stack = *call.args;
+void local_args(const OpCall& call, const ShardingPlan& plan, const std::vector<at::Tensor>& locals,
+                std::vector<c10::IValue>* out) {
+  std::vector<c10::IValue>& stack = *out;
+  stack.assign(call.args->begin(), call.args->end());
   for (const auto& [index, value] : plan.local_arg_overrides) stack[index] = value;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const TensorArgPosition& pos = call.positions[i];
@@ -206,15 +286,15 @@ std::vector<c10::IValue> local_args(const OpCall& call, const ShardingPlan& plan
       slot = c10::IValue(copy);
     }
   }
-  return stack;
 }
 
 at::Tensor wrap_one(const at::Tensor& local, const OpCall& call, const PropagationResult& result,
                     size_t* next) {
   size_t o = (*next)++;
   if (!local.defined()) return local;
-  return make_dtensor(local, DTensorSpec{call.mesh, result.plan.output_placements[o],
-                                         result.output_metas[o]});
+  const std::shared_ptr<const DTensorSpec>& shared = result.output_specs[o];
+  if (shared->mesh.same_object(call.mesh)) return make_dtensor(local, shared);  // Note [Shared output specs]
+  return make_dtensor(local, DTensorSpec{call.mesh, result.plan.output_placements[o], result.output_metas[o]});
 }
 
 c10::IValue wrap_output(const c10::IValue& value, const OpCall& call,
@@ -229,32 +309,34 @@ c10::IValue wrap_output(const c10::IValue& value, const OpCall& call,
 }
 
 void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const std::string& name = cached_op_name(op);
+  const OpInfo& info = cached_op_info(op);  // Note [Operator names per call]
+  const std::string& name = info.name;
   if (SkipDispatchGuard::active() && detail::skip_dispatch_for(name)) {
     detail::run_on_local_tensors(op, stack);  // takes the arguments off the stack itself
     return;
   }
-  const size_t num_args = op.schema().arguments().size();
-  std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - num_args),
-                                std::make_move_iterator(stack->end()));
+  const size_t num_args = info.num_args;
+  const ScratchLease lease;  // Note [Per-call scratch]
+  CallScratch& s = *lease;
+  std::vector<c10::IValue>& args = s.args;
+  args.assign(std::make_move_iterator(stack->end() - num_args), std::make_move_iterator(stack->end()));
   stack->erase(stack->end() - num_args, stack->end());
-  OpCall call;
+  OpCall& call = s.call;
   call.op = &op;
   call.name = name;
   call.args = &args;
   const DeviceMesh* mesh = find_mesh(args);
   TORCH_CHECK(mesh != nullptr, call.name, ": dispatched to DTensor but no argument is a DTensor");
   call.mesh = *mesh;
-  Unwrapped u;
-  std::vector<int64_t> key;
-  unwrap_args(call, u, &key);
-  call.self_input = written_input(call);
+  unwrap_args(s);
+  std::vector<at::Tensor>& locals = s.locals;
+  call.self_input = written_input(call, info);
   notify_op_observers(call);
   // See Note [Logging costs nothing when off] in core/log.h.
   const bool logging = log_enabled(LogLevel::kInfo);
   const uint64_t misses_before = logging ? propagation_cache_stats().misses : 0;
   // Held, not referenced: See Note [Cache eviction].
-  const std::shared_ptr<const PropagationResult> shared = propagate(call, key);
+  const std::shared_ptr<const PropagationResult> shared = propagate(call, s.key);
   const PropagationResult& result = *shared;
   const ShardingPlan& plan = result.plan;
   if (logging) log_op_decision(call, result, propagation_cache_stats().misses == misses_before);
@@ -271,10 +353,11 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
         strict->check(call, i, plan.input_placements[i]);
       }
       ImplicitOriginScope origin(call.name, static_cast<int64_t>(i), &plan.strategy_choices);
-      u.locals[i] = redistribute_local(u.locals[i], call.inputs[i], plan.input_placements[i]);
+      locals[i] = redistribute_local(locals[i], call.inputs[i], plan.input_placements[i]);
     }
   }
-  std::vector<c10::IValue> local_stack = local_args(call, plan, u.locals);
+  std::vector<c10::IValue>& local_stack = s.local_stack;
+  local_args(call, plan, locals, &local_stack);
   try {
     if (result.local_kernel) {
       result.local_kernel(LocalCall{call, plan, result.output_metas}, &local_stack);
@@ -287,7 +370,7 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     C10_THROW_ERROR(Error, c10::str(call.describe(), ": the local op failed on this rank's shards: ",
                                     e.what_without_backtrace()));
   }
-  const auto& returns = op.schema().returns();
+  const std::vector<c10::Argument>& returns = *info.returns;
   size_t next_output = 0;
   for (size_t r = 0; r < local_stack.size(); ++r) {
     const auto* alias = r < returns.size() ? returns[r].alias_info() : nullptr;
@@ -296,7 +379,7 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       const TensorArgPosition& pos = call.positions[static_cast<size_t>(call.self_input)];
       if (plan.self_placements_change) {
         dtensor_impl(args[pos.arg_index].toTensor())
-            ->set_local_and_spec(u.locals[static_cast<size_t>(call.self_input)],
+            ->set_local_and_spec(locals[static_cast<size_t>(call.self_input)],
                                  DTensorSpec{call.mesh, plan.output_placements[next_output],
                                              result.output_metas[next_output]});
       }

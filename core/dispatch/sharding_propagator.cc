@@ -213,6 +213,11 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
                           plan.local_kernel, "\", which is not registered");
     result->local_kernel = std::move(*kernel);
   }
+  result->output_specs.reserve(result->output_metas.size());
+  for (size_t o = 0; o < result->output_metas.size(); ++o) {  // Note [Shared output specs]
+    result->output_specs.push_back(std::make_shared<const DTensorSpec>(
+        DTensorSpec{call.mesh, plan.output_placements[o], result->output_metas[o]}));
+  }
   // The rule may have issued DTensor ops that filled the cache in the meantime.
   if (cache.entries.size() >= cache.capacity) cache.entries.clear();
   std::shared_ptr<const PropagationResult> shared = std::move(result);

@@ -18,7 +18,19 @@ struct PropagationResult {
   ShardingPlan plan;
   /// The kernel plan.local_kernel names, resolved once; empty: the op itself.
   LocalKernel local_kernel;
+  /// The spec of each output (one per output_metas entry) on the mesh of the
+  /// call that made this result. See Note [Shared output specs].
+  std::vector<std::shared_ptr<const DTensorSpec>> output_specs;
 };
+
+// Note [Shared output specs]
+// Wrapping an output in a DTensor needs its spec: mesh, placements, global
+// shape and strides. Built per call, that is three vector copies and a mesh
+// reference for every op. A cached result keeps each output's spec built
+// once, and the dispatcher hands the same immutable object to every DTensor
+// it wraps for a call on that same mesh object (DeviceMesh::same_object; a
+// hit for an equal mesh of another object builds its own, so an output
+// always carries its call's mesh). A wrap then costs a reference count.
 
 /// Returns the plan and the global metadata of the outputs. `arg_key` encodes
 /// the non-tensor arguments that can change the decision (see Note [Sharding

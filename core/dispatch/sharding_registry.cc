@@ -433,9 +433,6 @@ std::optional<LocalKernel> ShardingRegistry::find_local_kernel(const std::string
   return it->second;
 }
 
-uint64_t ShardingRegistry::generation() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return generation_;
-}
+uint64_t ShardingRegistry::generation() const { return generation_.load(std::memory_order_acquire); }
 
 }  // namespace dtensor

@@ -6,6 +6,8 @@
 //   registry.add({"aten::relu"}, pointwise_rule());
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -77,7 +79,9 @@ class ShardingRegistry {
   mutable std::mutex mutex_;
   std::unordered_map<std::string, ShardingRule> rules_;
   std::unordered_map<std::string, LocalKernel> local_kernels_;
-  uint64_t generation_ = 0;
+  // Read without the mutex on every dispatched call (a contended lock when
+  // the ranks of a fake world dispatch at once); changed under it.
+  std::atomic<uint64_t> generation_{0};
 };
 
 }  // namespace dtensor

@@ -235,6 +235,16 @@ void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, 
   const auto distribution = kind == RandomFill::kNormal || kind == RandomFill::kLogNormal
                                 ? detail::RandomDistribution::kNormal
                                 : detail::RandomDistribution::kUniform;
+  if ((kind == RandomFill::kUniform || kind == RandomFill::kNormal) && at::isFloatingType(spec.meta.dtype) &&
+      options.mode.value_or(random_mode()) == RandomMode::kSingleDeviceExact) {
+    // The op itself on the global tensor: one device's values, drawn into
+    // self where this rank holds it whole (uniform_ on a replicated tensor
+    // costs one uniform_; issue #38).
+    detail::exact_fill_local(distribution, stack[1].toDouble(), stack[2].toDouble(), spec, options,
+                             "DTensor random fill", self);
+    stack = {self};
+    return;
+  }
   DTensorSpec draw = spec;
   if (!at::isFloatingType(draw.meta.dtype)) draw.meta.dtype = at::kFloat;
   at::Tensor u = detail::random_local(distribution, draw, self.options().dtype(draw.meta.dtype), options,
