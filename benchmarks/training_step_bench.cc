@@ -4,7 +4,7 @@
 // device. Reports the ratio of wall time and of process CPU time (all
 // threads). The fake world runs every rank's share of the model plus the
 // collectives and the DTensor dispatch of each rank, on the same 2 cores.
-//   bazel run -c opt //benchmarks:training_step_bench [-- --steps 5 --json out.json]
+//   bazel run -c opt //benchmarks:training_step_bench [-- --steps 5 --dim 64 --seq-len 16 --json out.json]
 // ATen intra-op threads are set to 1 everywhere so that the comparison is of
 // work, not of how many OpenMP threads each side happens to start.
 #include <ATen/Parallel.h>
@@ -26,19 +26,22 @@
 namespace dtensor {
 namespace {
 
-examples::TrainingConfig config_for(std::vector<int64_t> mesh_shape, bool smoke) {
+// The model of the BENCHMARKS.md table (dim 64, sequence 16: every op is
+// small, so a step is mostly per-op overhead), or a wider one (--dim,
+// --seq-len) whose arithmetic dominates.
+examples::TrainingConfig config_for(std::vector<int64_t> mesh_shape, bool smoke, int64_t dim, int64_t seq_len) {
   examples::TrainingConfig config;
   config.mesh_shape = std::move(mesh_shape);
   config.batch = 8;
-  config.seq_len = smoke ? 8 : 16;
+  config.seq_len = smoke ? 8 : seq_len;
   config.model = examples::ModelArgs()
                      .dropout_p(0.0)
                      .seed(3)
                      .n_layers(2)
-                     .dim(smoke ? 16 : 64)
+                     .dim(smoke ? 16 : dim)
                      .n_heads(4)
                      .vocab_size(smoke ? 16 : 128)
-                     .max_seq_len(32);
+                     .max_seq_len(std::max<int64_t>(32, seq_len));
   return config;
 }
 
@@ -101,6 +104,11 @@ int run(const bench::Args& args) {
   int steps = args.smoke ? 1 : 5;
   for (size_t i = 0; i + 1 < args.rest.size(); ++i)
     if (args.rest[i] == "--steps") steps = std::stoi(args.rest[i + 1]);
+  int64_t dim = 64, seq_len = 16;
+  for (size_t i = 0; i + 1 < args.rest.size(); ++i) {
+    if (args.rest[i] == "--dim") dim = std::stoll(args.rest[i + 1]);
+    if (args.rest[i] == "--seq-len") seq_len = std::stoll(args.rest[i + 1]);
+  }
   at::set_num_threads(1);
   bench::Results results("training_step");
   const int warm = 2;
@@ -108,7 +116,7 @@ int run(const bench::Args& args) {
   std::printf("%-6s %-8s %12s %12s %12s %12s %10s %10s\n", "ranks", "mesh", "1-dev ms",
               "1-dev cpu ms", "fake ms", "fake cpu ms", "wall x", "cpu x");
   for (const std::vector<int64_t>& mesh : {std::vector<int64_t>{2, 2}, std::vector<int64_t>{2, 4}}) {
-    const examples::TrainingConfig config = config_for(mesh, args.smoke);
+    const examples::TrainingConfig config = config_for(mesh, args.smoke, dim, seq_len);
     const Timing one = single_device(config, warm, steps);
     const Timing fake = fake_world(config, warm, steps);
     const int64_t ranks = mesh[0] * mesh[1];

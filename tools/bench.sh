@@ -8,6 +8,7 @@
 #   tools/bench.sh --callgrind            # instructions per op of dispatch_bench (needs valgrind)
 #   tools/bench.sh pytorch                # PyTorch's own DTensor benchmark cases, ours and
 #                                         # PyTorch's (its venv, fake process group) side by side
+#   tools/bench.sh pytorch --callgrind    # instructions per call of our side of those cases
 # BAZEL="bazel --output_base=/tmp/ob" tools/bench.sh  uses another output base;
 # BENCH_BIN=/path/to/folder tools/bench.sh  runs prebuilt binaries.
 # Benchmarks are never tests of time; their numbers go into BENCHMARKS.md.
@@ -27,7 +28,9 @@ done
 [ ${#names[@]} -eq 0 ] && names=("${ALL[@]}")
 pytorch_side=0
 if [ "${names[*]}" = pytorch ]; then pytorch_side=1; names=(pytorch_cases); fi
-[ "$callgrind" = 1 ] && names=(dispatch)
+cg_bench=dispatch_bench cg_args=(--reps 1 --steps 0)
+if [ "$callgrind" = 1 ] && [ "$pytorch_side" = 1 ]; then cg_bench=pytorch_cases_bench cg_args=(--reps 1); fi
+[ "$callgrind" = 1 ] && names=("${cg_bench%_bench}")
 targets=()
 for n in "${names[@]}"; do targets+=("//benchmarks:${n}_bench"); done
 if [ -n "${BENCH_BIN:-}" ]; then
@@ -40,14 +43,14 @@ out=benchmarks/results
 mkdir -p "$out"
 
 if [ "$callgrind" = 1 ]; then
-  # Instructions per call of each dispatch case: callgrind collects only inside
-  # the timed loops (client requests in dispatch_bench.cc) and dumps one
+  # Instructions per call of each case: callgrind collects only inside
+  # the timed loops (bench::cpu_us_per_call's client requests) and dumps one
   # profile per case and side.
   command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)"; exit 1; }
   dir=$(mktemp -d)
   iters=${CALLGRIND_ITERS:-500}
   (cd "$dir" && OMP_NUM_THREADS=1 valgrind --tool=callgrind --instr-atstart=no \
-      "$bin/dispatch_bench" --reps 1 --iters "$iters" --steps 0 >/dev/null 2>valgrind.log) || {
+      "$bin/$cg_bench" "${cg_args[@]}" --iters "$iters" >/dev/null 2>valgrind.log) || {
     tail "$dir/valgrind.log"; exit 1; }
   printf '%-34s %14s\n' "case | side" "instr/call"
   for f in "$dir"/callgrind.out.*; do
@@ -56,7 +59,7 @@ if [ "$callgrind" = 1 ]; then
     total=$(sed -n 's/^totals: //p' "$f" | awk '{print $1}')
     n=${desc##*iters=}
     printf '%-34s %14d\n' "${desc% iters=*}" $((total / n))
-  done | tee "$out/dispatch_callgrind.txt"
+  done | tee "$out/${cg_bench%_bench}_callgrind.txt"
   rm -rf "$dir"
   exit 0
 fi
