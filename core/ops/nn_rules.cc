@@ -168,7 +168,10 @@ DimRule layer_norm_backward_rule() {
 // the op draws internally, uses this rank's default generator: replicas of a
 // Replicate mesh dim would disagree, so it is refused there (use dropout).
 // exponential_, geometric_ and log_normal_ transform the same draws
-// (inverse CDF of a uniform; exp of a normal), so they shard alike.
+// (inverse CDF of a uniform; exp of a normal), so they shard alike. Under
+// kSingleDeviceExact, uniform_ and normal_ run the op itself on the global
+// tensor (detail::exact_fill_local): their values are one device's bit for
+// bit, and a rank holding the tensor whole draws straight into its shard.
 // Their out= forms (uniform.out, ..., bernoulli.float_out) fill `out` the
 // same way, keeping its placements; the functional normal_functional and
 // bernoulli(self) (self holds the probabilities) return a new tensor laid

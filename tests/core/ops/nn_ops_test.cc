@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <functional>
+#include <string>
+#include <utility>
 
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
@@ -81,6 +83,38 @@ TEST(NnOpsTest, RandomFillsAreConsistentAcrossPlacements) {
         EXPECT_GT(full.min().item<double>(), 0.0);
       } else {
         EXPECT_TRUE(at::equal(full, first));
+      }
+    }
+  }
+}
+
+// uniform_ and normal_ in the default exact mode give, for a seed, the
+// values one device's uniform_ / normal_ give bit for bit (float and
+// double), whatever the placements; a replicated DTensor draws straight into
+// its shard.
+TEST(NnOpsTest, UniformAndNormalFillsEqualOneDeviceExactly) {
+  const std::vector<std::pair<const char*, std::function<void(at::Tensor&)>>> fills = {
+      {"uniform_", [](at::Tensor& t) { t.uniform_(-2, 3); }}, {"normal_", [](at::Tensor& t) { t.normal_(1, 2); }}};
+  for (const auto& [name, fill] : fills) {
+    for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+      SCOPED_TRACE(std::string(name) + " " + c10::toString(dtype));
+      at::manual_seed(11);
+      at::Tensor expected = at::zeros({10, 6}, dtype);
+      fill(expected);
+      for (const Placements& placements : std::vector<Placements>{{Replicate(), Replicate()},
+                                                                  {Shard(0), Replicate()},
+                                                                  {Shard(1), Shard(0)}}) {
+        SCOPED_TRACE(to_string(placements));
+        at::Tensor got;
+        run_fake_world(4, [&](World& world) {
+          auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
+          DTensor t = distribute_tensor(at::zeros({10, 6}, dtype), mesh, placements);
+          dtensor::manual_seed(11);
+          fill(t);
+          at::Tensor whole = t.full_tensor();
+          if (world.rank() == 0) got = whole;
+        });
+        EXPECT_TRUE(at::equal(got, expected));
       }
     }
   }
