@@ -174,6 +174,7 @@ void exact_fill_local(RandomDistribution distribution, double a, double b, const
                       const RandomOptions& options, const char* op, at::Tensor& into) {
   TORCH_INTERNAL_ASSERT(!spec.has_partial(), op, ": random values cannot be Partial");
   TORCH_INTERNAL_ASSERT(at::isFloatingType(into.scalar_type()), op, ": exact_fill_local needs a floating dtype");
+  if (into.device().is_meta()) return;  // no values: nothing is drawn, the generator does not advance
   torch::autograd::AutoGradMode no_grad(false);
   at::Generator gen = generator_for(options, op);
   auto draw = [&](at::Tensor& t) {

@@ -121,7 +121,8 @@ at::Tensor random_local(RandomDistribution distribution, const DTensorSpec& spec
 /// the values one device draws from the same generator state: the
 /// kSingleDeviceExact mode of a random fill. A rank holding the whole tensor
 /// draws straight into `into`; the others draw the whole tensor and copy
-/// their block. Advances the generator as random_local does.
+/// their block. Advances the generator as random_local does (on the meta
+/// device: draws nothing, advances nothing).
 void exact_fill_local(RandomDistribution distribution, double a, double b, const DTensorSpec& spec,
                       const RandomOptions& options, const char* op, at::Tensor& into);
 

@@ -369,6 +369,11 @@ TEST(RandomTest, MetaMeshDrawsNothing) {
     DTensor m = randn({1 << 20, 1 << 10}, meta, {Shard(0)});
     EXPECT_TRUE(m.local_tensor().is_meta());
     EXPECT_EQ(m.local_tensor().sizes().vec(), (Shape{1 << 19, 1 << 10}));
+    // The in-place fills too (a replicated one would otherwise draw 2^30 values).
+    DTensor w = DTensor::from_local(at::empty({1 << 20, 1 << 10}, at::TensorOptions().device(c10::kMeta)), meta,
+                                    {Replicate()});
+    w.uniform_(-1, 1);
+    w.normal_(0, 1);
     auto cpu = DeviceMesh::init(c10::kCPU, {2});
     EXPECT_TRUE(torch::equal(randn({6}, cpu, {Shard(0)}).full_tensor(), first));
   });
