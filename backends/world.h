@@ -115,4 +115,17 @@ class ScopedCurrentWorld {
   ScopedRankMemory memory_;
 };
 
+// Note [cuBLAS workspace of CUDA ranks]
+// A rank's first matmul on its stream makes cuBLAS allocate its workspace
+// (32 MiB on an H100) through the caching allocator, charged to that rank,
+// unless a stream of an earlier world left one to reuse: a fixed cost of the
+// runtime, not of the program, present or not depending on what ran before.
+// Whoever measures a rank's memory runs one matmul first and counts only
+// what is live after it.
+
+/// Runs one small matmul on `device` so that cuBLAS's workspace is allocated
+/// now, on this rank, and not inside what is measured next; nothing off a
+/// CUDA device. See Note [cuBLAS workspace of CUDA ranks].
+void allocate_cublas_workspace(c10::Device device);
+
 }  // namespace dtensor

@@ -9,7 +9,6 @@
 // work, not of how many OpenMP threads each side happens to start.
 #include <ATen/Parallel.h>
 #include <ATen/ops/tensor.h>
-#include <torch/optim/adam.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -20,7 +19,6 @@
 #include "benchmarks/bench_util.h"
 #include "core/collectives.h"
 #include "core/device_mesh.h"
-#include "examples/models/transformer.h"
 #include "examples/models/transformer_training.h"
 
 namespace dtensor {
@@ -50,24 +48,15 @@ struct Timing {
 };
 
 // Single device: the model built once, `warm` steps, then `steps` timed
-// steps (the same loop as examples::run_single_device; timing around whole
-// runs would charge the model's construction to the steps).
+// steps (timing around whole runs would charge the model's construction to
+// the steps).
 Timing single_device(const examples::TrainingConfig& config, int warm, int steps) {
-  examples::Transformer model(examples::ModelArgs(config.model).device(c10::kCPU));
-  model->to(config.dtype);
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(config.lr));
-  const auto [tokens, targets] = examples::training_batch(config);
-  auto step = [&] {
-    optimizer.zero_grad();
-    at::Tensor loss = examples::transformer_loss(model->forward(tokens), targets);
-    loss.backward();
-    optimizer.step();
-  };
-  for (int i = 0; i < warm; ++i) step();
+  examples::SingleDeviceTrainer trainer(config);
+  for (int i = 0; i < warm; ++i) trainer.step();
   Timing best{1e300, 1e300};
   for (int rep = 0; rep < 3; ++rep) {
     const double w = bench::wall_s(), c = bench::process_cpu_s();
-    for (int i = 0; i < steps; ++i) step();
+    for (int i = 0; i < steps; ++i) trainer.step();
     best.wall_s = std::min(best.wall_s, (bench::wall_s() - w) / steps);
     best.cpu_s = std::min(best.cpu_s, (bench::process_cpu_s() - c) / steps);
   }

@@ -13,6 +13,7 @@
 
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
+#include "backends/world.h"
 #include "core/dtensor.h"
 
 namespace dtensor::planner {
@@ -146,16 +147,11 @@ std::vector<StepMeasure> trace_fake_step(const StepProgram& program, const Model
   FakeWorldOptions options;
   options.device = device;
   run_fake_world(plan.mesh.world_size(), [&](World& world) {
-    // Note [cuBLAS workspace of CUDA ranks]
-    // A rank's first matmul on its stream makes cuBLAS allocate its workspace
-    // (32 MiB on an H100) through the caching allocator, charged to that
-    // rank, unless a stream of an earlier world left one to reuse: a fixed
-    // cost of the runtime, not of the plan, and present or not depending on
-    // what ran before. So one matmul runs first, and what is live after it
-    // is not counted in the step's peak.
+    // What is live after cuBLAS's workspace is not counted in the step's peak
+    // (Note [cuBLAS workspace of CUDA ranks] in backends/world.h).
     int64_t baseline = 0;
     if (device.is_cuda()) {
-      (void)at::mm(at::ones({8, 8}, at::TensorOptions().device(device)), at::ones({8, 8}, at::TensorOptions().device(device)));
+      allocate_cublas_workspace(device);
       if (auto stats = world.memory_stats()) baseline = stats->current_bytes;
     }
     StepRecorder recorder(world);

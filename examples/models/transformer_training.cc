@@ -26,22 +26,29 @@ at::Tensor transformer_loss(const at::Tensor& logits, const at::Tensor& targets)
   return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
 
-SingleDeviceRun run_single_device(const TrainingConfig& config, int steps) {
+SingleDeviceTrainer::SingleDeviceTrainer(const TrainingConfig& config) {
   const c10::Device device = config.device.value_or(c10::Device(c10::kCPU));
-  SingleDeviceRun run;
-  run.model = Transformer(ModelArgs(config.model).device(device));
-  run.model->to(config.dtype);
-  torch::optim::Adam optimizer(run.model->parameters(), torch::optim::AdamOptions(config.lr));
+  model_ = Transformer(ModelArgs(config.model).device(device));
+  model_->to(config.dtype);
+  optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(config.lr));
   auto [tokens, targets] = training_batch(config);
-  tokens = tokens.to(device);
-  targets = targets.to(device);
-  for (int i = 0; i < steps; ++i) {
-    optimizer.zero_grad();
-    at::Tensor loss = transformer_loss(run.model->forward(tokens), targets);
-    loss.backward();
-    optimizer.step();
-    run.losses.push_back(loss.item<double>());
-  }
+  tokens_ = tokens.to(device);
+  targets_ = targets.to(device);
+}
+
+double SingleDeviceTrainer::step() {
+  optimizer_->zero_grad();
+  at::Tensor loss = transformer_loss(model_->forward(tokens_), targets_);
+  loss.backward();
+  optimizer_->step();
+  return loss.item<double>();
+}
+
+SingleDeviceRun run_single_device(const TrainingConfig& config, int steps) {
+  SingleDeviceTrainer trainer(config);
+  SingleDeviceRun run;
+  for (int i = 0; i < steps; ++i) run.losses.push_back(trainer.step());
+  run.model = trainer.model();
   return run;
 }
 

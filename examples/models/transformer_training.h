@@ -68,6 +68,22 @@ std::pair<at::Tensor, at::Tensor> training_batch(const TrainingConfig& config);
 /// Mean cross entropy of logits [b, s, vocab] against targets [b, s].
 at::Tensor transformer_loss(const at::Tensor& logits, const at::Tensor& targets);
 
+/// The unparallelized model on config.device (CPU when unset), its Adam
+/// optimizer and the batch: the one-device side of every comparison.
+///   SingleDeviceTrainer one(config); double loss = one.step();
+class SingleDeviceTrainer {
+ public:
+  explicit SingleDeviceTrainer(const TrainingConfig& config);
+  /// One Adam step; returns its loss.
+  double step();
+  Transformer& model() { return model_; }
+
+ private:
+  Transformer model_{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  at::Tensor tokens_, targets_;
+};
+
 /// `steps` Adam steps of the unparallelized model on config.device (CPU
 /// when unset); the loss of each.
 std::vector<double> train_single_device(const TrainingConfig& config, int steps);

@@ -435,9 +435,10 @@ json run_reference(const Program& program) {
   json record = {{"id", program.id}, {"steps", json::array()}};
   std::vector<at::Tensor> env;
   try {
+    const std::vector<int64_t> mesh_shape = placement_mesh_shape(program);
     for (const InputSpec& spec : program.inputs) {
       at::Tensor t;
-      if (!reference_input(spec, placement_mesh_shape(program), &t)) return nullptr;
+      if (!reference_input(spec, mesh_shape, &t)) return nullptr;
       env.push_back(t);
     }
   } catch (const std::exception& e) {
