@@ -25,10 +25,11 @@ namespace dtensor {
 // PyTorch's redistribute(async_op=True) returns at once and waits for the
 // collective at the result's first use (AsyncCollectiveTensor). Here, on a
 // device with streams (CUDA: NCCL, or the fake world's CUDA ranks), the
-// redistribution is enqueued on a side stream that first waits for the
-// caller's stream; collectives already order themselves after the current
-// stream and make it wait for them (Note [NCCL stream ordering], Note [CUDA
-// fake collectives]), so inside the region they follow the side stream. The
+// redistribution is enqueued on a side stream (one per thread and device, so
+// a thread's regions run in order) that first waits for the caller's stream;
+// collectives already order themselves after the current stream and make it
+// wait for them (Note [NCCL stream ordering], Note [CUDA fake collectives]),
+// so inside the region they follow the side stream. The
 // caller's stream is current again when the region finishes, and the result
 // carries a Work whose wait() makes the then-current stream wait for the side
 // stream (an event wait: the host never blocks). The DTensor holding the
@@ -50,14 +51,32 @@ class AsyncRegion {
   virtual WorkPtr finish(const std::vector<at::Tensor>& outputs) = 0;
 };
 
+/// A point in a device stream's work (a recorded CUDA event), which a later
+/// region can be ordered after instead of the caller's whole stream.
+class StreamMark {
+ public:
+  virtual ~StreamMark() = default;
+};
+
+/// Marks the current end of `device`'s current stream, or returns nullptr
+/// when `device` has no streams (or dtensor was built without CUDA).
+std::shared_ptr<const StreamMark> mark_current_stream(c10::Device device);
+
 /// Opens a region for work on `device` whose `inputs` come from the caller's
 /// stream, or returns nullptr when `device` has no streams or dtensor was
-/// built without CUDA (the work then runs synchronously).
-std::unique_ptr<AsyncRegion> begin_async_region(c10::Device device, const std::vector<at::Tensor>& inputs);
+/// built without CUDA (the work then runs synchronously). The region's work
+/// starts after everything enqueued on the caller's stream so far, or, given
+/// `after`, only after that mark (FSDP's all-gathers: they read parameters
+/// the optimizer last wrote, so they need not wait for the compute enqueued
+/// since; see Note [FSDP streams]).
+std::unique_ptr<AsyncRegion> begin_async_region(c10::Device device, const std::vector<at::Tensor>& inputs,
+                                                const std::shared_ptr<const StreamMark>& after = nullptr);
 
 /// The side stream regions of the calling thread use, or nullopt for one of
 /// LibTorch's stream pool. The CUDA fake world sets a stream of the rank's
 /// own (charged to its memory account) for the rank thread's lifetime.
 void set_thread_side_stream(std::optional<c10::Stream> stream);
+/// The stream set_thread_side_stream gave the calling thread, if any.
+std::optional<c10::Stream> thread_side_stream();
 
 }  // namespace dtensor

@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "backends/async_region.h"
 #include "core/compat/autograd_node.h"
 #include "core/fsdp/param_group.h"
 #include "core/nn/module_boundary.h"
@@ -50,6 +51,10 @@ namespace fsdp {
 //   one: a module whose inputs need no gradient (the embedding's token ids)
 //   never runs its PostBackward, so its gradients are reduced there; then
 //   everything is resharded.
+// - The root's pre-forward marks the compute stream; the all-gathers of that
+//   forward and of its backward wait only for that mark, and the
+//   reduce-scatters run beside the backward until its end (Note [FSDP
+//   streams] in param_group.h; CUDA ranks only).
 // AccumulateGrad nodes run before other ready nodes (the engine gives them
 // the highest priority), so by the time PostBackward runs the unsharded
 // gradients have accumulated, as PyTorch relies on too.
@@ -65,6 +70,10 @@ struct RootContext {
   // grad): backward reaches them in reverse, so it prefetches along it.
   std::vector<std::weak_ptr<FsdpState>> post_forward_order;
   bool end_of_backward_queued = false;
+  // The compute stream when the current forward began (after the optimizer
+  // wrote the parameters): what its all-gathers wait for (Note [FSDP
+  // streams]); null without streams.
+  std::shared_ptr<const StreamMark> params_written;
 };
 
 struct FsdpState : std::enable_shared_from_this<FsdpState> {
@@ -138,6 +147,11 @@ void end_of_backward(const std::shared_ptr<RootContext>& context) {
   // Reverse forward order, the order backward reaches them.
   for (auto it = states.rbegin(); it != states.rend(); ++it) {
     if (std::shared_ptr<FsdpState> state = it->lock()) state->post_backward();
+  }
+  // The optimizer reads the sharded gradients next: the reductions that ran
+  // beside the backward are waited for here (Note [FSDP streams]).
+  for (const auto& weak : states) {
+    if (std::shared_ptr<FsdpState> state = weak.lock()) state->group->wait_for_gradients();
   }
 }
 
@@ -219,6 +233,7 @@ nn::TensorList FsdpState::pre_forward(nn::TensorList inputs) {
     if (own_context == nullptr) own_context = std::make_shared<RootContext>();
     std::lock_guard<std::mutex> lock(own_context->mutex);
     own_context->post_forward_order.clear();
+    own_context->params_written = mark_current_stream(mesh.device());
     if (!named_from_root) name_subtree();
   }
   context = root->own_context;
@@ -228,9 +243,10 @@ nn::TensorList FsdpState::pre_forward(nn::TensorList inputs) {
     for (const auto& t : context->touched) known = known || t.lock().get() == this;
     if (!known) context->touched.push_back(weak_from_this());
   }
-  group->unshard();
+  group->unshard(context->params_written);
+  group->wait_for_unshard();
   for (const auto& weak : forward_prefetch) {
-    if (std::shared_ptr<FsdpState> next = weak.lock()) next->group->unshard();
+    if (std::shared_ptr<FsdpState> next = weak.lock()) next->group->unshard(context->params_written);
   }
   const MixedPrecisionPolicy& mp = options.mp_policy;
   if (mp.param_dtype && mp.cast_forward_inputs) {
@@ -275,6 +291,7 @@ at::Tensor FsdpState::post_forward(at::Tensor output) {
 
 void FsdpState::pre_backward() {
   std::shared_ptr<FsdpState> implicit_next;
+  std::shared_ptr<const StreamMark> params_written;
   {
     std::lock_guard<std::mutex> lock(context->mutex);
     if (!context->end_of_backward_queued) {
@@ -288,14 +305,16 @@ void FsdpState::pre_backward() {
       implicit_next = order[i - 1].lock();
       break;
     }
+    params_written = context->params_written;  // backward may run on another thread
   }
-  group->unshard();
+  group->unshard(params_written);
+  group->wait_for_unshard();
   if (backward_prefetch) {
     for (const auto& weak : *backward_prefetch) {
-      if (std::shared_ptr<FsdpState> next = weak.lock()) next->group->unshard();
+      if (std::shared_ptr<FsdpState> next = weak.lock()) next->group->unshard(params_written);
     }
   } else if (implicit_next != nullptr) {
-    implicit_next->group->unshard();
+    implicit_next->group->unshard(params_written);
   }
 }
 
@@ -326,7 +345,10 @@ std::vector<std::shared_ptr<FsdpState>> FsdpState::subtree() const {
 
 torch::nn::Module& FSDPModule::module() const { return *state_->module; }
 const DeviceMesh& FSDPModule::mesh() const { return state_->mesh; }
-void FSDPModule::unshard() { state_->group->unshard(); }
+void FSDPModule::unshard() {
+  state_->group->unshard();
+  state_->group->wait_for_unshard();
+}
 void FSDPModule::reshard() { state_->group->reshard(); }
 bool FSDPModule::is_unsharded() const { return state_->group->is_unsharded(); }
 

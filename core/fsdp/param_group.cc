@@ -154,41 +154,59 @@ void ParamGroup::register_params(bool unsharded) {
   }
 }
 
-void ParamGroup::unshard() {
-  if (unsharded_ || params_.empty()) return;
+void ParamGroup::unshard(const std::shared_ptr<const StreamMark>& params_written) {
+  if (unsharded_ || pending_gather_ || params_.empty()) return;
   at::NoGradGuard no_grad;
+  PendingGather pending;
   if (post_forward_.defined()) {
-    // Resharded after forward to a smaller group: gather over it only.
-    at::Tensor gathered;
+    // Resharded after forward to a smaller group: gather over it only. Forward
+    // wrote the pieces, so the gather waits for the whole compute stream.
+    std::unique_ptr<AsyncRegion> region = begin_async_region(device_, {post_forward_});
     {
       ExplicitOriginScope origin(origin_cause::kFsdpUnshard, "fully_shard all_gather");
       naming_failures(module_name_, "all_gather of its parameters", mesh_.global_rank(), [&] {
-        gathered = collectives::all_gather_dim(post_forward_, post_forward_mesh_, 1, 0,
-                                               padded_total(post_world_) * post_world_);
+        pending.gathered = collectives::all_gather_dim(post_forward_, post_forward_mesh_, 1, 0,
+                                                       padded_total(post_world_) * post_world_);
       });
     }
+    pending.world = post_world_;
     post_forward_ = at::Tensor();
-    fill_unsharded(gathered, post_world_);
-    return;
+    if (region) pending.done = region->finish({pending.gathered});
+  } else {
+    std::vector<at::Tensor> shards;
+    for (const FsdpParam& p : params_) shards.push_back(dtensor_impl(p.sharded)->local());
+    std::unique_ptr<AsyncRegion> region = begin_async_region(device_, shards, params_written);
+    const auto dtype = mp_.param_dtype.value_or(shards.front().scalar_type());
+    // This rank's padded shards, one after another (on the device: Note [FSDP CPU offload]).
+    at::Tensor send = at::zeros({padded_total_}, shards.front().options().dtype(dtype).device(device_));
+    int64_t offset = 0;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const FsdpParam& p = params_[i];
+      send.narrow(0, offset, p.local_rows * p.row_numel)
+          .copy_(shards[i].reshape({-1}), /*non_blocking=*/offload_.enabled && offload_.pin_memory);
+      offset += p.padded_numel();
+    }
+    {
+      ExplicitOriginScope origin(origin_cause::kFsdpUnshard, "fully_shard all_gather");
+      naming_failures(module_name_, "all_gather of its parameters", mesh_.global_rank(), [&] {
+        pending.gathered = collectives::all_gather_dim(send, mesh_, shard_dim_, 0, padded_total_ * world_);
+      });
+    }
+    pending.world = world_;
+    if (region) pending.done = region->finish({pending.gathered});
   }
-  const at::Tensor& first = dtensor_impl(params_.front().sharded)->local();
-  const auto dtype = mp_.param_dtype.value_or(first.scalar_type());
-  // This rank's padded shards, one after another (on the device: Note [FSDP CPU offload]).
-  at::Tensor send = at::zeros({padded_total_}, first.options().dtype(dtype).device(device_));
-  int64_t offset = 0;
-  for (const FsdpParam& p : params_) {
-    const at::Tensor& local = dtensor_impl(p.sharded)->local();
-    send.narrow(0, offset, p.local_rows * p.row_numel).copy_(local.reshape({-1}), /*non_blocking=*/offload_.enabled && offload_.pin_memory);
-    offset += p.padded_numel();
-  }
-  at::Tensor gathered;
-  {
-    ExplicitOriginScope origin(origin_cause::kFsdpUnshard, "fully_shard all_gather");
-    naming_failures(module_name_, "all_gather of its parameters", mesh_.global_rank(), [&] {
-      gathered = collectives::all_gather_dim(send, mesh_, shard_dim_, 0, padded_total_ * world_);
-    });
-  }
-  fill_unsharded(gathered, world_);
+  const bool completed = pending.done == nullptr;
+  pending_gather_ = std::move(pending);
+  if (completed) wait_for_unshard();
+}
+
+void ParamGroup::wait_for_unshard() {
+  if (!pending_gather_) return;
+  PendingGather pending = std::move(*pending_gather_);
+  pending_gather_.reset();
+  if (pending.done) pending.done->wait();
+  at::NoGradGuard no_grad;
+  fill_unsharded(pending.gathered, pending.world);
 }
 
 int64_t ParamGroup::padded_total(int64_t world) const {
@@ -240,6 +258,9 @@ void ParamGroup::reshard_to_post_forward() {
 
 void ParamGroup::reshard() {
   post_forward_ = at::Tensor();
+  // Prefetched but not used: drop it (its buffer was recorded on the compute
+  // stream, so the allocator reuses it only after the gather is done).
+  pending_gather_.reset();
   if (!unsharded_) return;
   register_params(/*unsharded=*/false);
   for (FsdpParam& p : params_) free_storage(p.unsharded_local);
@@ -265,8 +286,16 @@ at::Tensor ParamGroup::local_gradient(const FsdpParam& p) const {
 
 bool ParamGroup::reduce_gradients() {
   if (!has_unsharded_gradients()) return false;
+  wait_for_gradients();  // a reduction still running updates the same sharded gradients
   at::NoGradGuard no_grad;
   const at::Tensor& first = dtensor_impl(params_.front().sharded)->local();
+  std::vector<at::Tensor> gradients;  // the tensors that hold their bytes (a DTensor's local one)
+  for (const FsdpParam& p : params_) {
+    const at::Tensor grad = p.unsharded.grad();
+    gradients.push_back(grad.defined() && is_dtensor(grad) ? dtensor_impl(grad)->local() : grad);
+  }
+  // After the compute stream's work so far, which produced the gradients.
+  std::unique_ptr<AsyncRegion> region = begin_async_region(device_, gradients);
   const auto reduce_dtype = mp_.reduce_dtype.value_or(mp_.param_dtype.value_or(first.scalar_type()));
   // [world, padded_total]: row r holds what rank r keeps.
   at::Tensor send = at::zeros({world_, padded_total_}, first.options().dtype(reduce_dtype).device(device_));
@@ -319,7 +348,18 @@ bool ParamGroup::reduce_gradients() {
     }
     offset += p.padded_numel();
   }
+  if (region) {
+    std::vector<at::Tensor> written;
+    for (const FsdpParam& p : params_) {
+      if (p.sharded.grad().defined()) written.push_back(dtensor_impl(p.sharded.grad())->local());
+    }
+    pending_reduce_ = region->finish(written);
+  }
   return true;
+}
+
+void ParamGroup::wait_for_gradients() {
+  if (WorkPtr pending = std::move(pending_reduce_)) pending->wait();
 }
 
 }  // namespace dtensor::fsdp

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/async_region.h"
 #include "core/device_mesh.h"
 #include "layout/placement.h"
 
@@ -89,6 +90,37 @@ struct MixedPrecision {
 // reduced rows back to the host (synchronously: the optimizer reads them on
 // the host next). So the device holds only what a step computes with, and
 // the optimizer steps on the host, as PyTorch's FSDP2 does.
+// Note [FSDP streams]
+// On CUDA ranks (the CUDA fake world, NCCL) a group's collectives run beside
+// the compute, as PyTorch's FSDP2 runs them on its all-gather and
+// reduce-scatter streams:
+// - unshard() enqueues the copy-in and the all_gather on a side stream
+//   (backends/async_region.h) and returns; wait_for_unshard() makes the
+//   compute stream wait for it (an event: the host never blocks), copies the
+//   gathered rows into the unsharded parameters there and registers them.
+//   The all-gather is ordered after `params_written`, the mark the root's
+//   pre-forward takes on the compute stream, not after everything enqueued
+//   since: it reads only the sharded parameters, which the optimizer wrote
+//   before that forward. So layer i + 1's all-gather, issued when the host
+//   reaches its pre-forward (or prefetched), overlaps layer i's kernels,
+//   which the host enqueued before. Without a mark (FSDPModule::unshard by
+//   hand, or the post-forward pieces of an int reshard_after_forward, which
+//   forward wrote) it waits for the whole compute stream.
+// - reduce_gradients() enqueues the reduce-scatter (HSDP: and the
+//   all_reduce, the division and the update of the sharded gradients) on the
+//   side stream after the compute stream's work so far (the gradients) and
+//   returns; the end of backward makes the compute stream wait for every
+//   such reduction (wait_for_gradients()), so the optimizer reads finished
+//   gradients, while the next layers' backward overlaps them.
+// A rank thread has one side stream for both (the CUDA fake world's per-rank
+// stream, whose allocations count against the rank's memory; on NCCL one of
+// LibTorch's pool per thread), where PyTorch has one each: an
+// all-gather prefetched during backward queues behind the reduce-scatter
+// issued before it, and both still overlap the compute. The host-side
+// protocol (rendezvous, traces, failures naming the module) is unchanged:
+// a collective's host part runs where it is issued. Elsewhere (CPU ranks,
+// Gloo, solo) there is no stream to move to and both complete at once.
+
 struct Offload {
   bool enabled = false;
   bool pin_memory = false;  // CPUOffloadPolicy::pin_memory, when enabled
@@ -107,9 +139,15 @@ class ParamGroup {
   const std::vector<FsdpParam>& params() const { return params_; }
   bool is_unsharded() const { return unsharded_; }
 
-  /// One all_gather of every parameter (in param_dtype), then the module
-  /// registers the unsharded tensors. No-op when already unsharded.
-  void unshard();
+  /// Issues one all_gather of every parameter (in param_dtype); on CUDA its
+  /// device work runs on a side stream ordered after `params_written` (null:
+  /// after the whole compute stream), see Note [FSDP streams]; elsewhere it
+  /// completes at once. No-op when unsharded or already issued.
+  void unshard(const std::shared_ptr<const StreamMark>& params_written = nullptr);
+  /// Completes unshard(): the compute stream waits for the all_gather, the
+  /// unsharded tensors are filled and the module registers them. No-op when
+  /// nothing is pending.
+  void wait_for_unshard();
   /// The module registers the sharded DTensors again and the unsharded
   /// storage is freed (and any post-forward piece dropped). No-op when
   /// already sharded.
@@ -120,7 +158,7 @@ class ParamGroup {
   /// the next unshard gathers over that row only.
   void set_post_forward_mesh(DeviceMesh mesh);
   /// reshard(), keeping this rank's post-forward piece (plain reshard()
-  /// without a post-forward mesh).
+  /// without a post-forward mesh). An all_gather still pending is dropped.
   void reshard_to_post_forward();
   /// One reduce_scatter (sum, in reduce_dtype; HSDP: then an all_reduce
   /// over the replicas; then / the data-parallel size) of the unsharded
@@ -128,7 +166,11 @@ class ParamGroup {
   /// gradients; the unsharded gradients are dropped. Parameters without a
   /// gradient contribute zeros (every rank moves the same bytes). Returns
   /// false, moving nothing, when no parameter has a gradient on this rank.
+  /// On CUDA the reduction runs on a side stream until wait_for_gradients().
   bool reduce_gradients();
+  /// The compute stream waits for the last reduce_gradients() (a no-op
+  /// where it completed at once): the sharded gradients are final.
+  void wait_for_gradients();
   /// The name failures give the module ("Transformer.layers.0").
   void set_module_name(std::string name) { module_name_ = std::move(name); }
   /// True when some unsharded parameter holds a gradient.
@@ -163,6 +205,15 @@ class ParamGroup {
   int64_t post_world_ = 0;        // its dim 1's size, and this rank's index there
   int64_t post_rank_ = 0;
   at::Tensor post_forward_;       // this rank's post-forward pieces, while resharded to them
+  // An all_gather issued on the side stream and not yet waited for: its
+  // output (world blocks) and the work that orders the compute stream after it.
+  struct PendingGather {
+    at::Tensor gathered;
+    int64_t world = 0;
+    WorkPtr done;
+  };
+  std::optional<PendingGather> pending_gather_;
+  WorkPtr pending_reduce_;  // the last reduce_gradients() on the side stream
 };
 
 }  // namespace dtensor::fsdp

@@ -1,7 +1,10 @@
 // GPU checks of redistribute(async_op = true) on the CUDA fake world (Note
 // [Async redistribution]): the result equals the synchronous one for every
 // placement pair on a 2x2 mesh, is pending until its first read (and only on
-// CUDA), gradients agree; and --bench measures the overlap it buys: an
+// CUDA), gradients agree; fully_shard's all-gathers run on the rank's side
+// stream, after the parameters' last writes only, not after the compute
+// enqueued since (Note [FSDP streams]); and --bench measures the overlap async
+// redistribution buys: an
 // all_gather of a large shard next to an independent matmul, synchronous
 // against async, as wall time per step and ratio (JSON line appended to
 // --json PATH). Built on tests/backends/nccl/mini_test.h (no GoogleTest).
@@ -12,8 +15,16 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
 #ifdef DTENSOR_TORCH_HAS_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/Sleep.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #endif
 
 #include <chrono>
@@ -25,9 +36,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/async_region.h"
 #include "backends/fake/fake_world.h"
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
+#include "core/fsdp/fully_shard.h"
+#include "core/nn/module_call.h"
 #include "tests/backends/nccl/mini_test.h"
 
 namespace dtensor {
@@ -76,6 +90,145 @@ TEST(CudaAsyncRedistribute, EqualsSynchronousAndWaitsAtFirstRead) {
             << "rank " << world.rank() << " " << to_string(from) << " -> " << to_string(to);
       }
     }
+  }, options);
+}
+
+// ---- fully_shard on CUDA ranks: its collectives beside the compute ----------
+
+// A Linear whose forward then keeps its stream busy for `busy_cycles` (compute
+// the host has already moved past, as a real layer's kernels).
+struct BusyLinearImpl : torch::nn::Module {
+  BusyLinearImpl(int64_t dim, int64_t busy_cycles) : busy_cycles(busy_cycles) {
+    linear = register_module("linear", torch::nn::Linear(dim, dim));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor y = linear(x);
+#ifdef DTENSOR_TORCH_HAS_CUDA
+    if (busy_cycles > 0) at::cuda::sleep(busy_cycles);
+#endif
+    return y;
+  }
+  torch::nn::Linear linear{nullptr};
+  int64_t busy_cycles;
+};
+TORCH_MODULE(BusyLinear);
+
+struct TwoLayersImpl : torch::nn::Module {
+  TwoLayersImpl(int64_t dim, int64_t first_busy_cycles) {
+    first = register_module("first", BusyLinear(dim, first_busy_cycles));
+    second = register_module("second", BusyLinear(dim, 0));
+  }
+  at::Tensor forward(const at::Tensor& x) { return nn::call(second, torch::relu(nn::call(first, x))); }
+  BusyLinear first{nullptr}, second{nullptr};
+};
+TORCH_MODULE(TwoLayers);
+
+// Float64 parameters from a private generator: the same on every rank and device.
+TwoLayers make_two_layers(int64_t dim, int64_t first_busy_cycles, c10::Device device) {
+  TwoLayers model(dim, first_busy_cycles);
+  model->to(at::kDouble);
+  at::Generator gen = at::detail::createCPUGenerator(11);
+  at::NoGradGuard no_grad;
+  for (at::Tensor& p : model->parameters()) p.copy_(at::randn(p.sizes(), gen, at::kDouble));
+  model->to(device);
+  return model;
+}
+
+#ifdef DTENSOR_TORCH_HAS_CUDA
+// GPU clock cycles of at::cuda::sleep per millisecond, measured.
+double sleep_cycles_per_ms() {
+  at::cuda::CUDAEvent start(cudaEventDefault), end(cudaEventDefault);
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  at::cuda::sleep(1'000'000);  // clocks up
+  constexpr int64_t kCycles = 50'000'000;
+  start.record(stream);
+  at::cuda::sleep(kCycles);
+  end.record(stream);
+  end.synchronize();
+  return static_cast<double>(kCycles) / start.elapsed_time(end);
+}
+#endif
+
+// Two fully_shard layers (and the root) on 2 ranks. On CUDA ranks the test
+// first keeps each rank's side stream busy for kSideBusyMs, and the first
+// layer keeps the compute stream busy for kFirstBusyMs after its matmul. The
+// first layer's all_gather then waits for the side stream's work, so the
+// compute stream finishes no earlier than kSideBusyMs + kFirstBusyMs: the
+// gathers are on the side stream. The second layer's all_gather, issued by
+// the host while the first layer's kernels still run, does not wait for
+// them, so the side stream is done long before the compute stream: it waits
+// only for the mark the root took (Note [FSDP streams]). On every device
+// the output and gradients equal one device's.
+TEST(CudaFsdpStreams, AllGathersRunBesideTheCompute) {
+  constexpr int64_t kDim = 64;
+  [[maybe_unused]] constexpr double kSideBusyMs = 100;
+  constexpr double kFirstBusyMs = 200;
+  double cycles_per_ms = 0;
+#ifdef DTENSOR_TORCH_HAS_CUDA
+  if (g_device.is_cuda()) cycles_per_ms = sleep_cycles_per_ms();
+#endif
+  at::Generator gen = at::detail::createCPUGenerator(12);
+  const at::Tensor x = at::randn({8, kDim}, gen, at::kDouble);
+  TwoLayers reference = make_two_layers(kDim, 0, c10::kCPU);
+  const at::Tensor expected = reference->forward(x);
+  expected.sum().backward();
+
+  FakeWorldOptions options;
+  options.device = g_device;
+  run_fake_world(2, [&](World& world) {
+    auto mesh = DeviceMesh::init(world.device().type(), {2});
+    TwoLayers model = make_two_layers(kDim, static_cast<int64_t>(cycles_per_ms * kFirstBusyMs), world.device());
+    fully_shard(*model->first, mesh);
+    fully_shard(*model->second, mesh);
+    fully_shard(*model, mesh);
+    const at::Tensor input = x.to(world.device());
+#ifdef DTENSOR_TORCH_HAS_CUDA
+    std::optional<at::cuda::CUDAEvent> start, compute_done, side_done;
+    std::optional<c10::cuda::CUDAStream> compute, side;
+    if (world.device().is_cuda()) {
+      compute = c10::cuda::getCurrentCUDAStream();
+      side = c10::cuda::CUDAStream(c10::cuda::CUDAStream::UNCHECKED, thread_side_stream().value());
+      start.emplace(cudaEventDefault);
+      compute_done.emplace(cudaEventDefault);
+      side_done.emplace(cudaEventDefault);
+      start->record(*compute);
+      start->block(*side);
+      c10::cuda::CUDAStreamGuard on_side(*side);
+      at::cuda::sleep(static_cast<int64_t>(cycles_per_ms * kSideBusyMs));
+    }
+#endif
+    const at::Tensor y = nn::call(model, input);
+#ifdef DTENSOR_TORCH_HAS_CUDA
+    if (world.device().is_cuda()) {
+      compute_done->record(*compute);
+      side_done->record(*side);
+    }
+#endif
+    y.sum().backward();
+    EXPECT_TRUE(at::allclose(y.cpu(), expected, 1e-10, 1e-10)) << "rank " << world.rank() << ": forward";
+    const std::vector<at::Tensor> params = model->parameters(), ref_params = reference->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const at::Tensor grad = DTensor(params[i].grad()).full_tensor().cpu();
+      EXPECT_TRUE(at::allclose(grad, ref_params[i].grad(), 1e-10, 1e-10))
+          << "rank " << world.rank() << ": gradient of parameter " << i;
+    }
+#ifdef DTENSOR_TORCH_HAS_CUDA
+    if (world.device().is_cuda()) {
+      compute_done->synchronize();
+      side_done->synchronize();
+      const double compute_ms = start->elapsed_time(*compute_done), side_ms = start->elapsed_time(*side_done);
+      std::printf("rank %lld: compute stream %.1f ms, side stream %.1f ms after the start (side busy %.0f, "
+                  "first layer busy %.0f)\n", static_cast<long long>(world.rank()), compute_ms, side_ms,
+                  kSideBusyMs, kFirstBusyMs);
+      EXPECT_TRUE(compute_ms >= 0.9 * (kSideBusyMs + kFirstBusyMs))
+          << "rank " << world.rank() << ": the compute stream took " << compute_ms
+          << " ms; it should have waited for the first layer's all_gather behind the side stream's "
+          << kSideBusyMs << " ms";
+      EXPECT_TRUE(side_ms <= compute_ms - kFirstBusyMs / 2)
+          << "rank " << world.rank() << ": the side stream took " << side_ms << " ms of the compute stream's "
+          << compute_ms << ": the second layer's all_gather waited for the first layer's compute";
+    }
+#endif
   }, options);
 }
 
