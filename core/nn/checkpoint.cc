@@ -3,17 +3,25 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
+#include <torch/library.h>
 
+#include <deque>
+#include <memory>
 #include <mutex>
+#include <sstream>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/compat/autograd_node.h"
+#include "core/dispatch/op_name.h"
 
 namespace dtensor::nn {
 namespace {
@@ -37,7 +45,7 @@ at::Tensor exchange_cpu_rng_state(const at::Tensor& state) {
 // The recomputation. Inputs of the node are the gradients of the output;
 // its outputs are the gradients of `inputs` (next edges in the same order).
 struct CheckpointBackward : torch::autograd::Node {
-  std::function<at::Tensor(const TensorList&)> fn;
+  std::function<at::Tensor(const TensorList&)> fn;  // the recomputation
   TensorList inputs;               // detached
   std::vector<bool> requires_grad;  // of each input
   at::Tensor rng_state;            // of the default CPU generator before the first run
@@ -76,20 +84,19 @@ struct CheckpointBackward : torch::autograd::Node {
   }
 };
 
-}  // namespace
-
-at::Tensor checkpoint(const std::function<at::Tensor(const TensorList&)>& fn, const TensorList& inputs) {
-  if (!at::GradMode::is_enabled()) return fn(inputs);
+// `forward` runs now without a graph, `recompute` in backward.
+at::Tensor checkpoint_with(const std::function<at::Tensor(const TensorList&)>& forward,
+                           std::function<at::Tensor(const TensorList&)> recompute, const TensorList& inputs) {
   auto node = compat::make_autograd_node<CheckpointBackward>();
   node->rng_state = cpu_rng_state();
   at::Tensor out;
   {
     at::NoGradGuard no_grad;
-    out = fn(inputs);
+    out = forward(inputs);
   }
   // Whether anything needs a gradient is known only from a graph: parameters
   // inside fn may require grad with no input doing so. Keep the node always.
-  node->fn = fn;
+  node->fn = std::move(recompute);
   for (const at::Tensor& x : inputs) {
     node->inputs.push_back(x.defined() ? x.detach() : x);
     node->requires_grad.push_back(x.defined() && x.requires_grad());
@@ -102,6 +109,229 @@ at::Tensor checkpoint(const std::function<at::Tensor(const TensorList&)>& fn, co
   }
   torch::autograd::set_history(result, node);
   return result;
+}
+
+// Note [Selective checkpoint]
+// PyTorch's selective activation checkpointing puts a TorchDispatchMode
+// around the checkpointed function: in forward it keeps the outputs of the
+// operators the policy selects, in the recomputation it returns them instead
+// of running those operators. A mode sits below autograd, so the
+// recomputation still builds every autograd node, and above tensor
+// subclasses, so it sees a DTensor operator whole. LibTorch has no C++
+// dispatch modes; the same place in the dispatcher is a backend slot that
+// thread-local state can add: while a selective checkpoint runs, its thread
+// includes the PrivateUse3 key, the highest backend slot below Meta (above
+// PrivateUse1, DTensor's, so an operator on DTensors reaches it first, as a
+// mode before the subclass). Its kernel (registered on first use for every
+// aten operator without a composite decomposition, and as the fallback of
+// the others) counts the operator, asks the policy, keeps or returns the
+// outputs, and otherwise runs the operator below the key with the thread's
+// state as it was outside, so the operators a kernel calls inside (a
+// DTensor's local ops and collectives) are not seen, as a mode's are not.
+// Outputs are kept as detached aliases and returned as fresh ones, to which
+// the recomputation's autograd nodes attach. Two consequences of borrowing a
+// backend slot: the key also selects the autograd kernel, so the DTensor
+// autograd overrides (AutogradPrivateUse1) get an AutogradPrivateUse3 kernel
+// that drops the key and goes to them (their own operators are then seen,
+// the overridden one is not: a max.dim or a norm on plain tensors is always
+// recomputed); and meta tensors (solo mode) take the Meta slot above it, so
+// their operators are always recomputed there.
+constexpr c10::DispatchKey kSelectiveKey = c10::DispatchKey::PrivateUse3;
+constexpr c10::BackendComponent kSelectiveBackend = c10::BackendComponent::PrivateUse3Bit;
+
+// What one selective checkpoint keeps: per operator name, the outputs of its
+// kept calls in call order, with the arguments they were computed from.
+struct KeptOutputs {
+  struct Call {
+    std::vector<c10::IValue> outputs;
+    std::string arguments;  // shapes and dtypes, to check the recomputation
+  };
+  std::unordered_map<std::string, std::deque<Call>> by_op;
+};
+
+// The selective checkpoint running on this thread.
+struct SelectiveRun {
+  SavePolicy save;
+  std::shared_ptr<KeptOutputs> kept;
+  bool recomputing = false;
+  std::unordered_map<std::string, int64_t> calls;  // per operator name
+  // The thread's keys without kSelectiveKey (set again by SelectiveScope).
+  c10::impl::LocalDispatchKeySet outside = c10::impl::tls_local_dispatch_key_set();
+};
+thread_local SelectiveRun* t_selective = nullptr;
+
+// For its lifetime the calling thread runs `run`: kSelectiveKey included.
+class SelectiveScope {
+ public:
+  explicit SelectiveScope(SelectiveRun& run)
+      : previous_(t_selective), keys_(with_selective_key(run)) {
+    t_selective = &run;
+  }
+  ~SelectiveScope() { t_selective = previous_; }
+  SelectiveScope(const SelectiveScope&) = delete;
+  SelectiveScope& operator=(const SelectiveScope&) = delete;
+
+ private:
+  static c10::impl::LocalDispatchKeySet with_selective_key(SelectiveRun& run) {
+    run.outside = c10::impl::tls_local_dispatch_key_set();
+    c10::impl::LocalDispatchKeySet inside = run.outside;
+    inside.included_ = inside.included_ | c10::DispatchKeySet(kSelectiveKey);
+    return inside;
+  }
+  SelectiveRun* previous_;
+  c10::impl::ForceDispatchKeyGuard keys_;
+};
+
+// Only functional operators returning tensors: a kept output must not alias
+// an input or stand for a write.
+bool keepable(const c10::FunctionSchema& schema) {
+  if (schema.is_mutable() || schema.returns().empty()) return false;
+  for (const c10::Argument& r : schema.returns()) {
+    if (r.alias_info() != nullptr || r.type()->kind() != c10::TypeKind::TensorType) return false;
+  }
+  return true;
+}
+
+std::string describe_arguments(const torch::jit::Stack& stack, size_t count) {
+  std::ostringstream out;
+  for (size_t i = stack.size() - count; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (i > stack.size() - count) out << ", ";
+    if (v.isTensor() && v.toTensor().defined()) {
+      out << v.toTensor().sizes() << " " << v.toTensor().scalar_type();
+    } else if (v.isTensor()) {
+      out << "undefined";
+    } else {
+      out << v.tagKind();
+    }
+  }
+  return out.str();
+}
+
+c10::IValue detached(const c10::IValue& v) {
+  return v.isTensor() && v.toTensor().defined() ? c10::IValue(v.toTensor().detach()) : v;
+}
+
+void selective_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  SelectiveRun* run = t_selective;
+  const c10::DispatchKeySet below = keys.remove_backend(kSelectiveBackend);
+  if (run == nullptr) return op.redispatchBoxed(below, stack);  // the key outlived its scope
+  const auto run_below = [&] {
+    c10::impl::ForceDispatchKeyGuard outside(run->outside);
+    op.redispatchBoxed(below, stack);
+  };
+  const c10::FunctionSchema& schema = op.schema();
+  if (!keepable(schema)) return run_below();
+  const std::string name = full_op_name(op.operator_name());
+  const int64_t index = run->calls[name]++;
+  if (!run->save(name, index)) return run_below();
+  std::deque<KeptOutputs::Call>& calls = run->kept->by_op[name];
+  const size_t n_args = schema.arguments().size();
+  const size_t n_returns = schema.returns().size();
+  c10::impl::ForceDispatchKeyGuard outside(run->outside);  // detach() below is not seen either
+  if (!run->recomputing) {
+    KeptOutputs::Call call;
+    call.arguments = describe_arguments(*stack, n_args);
+    op.redispatchBoxed(below, stack);
+    for (size_t i = stack->size() - n_returns; i < stack->size(); ++i) call.outputs.push_back(detached((*stack)[i]));
+    calls.push_back(std::move(call));
+    return;
+  }
+  const std::string arguments = describe_arguments(*stack, n_args);
+  TORCH_CHECK(!calls.empty() && calls.front().arguments == arguments, "selective checkpoint: the recomputation's ",
+              name, " call ", index, " (", arguments, ") ",
+              calls.empty() ? std::string("was not in the forward")
+                            : "differs from the forward's (" + calls.front().arguments + ")",
+              "; the checkpointed function must dispatch the same operators in both runs (no branch on "
+              "grad mode or on data), or use checkpoint() without a policy");
+  torch::jit::drop(*stack, n_args);
+  for (const c10::IValue& v : calls.front().outputs) stack->push_back(detached(v));
+  calls.pop_front();
+}
+
+// The DTensor autograd overrides' counterpart (Note [Selective checkpoint]).
+void autograd_below_selective_key(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  op.redispatchBoxed(keys.remove_backend(kSelectiveBackend), stack);
+}
+
+// Once, on the first selective checkpoint: the kernels of kSelectiveKey.
+void register_selective_kernels() {
+  static std::once_flag once;
+  static std::unique_ptr<torch::Library> kernels, autograd, fallback;
+  std::call_once(once, [] {
+    kernels = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", kSelectiveKey, __FILE__, __LINE__);
+    autograd = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::AutogradPrivateUse3,
+                                                __FILE__, __LINE__);
+    auto& dispatcher = c10::Dispatcher::singleton();
+    for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+      if (name.name.rfind("aten::", 0) != 0) continue;
+      auto handle = dispatcher.findOp(name);
+      if (!handle) continue;
+      const std::string full = full_op_name(name);
+      if (!handle->hasKernelForDispatchKey(kSelectiveKey) &&
+          !handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
+        kernels->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&selective_kernel>());
+      }
+      if (handle->hasKernelForDispatchKey(c10::DispatchKey::AutogradPrivateUse1) &&
+          !handle->hasKernelForDispatchKey(c10::DispatchKey::AutogradPrivateUse3)) {
+        autograd->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&autograd_below_selective_key>());
+      }
+    }
+    fallback = std::make_unique<torch::Library>(torch::Library::IMPL, "_", kSelectiveKey, __FILE__, __LINE__);
+    fallback->fallback(torch::CppFunction::makeFromBoxedFunction<&selective_kernel>());
+  });
+}
+
+}  // namespace
+
+at::Tensor checkpoint(const std::function<at::Tensor(const TensorList&)>& fn, const TensorList& inputs) {
+  if (!at::GradMode::is_enabled()) return fn(inputs);
+  return checkpoint_with(fn, fn, inputs);
+}
+
+at::Tensor checkpoint(const std::function<at::Tensor(const TensorList&)>& fn, const TensorList& inputs,
+                      const SavePolicy& save) {
+  if (!at::GradMode::is_enabled()) return fn(inputs);
+  TORCH_CHECK(save, "checkpoint: the save policy is empty; pass torchtitan_op_policy() or a function, or call "
+              "checkpoint(fn, inputs) for full recomputation");
+  register_selective_kernels();
+  auto kept = std::make_shared<KeptOutputs>();
+  const auto forward = [&fn, &save, &kept](const TensorList& in) {
+    SelectiveRun run;
+    run.save = save;
+    run.kept = kept;
+    SelectiveScope scope(run);
+    return fn(in);
+  };
+  auto recompute = [fn, save, kept](const TensorList& in) {
+    SelectiveRun run;
+    run.save = save;
+    run.kept = kept;
+    run.recomputing = true;
+    at::Tensor out;
+    {
+      SelectiveScope scope(run);
+      out = fn(in);
+    }
+    for (auto& [name, calls] : kept->by_op) {
+      TORCH_CHECK(calls.empty(), "selective checkpoint: the recomputation ran ", calls.size(), " fewer ", name,
+                  " calls than the forward; the checkpointed function must dispatch the same operators in "
+                  "both runs, or use checkpoint() without a policy");
+    }
+    kept->by_op.clear();
+    return out;
+  };
+  return checkpoint_with(forward, std::move(recompute), inputs);
+}
+
+SavePolicy torchtitan_op_policy() {
+  return [](const std::string& op, int64_t index) {
+    if (op == "aten::mm") return index % 2 == 0;  // torchtitan recomputes every second mm
+    return op == "aten::_scaled_dot_product_efficient_attention" ||
+           op == "aten::_scaled_dot_product_flash_attention" ||
+           op == "aten::_scaled_dot_product_cudnn_attention" || op == "aten::_scaled_dot_product_attention_math" ||
+           op == "aten::_scaled_dot_product_fused_attention_overrideable" || op == "aten::max";
+  };
 }
 
 }  // namespace dtensor::nn

@@ -16,7 +16,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <functional>
+#include <string>
 
 #include "core/nn/module_call.h"
 
@@ -29,5 +31,29 @@ namespace dtensor::nn {
 /// there anyway: Note [Dropout in the examples]). Inputs may be DTensors.
 /// With grad mode off, or nothing requiring grad, it is fn(inputs).
 at::Tensor checkpoint(const std::function<at::Tensor(const TensorList&)>& fn, const TensorList& inputs);
+
+/// Which operator outputs a selective checkpoint keeps from the forward
+/// (PyTorch's create_selective_checkpoint_contexts policy): asked for each
+/// operator the checkpointed function dispatches (on plain tensors and
+/// DTensors alike), with its full name ("aten::mm", "aten::max.dim") and how
+/// many calls of that name came before in this run. true: the forward keeps
+/// its outputs and the recomputation returns them instead of running it
+/// (PyTorch's MUST_SAVE: no kernel, and on DTensors no collective); false:
+/// recomputed (PREFER_RECOMPUTE). Operators that write to their inputs or
+/// return views of them are always recomputed. See Note [Selective
+/// checkpoint].
+using SavePolicy = std::function<bool(const std::string& op, int64_t index)>;
+
+/// torchtitan's "selective op" activation checkpointing: keep aten::mm
+/// (every other one: the 1st, 3rd, ...), the attention kernels and the full
+/// aten::max; recompute the rest.
+SavePolicy torchtitan_op_policy();
+
+/// checkpoint(fn, inputs) that keeps what `save` selects from the forward
+/// (torchtitan's "selective op" AC with torchtitan_op_policy()). The
+/// recomputation must dispatch the same operators in the same order (true
+/// of deterministic code); it fails naming the operator where it does not.
+at::Tensor checkpoint(const std::function<at::Tensor(const TensorList&)>& fn, const TensorList& inputs,
+                      const SavePolicy& save);
 
 }  // namespace dtensor::nn

@@ -1,7 +1,10 @@
 // dtensor::nn::checkpoint (core/nn/checkpoint.h): gradients equal those of
 // the same computation without it, parameters' and inputs' alike; dropout
 // recomputes the same mask; no grad mode is a plain call; the recomputation
-// runs in backward.
+// runs in backward. Selective checkpoints (a SavePolicy): the same
+// gradients, the kept outputs are the forward's (not recomputed), the policy
+// sees each operator with its per-name index in both runs, and a
+// recomputation that dispatches differently fails naming the operator.
 #include "core/nn/checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +12,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace dtensor {
@@ -83,6 +88,101 @@ TEST(ActivationCheckpointTest, NoGradIsAPlainCall) {
       {at::randn({2, 6}, at::kDouble)});
   EXPECT_EQ(runs, 1);
   EXPECT_FALSE(y.requires_grad());
+}
+
+// Three matmuls with a tanh and dropout between them.
+at::Tensor three_matmuls(const at::Tensor& x, const std::vector<at::Tensor>& w, double dropout) {
+  at::Tensor h = at::tanh(at::mm(x, w[0]));
+  h = at::dropout(at::mm(h, w[1]), dropout, /*train=*/true);
+  return at::mm(at::relu(h), w[2]);
+}
+
+std::vector<at::Tensor> three_weights(uint64_t seed) {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  std::vector<at::Tensor> w;
+  for (auto shape : {std::pair<int64_t, int64_t>{6, 8}, {8, 8}, {8, 3}}) {
+    w.push_back(at::randn({shape.first, shape.second}, gen, at::kDouble).requires_grad_());
+  }
+  return w;
+}
+
+TEST(SelectiveCheckpointTest, GradientsEqualThoseWithoutIt) {
+  for (double dropout : {0.0, 0.5}) {
+    std::vector<at::Tensor> w1 = three_weights(7), w2 = three_weights(7);
+    at::Tensor x1 = at::randn({5, 6}, at::kDouble).requires_grad_();
+    at::Tensor x2 = x1.detach().clone().requires_grad_();
+    torch::manual_seed(11);
+    three_matmuls(x1, w1, dropout).pow(2).sum().backward();
+    torch::manual_seed(11);
+    std::vector<std::pair<std::string, int64_t>> asked;
+    const nn::SavePolicy titan = nn::torchtitan_op_policy();
+    const nn::SavePolicy policy = [&](const std::string& op, int64_t index) {
+      if (op == "aten::mm") asked.emplace_back(op, index);
+      return titan(op, index);
+    };
+    at::Tensor y = nn::checkpoint([&](const nn::TensorList& in) { return three_matmuls(in[0], w2, dropout); },
+                                  {x2}, policy);
+    y.pow(2).sum().backward();
+    EXPECT_TRUE(at::allclose(x1.grad(), x2.grad(), 1e-12, 1e-12)) << "dropout " << dropout;
+    for (size_t i = 0; i < w1.size(); ++i) {
+      EXPECT_TRUE(at::allclose(w1[i].grad(), w2[i].grad(), 1e-12, 1e-12)) << "weight " << i << " dropout " << dropout;
+    }
+    // Forward and recomputation each: mm #0, #1, #2 (torchtitan keeps #0 and #2).
+    const std::vector<std::pair<std::string, int64_t>> expected = {
+        {"aten::mm", 0}, {"aten::mm", 1}, {"aten::mm", 2}, {"aten::mm", 0}, {"aten::mm", 1}, {"aten::mm", 2}};
+    EXPECT_EQ(asked, expected);
+    EXPECT_TRUE(titan("aten::mm", 0) && !titan("aten::mm", 1) && titan("aten::mm", 2));
+  }
+}
+
+// A kept output is the forward's: change a weight the function reads (not an
+// input of the checkpoint) between forward and backward. Full
+// recomputation then differentiates at the new weight everywhere; a kept mm
+// gives tanh the forward's product, while mm's own backward multiplies by
+// the weight the recomputation saw.
+TEST(SelectiveCheckpointTest, KeptOutputsAreTheForwards) {
+  at::Generator gen = at::detail::createCPUGenerator(5);
+  const at::Tensor w_old = at::randn({4, 3}, gen, at::kDouble);
+  const at::Tensor w_new = w_old * 1.5;
+  const at::Tensor x0 = at::randn({2, 4}, gen, at::kDouble);
+  for (bool keep_mm : {false, true}) {
+    at::Tensor w = w_old.clone();
+    at::Tensor x = x0.clone().requires_grad_();
+    const auto body = [&w](const nn::TensorList& in) { return at::tanh(at::mm(in[0], w)); };
+    const nn::SavePolicy keep = [keep_mm](const std::string& op, int64_t) { return keep_mm && op == "aten::mm"; };
+    at::Tensor y = nn::checkpoint(body, {x}, keep);
+    {
+      at::NoGradGuard no_grad;
+      w.copy_(w_new);
+    }
+    y.sum().backward();
+    const at::Tensor product = at::mm(x0, keep_mm ? w_old : w_new);
+    const at::Tensor expected = (1 - product.tanh().pow(2)).mm(w_new.t());
+    EXPECT_TRUE(at::allclose(x.grad(), expected, 1e-12, 1e-12)) << "keep_mm " << keep_mm;
+  }
+}
+
+TEST(SelectiveCheckpointTest, ARecomputationThatDiffersFailsNamingTheOperator) {
+  std::vector<at::Tensor> w = three_weights(3);
+  const at::Tensor x = at::randn({2, 6}, at::kDouble);
+  at::Tensor y = nn::checkpoint(
+      [&](const nn::TensorList& in) {
+        // Branches on grad mode: the recomputation (grad on) runs an extra mm first.
+        at::Tensor h = in[0];
+        if (at::GradMode::is_enabled()) h = at::mm(h, at::eye(6, at::kDouble));
+        return three_matmuls(h, w, 0);
+      },
+      {x}, nn::torchtitan_op_policy());
+  try {
+    y.sum().backward();
+    FAIL() << "expected the recomputation to fail";
+  } catch (const c10::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("selective checkpoint: the recomputation's aten::mm call 0 ([2, 6] Double, [6, 6] Double)"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("differs from the forward's ([2, 6] Double, [6, 8] Double)"), std::string::npos) << what;
+  }
 }
 
 }  // namespace
