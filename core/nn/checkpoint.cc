@@ -128,8 +128,10 @@ at::Tensor checkpoint_with(const std::function<at::Tensor(const TensorList&)>& f
 // outputs, and otherwise runs the operator below the key with the thread's
 // state as it was outside, so the operators a kernel calls inside (a
 // DTensor's local ops and collectives) are not seen, as a mode's are not.
-// Outputs are kept as detached aliases and returned as fresh ones, to which
-// the recomputation's autograd nodes attach. Two consequences of borrowing a
+// Outputs are kept as copies (the forward may write to an output in place
+// afterwards: at::linear adds a 3-D input's bias so where PyTorch, under its
+// Python mode, adds out of place) and returned as fresh aliases without
+// autograd metadata, to which the recomputation's autograd nodes attach. Two consequences of borrowing a
 // backend slot: the key also selects the autograd kernel, so the DTensor
 // autograd overrides (AutogradPrivateUse1) get an AutogradPrivateUse3 kernel
 // that drops the key and goes to them (their own operators are then seen,
@@ -155,8 +157,9 @@ struct SelectiveRun {
   std::shared_ptr<KeptOutputs> kept;
   bool recomputing = false;
   std::unordered_map<std::string, int64_t> calls;  // per operator name
-  // The thread's keys without kSelectiveKey (set again by SelectiveScope).
-  c10::impl::LocalDispatchKeySet outside = c10::impl::tls_local_dispatch_key_set();
+  // The bits of the included keys the scope added (kSelectiveKey's
+  // functionality and backend bits, those the thread had not included).
+  uint64_t added_bits = 0;
 };
 thread_local SelectiveRun* t_selective = nullptr;
 
@@ -173,9 +176,10 @@ class SelectiveScope {
 
  private:
   static c10::impl::LocalDispatchKeySet with_selective_key(SelectiveRun& run) {
-    run.outside = c10::impl::tls_local_dispatch_key_set();
-    c10::impl::LocalDispatchKeySet inside = run.outside;
+    c10::impl::LocalDispatchKeySet inside = c10::impl::tls_local_dispatch_key_set();
+    const uint64_t before = inside.included_.raw_repr();
     inside.included_ = inside.included_ | c10::DispatchKeySet(kSelectiveKey);
+    run.added_bits = inside.included_.raw_repr() & ~before;
     return inside;
   }
   SelectiveRun* previous_;
@@ -208,8 +212,21 @@ std::string describe_arguments(const torch::jit::Stack& stack, size_t count) {
   return out.str();
 }
 
+// The calling thread's keys without what `run`'s scope added: the state an
+// operator runs in below kSelectiveKey. Taken now, not at the scope's start,
+// as autograd kernels exclude keys on the way down (AutoDispatchBelowADInplaceOrView).
+c10::impl::LocalDispatchKeySet outside_of(const SelectiveRun& run) {
+  c10::impl::LocalDispatchKeySet keys = c10::impl::tls_local_dispatch_key_set();
+  keys.included_ = c10::DispatchKeySet(c10::DispatchKeySet::RAW, keys.included_.raw_repr() & ~run.added_bits);
+  return keys;
+}
+
+// A new TensorImpl over the same data without autograd metadata (a DTensor
+// stays one), which the recomputation's autograd kernel attaches its node
+// to; detach() would make a view with metadata, which autograd refuses as an
+// operator's output.
 c10::IValue detached(const c10::IValue& v) {
-  return v.isTensor() && v.toTensor().defined() ? c10::IValue(v.toTensor().detach()) : v;
+  return v.isTensor() && v.toTensor().defined() ? c10::IValue(v.toTensor().variable_data()) : v;
 }
 
 void selective_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
@@ -217,7 +234,7 @@ void selective_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
   const c10::DispatchKeySet below = keys.remove_backend(kSelectiveBackend);
   if (run == nullptr) return op.redispatchBoxed(below, stack);  // the key outlived its scope
   const auto run_below = [&] {
-    c10::impl::ForceDispatchKeyGuard outside(run->outside);
+    c10::impl::ForceDispatchKeyGuard outside(outside_of(*run));
     op.redispatchBoxed(below, stack);
   };
   const c10::FunctionSchema& schema = op.schema();
@@ -228,12 +245,19 @@ void selective_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
   std::deque<KeptOutputs::Call>& calls = run->kept->by_op[name];
   const size_t n_args = schema.arguments().size();
   const size_t n_returns = schema.returns().size();
-  c10::impl::ForceDispatchKeyGuard outside(run->outside);  // detach() below is not seen either
+  c10::impl::ForceDispatchKeyGuard outside(outside_of(*run));
   if (!run->recomputing) {
     KeptOutputs::Call call;
     call.arguments = describe_arguments(*stack, n_args);
     op.redispatchBoxed(below, stack);
-    for (size_t i = stack->size() - n_returns; i < stack->size(); ++i) call.outputs.push_back(detached((*stack)[i]));
+    // A copy: the forward may write to the output later (at::linear adds its
+    // bias in place to a 3-D input's matmul, as PyTorch does where no
+    // Python mode is active), and the recomputation needs what the operator
+    // returned.
+    for (size_t i = stack->size() - n_returns; i < stack->size(); ++i) {
+      const c10::IValue& out = (*stack)[i];
+      call.outputs.push_back(out.isTensor() && out.toTensor().defined() ? c10::IValue(out.toTensor().clone()) : out);
+    }
     calls.push_back(std::move(call));
     return;
   }

@@ -94,7 +94,8 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
   return nn::call(resid_dropout, nn::call(w2, nn::call(gelu, nn::call(w1, x))));
 }
 
-TransformerBlockImpl::TransformerBlockImpl(const ModelArgs& args, bool checkpointed) : checkpointed_(checkpointed) {
+TransformerBlockImpl::TransformerBlockImpl(const ModelArgs& args, bool checkpointed)
+    : checkpointed_(checkpointed || args.checkpoint_ops_), selective_ops_(args.checkpoint_ops_) {
   attention_norm =
       register_module("attention_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({args.dim_})));
   attention = register_module("attention", Attention(args));
@@ -104,7 +105,8 @@ TransformerBlockImpl::TransformerBlockImpl(const ModelArgs& args, bool checkpoin
 
 at::Tensor TransformerBlockImpl::forward(const at::Tensor& x) {
   if (!checkpointed_) return body(x);
-  return nn::checkpoint([this](const nn::TensorList& in) { return body(in[0]); }, {x});
+  const auto fn = [this](const nn::TensorList& in) { return body(in[0]); };
+  return selective_ops_ ? nn::checkpoint(fn, {x}, nn::torchtitan_op_policy()) : nn::checkpoint(fn, {x});
 }
 
 at::Tensor TransformerBlockImpl::body(const at::Tensor& x) {

@@ -77,6 +77,14 @@ struct ModelArgs {
     checkpoint_every_ = v;
     return *this;
   }
+  /// torchtitan's "selective op" AC: every block through
+  /// dtensor::nn::checkpoint with nn::torchtitan_op_policy() (the outputs of
+  /// every other matmul kept from the forward, the rest recomputed); takes
+  /// precedence over checkpoint_every.
+  ModelArgs& checkpoint_ops(bool v) {
+    checkpoint_ops_ = v;
+    return *this;
+  }
   ModelArgs& seed(uint64_t v) {
     seed_ = v;
     return *this;
@@ -98,6 +106,7 @@ struct ModelArgs {
   bool use_sdpa_ = false;
   bool weight_tying_ = false;
   int64_t checkpoint_every_ = 0;
+  bool checkpoint_ops_ = false;
   uint64_t seed_ = 0;  // seeded_init seed
   c10::Device device_ = c10::kCPU;
 };
@@ -152,6 +161,7 @@ class TransformerBlockImpl : public torch::nn::Module {
  private:
   at::Tensor body(const at::Tensor& x);
   bool checkpointed_;
+  bool selective_ops_;  // ModelArgs::checkpoint_ops
 };
 TORCH_MODULE(TransformerBlock);
 

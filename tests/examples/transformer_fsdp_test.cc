@@ -101,15 +101,17 @@ TEST(TransformerFsdpTest, FsdpOverTensorParallelEqualsOneDevice) {
   }
 }
 
-// Full and selective (every 2nd block) activation checkpointing inside the
+// Full, selective layer (every 2nd block) and selective op (torchtitan's
+// policy: every other matmul kept) activation checkpointing inside the
 // fully_shard blocks: the same values and the same collectives (the
 // recomputation reuses the parameters FSDP gathered for backward).
 TEST(TransformerFsdpTest, ActivationCheckpointingKeepsValuesAndCollectives) {
-  for (int64_t every : {1, 2}) {
+  for (int64_t every : {1, 2, 0}) {
+    const bool selective_ops = every == 0;
     examples::TrainingConfig config = fsdp_config(4);
-    config.model = config.model.n_layers(4).checkpoint_every(every);
+    config.model = config.model.n_layers(4).checkpoint_every(every).checkpoint_ops(selective_ops);
     examples::TrainingConfig plain = config;
-    plain.model = plain.model.checkpoint_every(0);
+    plain.model = plain.model.checkpoint_every(0).checkpoint_ops(false);
     const examples::SingleDeviceRun reference = examples::run_single_device(plain, 2);
     run_fake_world(4, [&](World&) {
       examples::TransformerTrainer trainer(config);
@@ -117,7 +119,7 @@ TEST(TransformerFsdpTest, ActivationCheckpointingKeepsValuesAndCollectives) {
       for (const auto& block : *trainer.model().layers) {
         checkpointed += block->as<examples::TransformerBlockImpl>()->checkpointed() ? 1 : 0;
       }
-      EXPECT_EQ(checkpointed, 4 / every);
+      EXPECT_EQ(checkpointed, selective_ops ? 4 : 4 / every);
       for (int step = 0; step < 2; ++step) {
         EXPECT_NEAR(trainer.step(), reference.losses[step], 1e-10) << "every " << every << ", step " << step;
         EXPECT_EQ(trainer.last_counts().forward, (examples::Counts{{"all_gather_into_tensor", 5}}));

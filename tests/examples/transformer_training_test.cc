@@ -82,6 +82,17 @@ TEST(TransformerTrainerTest, ActivationCheckpointingUnderTensorParallelism) {
             << ", with full AC " << examples::to_string(checkpointed_counts.backward) << "\n";
 }
 
+// Selective op checkpointing (torchtitan's policy) on one device: the losses
+// of checkpointing nothing.
+TEST(TransformerTrainerTest, SelectiveOpCheckpointingOnOneDevice) {
+  examples::TrainingConfig config = small_config();
+  const std::vector<double> reference = examples::train_single_device(config, 3);
+  config.model = config.model.checkpoint_ops(true);
+  const std::vector<double> selective = examples::train_single_device(config, 3);
+  ASSERT_EQ(selective.size(), reference.size());
+  for (size_t i = 0; i < reference.size(); ++i) EXPECT_NEAR(selective[i], reference[i], 1e-10) << i;
+}
+
 TEST(TransformerTrainerTest, SingleDeviceRunKeepsItsModel) {
   const examples::TrainingConfig config = small_config();
   const examples::SingleDeviceRun run = examples::run_single_device(config, /*steps=*/2);
