@@ -43,7 +43,8 @@ struct Options {
 };
 
 const char* kUsage =
-    "usage: quickstart [--steps N] [--mesh DP,TP | --mesh TP] [--no-sp] [--fsdp] [--dtype float|double]\n"
+    "usage: quickstart [--steps N] [--mesh DP,TP | --mesh TP] [--no-sp] [--fsdp] [--ac none|full|op|N]\n"
+    "                  [--dtype float|double]\n"
     "                  [--json PATH] [--noise-level 0..3] [--raw] [--device cpu|cuda]\n"
     "                  [--backend gloo|nccl] [--check-against-fake]\n"
     "Runs on a fake world of mesh-size ranks (threads; --device cuda: CUDA fake ranks on one\n"
@@ -54,7 +55,9 @@ const char* kUsage =
     "and its losses agree (float64: 1e-10, float32: 1e-5): a QUICKSTART_CHECK line says which.\n"
     "--fsdp: fully sharded data parallel (fully_shard on every block and the root) on\n"
     "--mesh DP (default 4) instead of tensor parallelism, or with --mesh DP,TP on dp after\n"
-    "tensor (+ sequence) parallelism on tp (FSDP + TP).\n";
+    "tensor (+ sequence) parallelism on tp (FSDP + TP).\n"
+    "--ac: activation checkpointing of the blocks: full (every block recomputed in backward),\n"
+    "op (torchtitan's selective op: every other matmul's output kept), N (every N-th block).\n";
 
 // Throws std::invalid_argument (usage and exit status 2) for a bad flag;
 // prints the usage and exits for --help.
@@ -73,6 +76,17 @@ Options parse_options(int argc, char** argv) {
                 mesh_given = true;
               })
       .custom("--fsdp", 0, [&](const std::vector<std::string>&) { options.config.fully_shard = true; })
+      .custom("--ac", 1,
+              [&](const std::vector<std::string>& v) {
+                auto& model = options.config.model;
+                if (v[0] == "none" || v[0] == "full" || v[0] == "op") {
+                  model = model.checkpoint_every(v[0] == "full" ? 1 : 0).checkpoint_ops(v[0] == "op");
+                  return;
+                }
+                const std::vector<int64_t> every = dtensor::parse_extents(v[0]);
+                if (every.size() != 1 || every[0] < 1) throw std::invalid_argument("is none, full, op or N >= 1");
+                model = model.checkpoint_every(every[0]).checkpoint_ops(false);
+              })
       .custom("--no-sp", 0, [&](const std::vector<std::string>&) { options.config.sequence_parallel = false; })
       .custom("--dtype", 1,
               [&](const std::vector<std::string>& v) {
@@ -124,7 +138,16 @@ std::string mesh_text(const TrainingConfig& config) {
                            : "(tp=" + std::to_string(shape[0]) + ")";
 }
 
-std::string parallelism_text(const TrainingConfig& config) {
+std::string checkpointing_text(const dtensor::examples::ModelArgs& model) {
+  if (model.checkpoint_ops_) return ", selective op activation checkpointing";
+  if (model.checkpoint_every_ == 1) return ", full activation checkpointing";
+  if (model.checkpoint_every_ > 1) {
+    return ", activation checkpointing of every " + std::to_string(model.checkpoint_every_) + "-th block";
+  }
+  return "";
+}
+
+std::string parallelism_only_text(const TrainingConfig& config) {
   if (config.fully_shard && config.mesh_shape.size() == 1) return "fully sharded data parallel (fully_shard) on \"dp\"";
   if (config.fully_shard) {
     return std::string("tensor") + (config.sequence_parallel ? " + sequence" : "") +
@@ -132,6 +155,10 @@ std::string parallelism_text(const TrainingConfig& config) {
   }
   return std::string("tensor") + (config.sequence_parallel ? " + sequence" : "") + " parallel on \"tp\"" +
          (config.mesh_shape.size() == 2 ? ", data parallel on \"dp\"" : "");
+}
+
+std::string parallelism_text(const TrainingConfig& config) {
+  return parallelism_only_text(config) + checkpointing_text(config.model);
 }
 
 // What one rank saw: its losses and step 1's collectives.

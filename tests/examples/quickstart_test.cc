@@ -98,6 +98,17 @@ TEST(QuickstartTest, PrintsLossesCommTableAndWritesTrace) {
   std::fclose(f);
 }
 
+// --ac op: torchtitan's selective op checkpointing of every block under FSDP;
+// the losses equal the one-device run's (the table's |diff| column).
+TEST(QuickstartTest, SelectiveOpCheckpointingUnderFsdp) {
+  const std::string output = run_fake_world({"--fsdp", "--ac", "op", "--dtype", "double", "--steps", "2"});
+  for (const char* part : {"fully sharded data parallel (fully_shard) on \"dp\", selective op activation checkpointing",
+                           "backward {all_gather_into_tensor: 2, reduce_scatter_tensor: 3}"}) {
+    EXPECT_NE(output.find(part), std::string::npos) << "'" << part << "' not in:\n" << output;
+  }
+  EXPECT_EQ(output.find("e-0"), std::string::npos) << "a loss differs from one device's by more than 1e-10:\n" << output;
+}
+
 TEST(QuickstartTest, GlooRunMatchesFakeWorldRankByRank) {
   const std::string fake_output = run_fake_world();
   const std::map<int, std::string> fake = parse_results(fake_output);
