@@ -83,6 +83,8 @@ ProgramModel make_model(const json& program) {
                                          .vocab_size(program.at("vocab_size"))
                                          .max_seq_len(program.at("seq_len"))
                                          .dropout_p(0.0)
+                                         .checkpoint_every(program.value("ac", std::string("none")) == "full" ? 1 : 0)
+                                         .checkpoint_ops(program.value("ac", std::string("none")) == "op")
                                          .seed(3);
     examples::Transformer model(args);
     model->to(at::kDouble);

@@ -81,6 +81,26 @@ def module_counts(mode, root_name, paths):
     return out
 
 
+def torchtitan_op_sac_context():
+    """torchtitan's selective op AC policy (torchtitan/models/llama3/infra/parallelize.py):
+    keep every other mm, the attention kernels, max and reduce_scatter."""
+    from collections import defaultdict
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    aten = torch.ops.aten
+    save = {aten.mm.default, aten._scaled_dot_product_efficient_attention.default,
+            aten._scaled_dot_product_flash_attention.default, aten.max.default,
+            torch.ops._c10d_functional.reduce_scatter_tensor.default}
+    meta = defaultdict(int)
+
+    def policy(ctx, func, *args, **kwargs):
+        key = ("recompute" if ctx.is_recompute else "forward") + "_mm_count"
+        if func == aten.mm.default:
+            meta[key] += 1
+        keep = func in save and not (func == aten.mm.default and meta[key] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+    return create_selective_checkpoint_contexts(policy)
+
+
 def make_model(program):
     """The root, its layers (fully_shard'ed first) and loss(rows of a step's batch)."""
     batch = program.get("batch", 12)
@@ -90,7 +110,13 @@ def make_model(program):
         args = ModelArgs(n_layers=program["n_layers"], vocab_size=program["vocab_size"],
                          max_seq_len=program["seq_len"], dim=program["dim"], n_heads=program["n_heads"],
                          dropout_p=0.0)
+        ac = program.get("ac", "none")
+        args.checkpoint_activations = ac == "full"  # torch.utils.checkpoint around each block
         model = Transformer(args).to(torch.float64)
+        if ac == "op":  # torchtitan's selective op AC: each block in a checkpoint_wrapper
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+            for i, layer in enumerate(model.layers):
+                model.layers[i] = checkpoint_wrapper(layer, context_fn=torchtitan_op_sac_context)
 
         def loss(step, world, rank):
             g = torch.Generator().manual_seed(100 + step)
