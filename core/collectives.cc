@@ -35,10 +35,41 @@ at::Tensor unpad_pieces(const at::Tensor& padded, int64_t n, int64_t piece, int6
   return padded.narrow(0, 0, extent).clone();  // a copy: the padding is not kept alive
 }
 
+thread_local ResultKeeper* t_keeper = nullptr;
+
+// The collective `name` on `input`: the thread's keeper decides, else run().
+at::Tensor kept_or_run(const char* name, const at::Tensor& input, const std::function<at::Tensor()>& run) {
+  if (t_keeper == nullptr) return run();
+  return t_keeper->result(name, input, run);
+}
+
+// The collectives themselves (the public functions ask the keeper first).
+at::Tensor all_gather_dim_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
+                              int64_t extent);
+at::Tensor all_gather_sized_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
+                                const std::vector<int64_t>& sizes);
+at::Tensor reduce_scatter_dim_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
+                                  ReduceOp op);
+at::Tensor all_to_all_dims_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, int64_t from_dim,
+                               int64_t from_extent, int64_t to_dim);
+
 }  // namespace
+
+ResultKeeper* set_thread_result_keeper(ResultKeeper* keeper) {
+  ResultKeeper* previous = t_keeper;
+  t_keeper = keeper;
+  return previous;
+}
 
 at::Tensor all_gather_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
                           int64_t dim, int64_t extent) {
+  return kept_or_run("_c10d_functional::all_gather_into_tensor", local,
+                     [&] { return all_gather_dim_now(local, mesh, mesh_dim, dim, extent); });
+}
+
+namespace {
+at::Tensor all_gather_dim_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                              int64_t dim, int64_t extent) {
   Communicator& comm = mesh.communicator(mesh_dim);
   const int64_t n = comm.size();
   const int64_t piece = padded_piece(extent, n);
@@ -49,9 +80,17 @@ at::Tensor all_gather_dim(const at::Tensor& local, const DeviceMesh& mesh, int m
   comm.all_gather_into_tensor(gathered, send, {}, mesh.collective_tag(mesh_dim));
   return unpad_pieces(gathered, n, piece, extent).movedim(0, dim).contiguous();
 }
+}  // namespace
 
 at::Tensor all_gather_sized(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
                             int64_t dim, const std::vector<int64_t>& sizes) {
+  return kept_or_run("_c10d_functional::all_gather_into_tensor", local,
+                     [&] { return all_gather_sized_now(local, mesh, mesh_dim, dim, sizes); });
+}
+
+namespace {
+at::Tensor all_gather_sized_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                                int64_t dim, const std::vector<int64_t>& sizes) {
   Communicator& comm = mesh.communicator(mesh_dim);
   const int64_t n = comm.size();
   TORCH_CHECK(static_cast<int64_t>(sizes.size()) == n, "all_gather_sized: ", sizes.size(),
@@ -69,6 +108,7 @@ at::Tensor all_gather_sized(const at::Tensor& local, const DeviceMesh& mesh, int
   for (int64_t r = 0; r < n; ++r) pieces.push_back(gathered.narrow(0, r * piece, sizes[static_cast<size_t>(r)]));
   return at::cat(pieces, 0).movedim(0, dim).contiguous();
 }
+}  // namespace
 
 at::Tensor strided_piece(const at::Tensor& full, int64_t dim, int64_t split_factor, int64_t n,
                          int64_t index) {
@@ -81,6 +121,13 @@ at::Tensor strided_piece(const at::Tensor& full, int64_t dim, int64_t split_fact
 
 at::Tensor reduce_scatter_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
                               int64_t dim, ReduceOp op) {
+  return kept_or_run("_c10d_functional::reduce_scatter_tensor", local,
+                     [&] { return reduce_scatter_dim_now(local, mesh, mesh_dim, dim, op); });
+}
+
+namespace {
+at::Tensor reduce_scatter_dim_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                                  int64_t dim, ReduceOp op) {
   Communicator& comm = mesh.communicator(mesh_dim);
   const int64_t n = comm.size();
   const int64_t extent = local.size(dim);
@@ -98,9 +145,17 @@ at::Tensor reduce_scatter_dim(const at::Tensor& local, const DeviceMesh& mesh, i
   if (dim == 0 && mine.size == piece) return out;
   return out.narrow(0, 0, mine.size).movedim(0, dim).contiguous();
 }
+}  // namespace
 
 at::Tensor all_to_all_dims(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
                            int64_t from_dim, int64_t from_extent, int64_t to_dim) {
+  return kept_or_run("_c10d_functional::all_to_all_single", local,
+                     [&] { return all_to_all_dims_now(local, mesh, mesh_dim, from_dim, from_extent, to_dim); });
+}
+
+namespace {
+at::Tensor all_to_all_dims_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
+                               int64_t from_dim, int64_t from_extent, int64_t to_dim) {
   Communicator& comm = mesh.communicator(mesh_dim);
   const int64_t n = comm.size();
   const int64_t from_piece = padded_piece(from_extent, n);
@@ -117,6 +172,7 @@ at::Tensor all_to_all_dims(const at::Tensor& local, const DeviceMesh& mesh, int 
   const ChunkSpan mine = chunk_span(to_extent, n, comm.rank());
   return joined.narrow(from_dim, 0, from_extent).narrow(to_dim, 0, mine.size).contiguous();
 }
+}  // namespace
 
 void all_reduce_(at::Tensor& tensor, const DeviceMesh& mesh, int mesh_dim, ReduceOp op) {
   AllReduceOptions options;
@@ -125,9 +181,11 @@ void all_reduce_(at::Tensor& tensor, const DeviceMesh& mesh, int mesh_dim, Reduc
 }
 
 at::Tensor all_reduce(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, ReduceOp op) {
-  at::Tensor out = local.contiguous().clone();
-  all_reduce_(out, mesh, mesh_dim, op);
-  return out;
+  return kept_or_run("_c10d_functional::all_reduce", local, [&] {
+    at::Tensor out = local.contiguous().clone();
+    all_reduce_(out, mesh, mesh_dim, op);
+    return out;
+  });
 }
 
 at::Tensor scatter_dim(const at::Tensor& full, const DeviceMesh& mesh, int mesh_dim, int64_t dim,

@@ -16,11 +16,41 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "core/device_mesh.h"
 #include "layout/reduce_op.h"
 
 namespace dtensor::collectives {
+
+/// Lets selective activation checkpointing keep a collective's result from
+/// the forward and reuse it in the recomputation (Note [Selective checkpoint]
+/// in core/nn/checkpoint.cc), as PyTorch's policy sees its functional
+/// collectives. While one is set on a thread, all_gather_dim,
+/// all_gather_sized, reduce_scatter_dim, all_to_all_dims and all_reduce ask
+/// it first, with PyTorch's name ("_c10d_functional::reduce_scatter_tensor").
+class ResultKeeper {
+ public:
+  virtual ~ResultKeeper() = default;
+  /// The result of collective `name` on `input`: a kept one, or run()'s.
+  virtual at::Tensor result(const char* name, const at::Tensor& input, const std::function<at::Tensor()>& run) = 0;
+};
+
+/// Sets the calling thread's keeper (nullptr: none) and returns the previous one.
+ResultKeeper* set_thread_result_keeper(ResultKeeper* keeper);
+
+/// For its lifetime the calling thread has no keeper: collectives that are
+/// not the program's own (FSDP's, those inside an operator) always run.
+class NoResultKeeper {
+ public:
+  NoResultKeeper() : previous_(set_thread_result_keeper(nullptr)) {}
+  ~NoResultKeeper() { set_thread_result_keeper(previous_); }
+  NoResultKeeper(const NoResultKeeper&) = delete;
+  NoResultKeeper& operator=(const NoResultKeeper&) = delete;
+
+ private:
+  ResultKeeper* previous_;
+};
 
 /// S(dim) -> R: the pieces of the group concatenated along `dim`. `extent` is
 /// the length of `dim` the group splits (the sum of its torch.chunk pieces;

@@ -44,6 +44,8 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
     std::string fqn;
     int64_t parent = -1;  // enclosing range
   };
+  // Open ranges of recomputations: (depth of running_nodes when opened, range).
+  std::vector<std::pair<size_t, int64_t>> recompute_anchors;
   struct Frame {
     torch::nn::Module* module = nullptr;
     std::string fqn;
@@ -257,17 +259,27 @@ class ModuleTracker::Observer : public nn::ModuleObserver, public internal::Reco
     s.record_module(module, fqn, parent);
     for (const at::Tensor& t : inputs) s.learn_mesh(t);
     State::Frame frame{&module, fqn, bw, -1};
-    if (!bw) {
-      int64_t enclosing = -1;
-      for (auto it = s.forward_stack.rbegin(); it != s.forward_stack.rend(); ++it) {
-        if (it->range >= 0) {
-          enclosing = it->range;
-          break;
-        }
+    int64_t enclosing = -1;
+    for (auto it = s.forward_stack.rbegin(); it != s.forward_stack.rend(); ++it) {
+      if (it->range >= 0) {
+        enclosing = it->range;
+        break;
       }
-      frame.range = static_cast<int64_t>(s.ranges.size());
-      s.ranges.push_back(State::Range{at::sequence_number::peek(), kOpen, fqn, enclosing});
     }
+    // A recomputation (activation checkpointing) creates nodes in backward;
+    // its modules get ranges too, inside an open one for the module whose
+    // node runs the recomputation (the checkpointed block), so the backward
+    // of the recomputed graph is attributed as the forward's would be.
+    if (bw && enclosing < 0 && !s.running_nodes.empty()) {
+      const std::string anchor = s.module_of_node(s.running_nodes.back());
+      if (!anchor.empty() && anchor != trace::kGlobalFqn) {
+        enclosing = static_cast<int64_t>(s.ranges.size());
+        s.ranges.push_back(State::Range{at::sequence_number::peek(), kOpen, anchor, -1});
+        s.recompute_anchors.emplace_back(s.running_nodes.size(), enclosing);
+      }
+    }
+    frame.range = static_cast<int64_t>(s.ranges.size());
+    s.ranges.push_back(State::Range{at::sequence_number::peek(), kOpen, fqn, enclosing});
     s.forward_stack.push_back(std::move(frame));
   }
 
@@ -299,6 +311,11 @@ class ModuleTracker::Observer : public nn::ModuleObserver, public internal::Reco
         if (!m.empty()) s.backward_stack = s.path_to(m);  // Global: empty
       }
     } else if (!s.running_nodes.empty()) {
+      // The node that ran a recomputation is done: so are its anchors.
+      while (!s.recompute_anchors.empty() && s.recompute_anchors.back().first == s.running_nodes.size()) {
+        s.ranges[static_cast<size_t>(s.recompute_anchors.back().second)].end = at::sequence_number::peek();
+        s.recompute_anchors.pop_back();
+      }
       s.running_nodes.pop_back();
     }
   }

@@ -157,6 +157,7 @@ void ParamGroup::register_params(bool unsharded) {
 void ParamGroup::unshard(const std::shared_ptr<const StreamMark>& params_written) {
   if (unsharded_ || pending_gather_ || params_.empty()) return;
   at::NoGradGuard no_grad;
+  collectives::NoResultKeeper fsdp_gathers_always_run;  // not a checkpoint's to keep
   PendingGather pending;
   if (post_forward_.defined()) {
     // Resharded after forward to a smaller group: gather over it only. Forward
@@ -288,6 +289,7 @@ bool ParamGroup::reduce_gradients() {
   if (!has_unsharded_gradients()) return false;
   wait_for_gradients();  // a reduction still running updates the same sharded gradients
   at::NoGradGuard no_grad;
+  collectives::NoResultKeeper fsdp_reductions_always_run;
   const at::Tensor& first = dtensor_impl(params_.front().sharded)->local();
   std::vector<at::Tensor> gradients;  // the tensors that hold their bytes (a DTensor's local one)
   for (const FsdpParam& p : params_) {

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/collectives.h"
 #include "core/compat/autograd_node.h"
 #include "core/dispatch/op_name.h"
 
@@ -128,6 +129,10 @@ at::Tensor checkpoint_with(const std::function<at::Tensor(const TensorList&)>& f
 // outputs, and otherwise runs the operator below the key with the thread's
 // state as it was outside, so the operators a kernel calls inside (a
 // DTensor's local ops and collectives) are not seen, as a mode's are not.
+// The collectives the function issues itself (the redistributions at a TP
+// module's boundary: PyTorch's functional collectives, which its mode sees)
+// reach the policy through core/collectives' ResultKeeper, under PyTorch's
+// names; FSDP's own gathers and reductions never do.
 // Outputs are kept as copies (the forward may write to an output in place
 // afterwards: at::linear adds a 3-D input's bias so where PyTorch, under its
 // Python mode, adds out of place) and returned as fresh aliases without
@@ -151,8 +156,12 @@ struct KeptOutputs {
   std::unordered_map<std::string, std::deque<Call>> by_op;
 };
 
-// The selective checkpoint running on this thread.
-struct SelectiveRun {
+std::string describe_arguments(const torch::jit::Stack& stack, size_t count);
+
+// The selective checkpoint running on this thread; it also decides for the
+// collectives the function issues itself (TP boundaries), as PyTorch's policy
+// sees its functional collectives.
+struct SelectiveRun : collectives::ResultKeeper {
   SavePolicy save;
   std::shared_ptr<KeptOutputs> kept;
   bool recomputing = false;
@@ -160,6 +169,34 @@ struct SelectiveRun {
   // The bits of the included keys the scope added (kSelectiveKey's
   // functionality and backend bits, those the thread had not included).
   uint64_t added_bits = 0;
+
+  // Asks the policy for the next call of `name`: true when its result is (to be) kept.
+  bool keeps(const std::string& name) { return save(name, calls[name]++); }
+
+  at::Tensor result(const char* name, const at::Tensor& input, const std::function<at::Tensor()>& run) override {
+    if (!keeps(name)) return run();
+    const std::string arguments = describe_arguments({c10::IValue(input)}, 1);
+    std::deque<KeptOutputs::Call>& queue = kept->by_op[name];
+    if (!recomputing) {
+      at::Tensor out = run();
+      queue.push_back(KeptOutputs::Call{{c10::IValue(out.clone())}, arguments});
+      return out;
+    }
+    check_recomputed(name, queue, arguments);
+    at::Tensor out = queue.front().outputs.front().toTensor().variable_data();
+    queue.pop_front();
+    return out;
+  }
+
+  void check_recomputed(const std::string& name, const std::deque<KeptOutputs::Call>& queue,
+                        const std::string& arguments) const {
+    TORCH_CHECK(!queue.empty() && queue.front().arguments == arguments, "selective checkpoint: the recomputation's ",
+                name, " call ", calls.at(name) - 1, " (", arguments, ") ",
+                queue.empty() ? std::string("was not in the forward")
+                              : "differs from the forward's (" + queue.front().arguments + ")",
+                "; the checkpointed function must dispatch the same operators and collectives in both runs (no "
+                "branch on grad mode or on data), or use checkpoint() without a policy");
+  }
 };
 thread_local SelectiveRun* t_selective = nullptr;
 
@@ -167,10 +204,13 @@ thread_local SelectiveRun* t_selective = nullptr;
 class SelectiveScope {
  public:
   explicit SelectiveScope(SelectiveRun& run)
-      : previous_(t_selective), keys_(with_selective_key(run)) {
+      : previous_(t_selective), keys_(with_selective_key(run)), keeper_(collectives::set_thread_result_keeper(&run)) {
     t_selective = &run;
   }
-  ~SelectiveScope() { t_selective = previous_; }
+  ~SelectiveScope() {
+    collectives::set_thread_result_keeper(keeper_);
+    t_selective = previous_;
+  }
   SelectiveScope(const SelectiveScope&) = delete;
   SelectiveScope& operator=(const SelectiveScope&) = delete;
 
@@ -184,6 +224,7 @@ class SelectiveScope {
   }
   SelectiveRun* previous_;
   c10::impl::ForceDispatchKeyGuard keys_;
+  collectives::ResultKeeper* keeper_;
 };
 
 // Only functional operators returning tensors: a kept output must not alias
@@ -235,17 +276,18 @@ void selective_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
   if (run == nullptr) return op.redispatchBoxed(below, stack);  // the key outlived its scope
   const auto run_below = [&] {
     c10::impl::ForceDispatchKeyGuard outside(outside_of(*run));
+    collectives::NoResultKeeper inside_the_operator;  // a DTensor op's own collectives
     op.redispatchBoxed(below, stack);
   };
   const c10::FunctionSchema& schema = op.schema();
   if (!keepable(schema)) return run_below();
   const std::string name = full_op_name(op.operator_name());
-  const int64_t index = run->calls[name]++;
-  if (!run->save(name, index)) return run_below();
+  if (!run->keeps(name)) return run_below();
   std::deque<KeptOutputs::Call>& calls = run->kept->by_op[name];
   const size_t n_args = schema.arguments().size();
   const size_t n_returns = schema.returns().size();
   c10::impl::ForceDispatchKeyGuard outside(outside_of(*run));
+  collectives::NoResultKeeper inside_the_operator;
   if (!run->recomputing) {
     KeptOutputs::Call call;
     call.arguments = describe_arguments(*stack, n_args);
@@ -261,13 +303,7 @@ void selective_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
     calls.push_back(std::move(call));
     return;
   }
-  const std::string arguments = describe_arguments(*stack, n_args);
-  TORCH_CHECK(!calls.empty() && calls.front().arguments == arguments, "selective checkpoint: the recomputation's ",
-              name, " call ", index, " (", arguments, ") ",
-              calls.empty() ? std::string("was not in the forward")
-                            : "differs from the forward's (" + calls.front().arguments + ")",
-              "; the checkpointed function must dispatch the same operators in both runs (no branch on "
-              "grad mode or on data), or use checkpoint() without a policy");
+  run->check_recomputed(name, calls, describe_arguments(*stack, n_args));
   torch::jit::drop(*stack, n_args);
   for (const c10::IValue& v : calls.front().outputs) stack->push_back(detached(v));
   calls.pop_front();
@@ -354,7 +390,8 @@ SavePolicy torchtitan_op_policy() {
     return op == "aten::_scaled_dot_product_efficient_attention" ||
            op == "aten::_scaled_dot_product_flash_attention" ||
            op == "aten::_scaled_dot_product_cudnn_attention" || op == "aten::_scaled_dot_product_attention_math" ||
-           op == "aten::_scaled_dot_product_fused_attention_overrideable" || op == "aten::max";
+           op == "aten::_scaled_dot_product_fused_attention_overrideable" || op == "aten::max" ||
+           op == "_c10d_functional::reduce_scatter_tensor";
   };
 }
 

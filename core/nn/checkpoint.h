@@ -36,7 +36,11 @@ at::Tensor checkpoint(const std::function<at::Tensor(const TensorList&)>& fn, co
 /// (PyTorch's create_selective_checkpoint_contexts policy): asked for each
 /// operator the checkpointed function dispatches (on plain tensors and
 /// DTensors alike), with its full name ("aten::mm", "aten::max.dim") and how
-/// many calls of that name came before in this run. true: the forward keeps
+/// many calls of that name came before in this run, and for each collective
+/// it issues itself (a redistribution at a TP module's boundary, not one
+/// inside an operator or FSDP's) under PyTorch's functional-collective name
+/// ("_c10d_functional::reduce_scatter_tensor", "::all_gather_into_tensor",
+/// "::all_reduce", "::all_to_all_single"). true: the forward keeps
 /// its outputs and the recomputation returns them instead of running it
 /// (PyTorch's MUST_SAVE: no kernel, and on DTensors no collective); false:
 /// recomputed (PREFER_RECOMPUTE). Operators that write to their inputs or
@@ -45,8 +49,9 @@ at::Tensor checkpoint(const std::function<at::Tensor(const TensorList&)>& fn, co
 using SavePolicy = std::function<bool(const std::string& op, int64_t index)>;
 
 /// torchtitan's "selective op" activation checkpointing: keep aten::mm
-/// (every other one: the 1st, 3rd, ...), the attention kernels and the full
-/// aten::max; recompute the rest.
+/// (every other one: the 1st, 3rd, ...), the attention kernels, the full
+/// aten::max and the reduce-scatters the function issues itself (a row-wise
+/// layer's output under sequence parallelism); recompute the rest.
 SavePolicy torchtitan_op_policy();
 
 /// checkpoint(fn, inputs) that keeps what `save` selects from the forward

@@ -113,10 +113,19 @@ def make_model(program):
         ac = program.get("ac", "none")
         args.checkpoint_activations = ac == "full"  # torch.utils.checkpoint around each block
         model = Transformer(args).to(torch.float64)
-        if ac == "op":  # torchtitan's selective op AC: each block in a checkpoint_wrapper
-            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
-            for i, layer in enumerate(model.layers):
-                model.layers[i] = checkpoint_wrapper(layer, context_fn=torchtitan_op_sac_context)
+
+        def wrap_blocks():
+            if ac == "op":  # torchtitan's selective op AC: each block in a checkpoint_wrapper
+                from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+                for i, layer in enumerate(model.layers):
+                    model.layers[i] = checkpoint_wrapper(layer, context_fn=torchtitan_op_sac_context)
+        if program.get("tp"):  # tensor (+ sequence) parallel on mesh["tp"], then AC, as torchtitan
+            def tp(tp_mesh):
+                Transformer.parallelize(model, tp_mesh, program.get("sp", True))
+                wrap_blocks()
+            model._tp = tp
+        else:
+            wrap_blocks()
 
         def loss(step, world, rank):
             g = torch.Generator().manual_seed(100 + step)
@@ -149,6 +158,22 @@ def tensor_parallel(layers, tp_mesh):
         parallelize_module(layer, tp_mesh, style)
 
 
+def attention_backend(program):
+    """The math SDPA for a tensor-parallel transformer: DTensor has no sharding
+    strategy for the CPU flash kernel (_scaled_dot_product_flash_attention_for_cpu);
+    the math path decomposes into ops it shards (so does dtensor's Transformer),
+    with its causal mask (a plain tensor) implicitly replicated."""
+    import contextlib
+    if not (program.get("tp") and program.get("model") == "transformer"):
+        return contextlib.nullcontext()
+    from torch.distributed.tensor.experimental import implicit_replication
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    stack = contextlib.ExitStack()
+    stack.enter_context(sdpa_kernel(SDPBackend.MATH))
+    stack.enter_context(implicit_replication())  # the math path's causal mask is a plain tensor
+    return stack
+
+
 def run_program(rank, world, program):
     torch.manual_seed(program.get("seed", 0))
     model, layers, layer_paths, loss_of = make_model(program)
@@ -160,7 +185,11 @@ def run_program(rank, world, program):
     if program.get("tp"):  # FSDP over tensor parallelism on a (dp, tp) mesh
         from torch.distributed.device_mesh import init_device_mesh
         mesh = init_device_mesh("cpu", tuple(program["mesh"]), mesh_dim_names=("dp", "tp"))
-        tensor_parallel(layers, mesh["tp"])
+        if hasattr(model, "_tp"):
+            model._tp(mesh["tp"])
+            layers = list(model.layers)  # the checkpoint wrappers, if any
+        else:
+            tensor_parallel(layers, mesh["tp"])
         kwargs["mesh"] = mesh["dp"]
         data_ranks, data_rank = mesh["dp"].size(), mesh["dp"].get_local_rank()
     elif "mesh" in program:  # HSDP
@@ -185,7 +214,7 @@ def run_program(rank, world, program):
         for m in range(micro):
             if micro > 1:
                 model.set_requires_gradient_sync(m == micro - 1)
-            with CommDebugMode() as mode:
+            with CommDebugMode() as mode, attention_backend(program):
                 loss = loss_of(step * 10 + m, data_ranks, data_rank)
                 loss.backward()
             modules = module_counts(mode, type(model).__name__, paths)
@@ -214,8 +243,10 @@ def worker(rank, world, init_file, programs, out_file):
 
 
 def main():
-    programs = json.load(open(sys.argv[1]))["programs"]
-    out = {"pytorch": torch.__version__.split("+")[0], "programs": {}}
+    version = torch.__version__.split("+")[0]
+    programs = [p for p in json.load(open(sys.argv[1]))["programs"]
+                if any(version.startswith(v + ".") for v in p.get("pytorch", [version.rsplit(".", 1)[0]]))]
+    out = {"pytorch": version, "programs": {}}
     for world in sorted({p["world"] for p in programs}):
         group = [p for p in programs if p["world"] == world]
         with tempfile.TemporaryDirectory() as tmp:
