@@ -50,7 +50,10 @@ namespace dtensor::debug {
 // PyTorch instead attributes all backward work to the module whose backward
 // pre-hook fired last. trace::Phase: get_current_graph_task_exec_info() != nullptr
 // means this thread runs backward. A forward scope entered during backward
-// (activation checkpointing recomputation) is its own module, phase backward.
+// (activation checkpointing recomputation) is its own module, phase backward;
+// its nodes get sequence ranges like a forward's, inside an open range for
+// the module whose node runs the recomputation (closed when that node ends),
+// so the backward of the recomputed graph is attributed by mechanism 1 too.
 // Hooks hold the tracker's state weakly and the tensors are held weakly
 // (weak_intrusive_ptr); exit() removes every hook still alive (remove_hook),
 // so nothing outlives the session and no activation is kept alive.
