@@ -54,7 +54,13 @@ namespace dtensor::planner {
 // would record (each layer records the same collectives); the peak is exact
 // when it scales with depth (activations kept for backward, which it does
 // once the model has more than a layer). The peak's location is the 2-layer
-// trace's.
+// trace's. With activation checkpointing of every layer (ac=full, ac=op) the
+// layers are still identical. With every n-th layer checkpointed (ac=n) they
+// are of two kinds: the step is extrapolated twice, with no layer and with
+// every layer checkpointed, and blended by the fraction of checkpointed
+// layers (blend_totals): exact for the additive quantities; for the peak an
+// approximation (the activations kept per layer of each kind add up, while
+// one checkpointed layer's recomputation is counted at its share).
 
 namespace {
 
@@ -240,6 +246,41 @@ StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t 
   return t;
 }
 
+StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w) {
+  auto mix = [w](double x, double y) { return (1 - w) * x + w * y; };
+  auto mixi = [&](int64_t x, int64_t y) { return static_cast<int64_t>(std::llround(mix(static_cast<double>(x), static_cast<double>(y)))); };
+  StepTotals t;
+  t.parameter_bytes = mixi(a.parameter_bytes, b.parameter_bytes);
+  t.gradient_bytes = mixi(a.gradient_bytes, b.gradient_bytes);
+  t.optimizer_bytes = mixi(a.optimizer_bytes, b.optimizer_bytes);
+  if (a.peak_bytes && b.peak_bytes) t.peak_bytes = mixi(*a.peak_bytes, *b.peak_bytes);
+  t.peak_location = w < 0.5 ? a.peak_location : b.peak_location;
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<const CommRow*, const CommRow*>> rows;
+  for (const CommRow& r : a.comm) rows[{r.phase, r.kind, r.mesh_dim}].first = &r;
+  for (const CommRow& r : b.comm) rows[{r.phase, r.kind, r.mesh_dim}].second = &r;
+  for (const auto& [key, pair] : rows) {
+    const CommRow none;
+    const CommRow& x = pair.first ? *pair.first : none;
+    const CommRow& y = pair.second ? *pair.second : none;
+    CommRow r = pair.first ? x : y;
+    r.count = mixi(x.count, y.count);
+    r.bytes = mixi(x.bytes, y.bytes);
+    r.ring_bytes = mixi(x.ring_bytes, y.ring_bytes);
+    r.time_us = mix(x.time_us, y.time_us);
+    t.comm.push_back(r);
+  }
+  t.forward_flops = mix(a.forward_flops, b.forward_flops);
+  t.backward_flops = mix(a.backward_flops, b.backward_flops);
+  t.update_flops = mix(a.update_flops, b.update_flops);
+  t.forward_pointwise_bytes = mix(a.forward_pointwise_bytes, b.forward_pointwise_bytes);
+  t.backward_pointwise_bytes = mix(a.backward_pointwise_bytes, b.backward_pointwise_bytes);
+  t.update_pointwise_bytes = mix(a.update_pointwise_bytes, b.update_pointwise_bytes);
+  t.forward_compute_us = mix(a.forward_compute_us, b.forward_compute_us);
+  t.backward_compute_us = mix(a.backward_compute_us, b.backward_compute_us);
+  t.update_compute_us = mix(a.update_compute_us, b.update_compute_us);
+  return t;
+}
+
 PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layers, const ModelConfig& model,
                                   const PlanConfig& plan, const Topology& topology) {
   PlanEstimate e;
@@ -274,9 +315,23 @@ PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model,
   } else {
     ModelConfig one = model, two = model;
     one.layers = 1, two.layers = 2;
-    const StepTotals a = step_totals(trace_solo_step(program, one, plan, options.solo_device), one, plan, topology);
-    const StepTotals b = step_totals(trace_solo_step(program, two, plan, options.solo_device), two, plan, topology);
-    e = estimate_from_totals(extrapolate_layers(a, b, model.layers), 2, model, plan, topology);
+    auto scaled = [&](const PlanConfig& p) {
+      const StepTotals a = step_totals(trace_solo_step(program, one, p, options.solo_device), one, p, topology);
+      const StepTotals b = step_totals(trace_solo_step(program, two, p, options.solo_device), two, p, topology);
+      return extrapolate_layers(a, b, model.layers);
+    };
+    if (plan.checkpoint_every > 1 && !plan.checkpoint_ops) {
+      // Every n-th layer checkpointed: the two kinds of layer scale apart
+      // (Note [Per-layer scaling]).
+      PlanConfig plain = plan, every = plan;
+      plain.checkpoint_every = 0;
+      every.checkpoint_every = 1;
+      const double checkpointed = static_cast<double>(model.layers / plan.checkpoint_every);
+      e = estimate_from_totals(blend_totals(scaled(plain), scaled(every), checkpointed / static_cast<double>(model.layers)),
+                               2, model, plan, topology);
+    } else {
+      e = estimate_from_totals(scaled(plan), 2, model, plan, topology);
+    }
   }
   e.trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return e;

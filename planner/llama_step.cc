@@ -12,6 +12,7 @@
 #include "core/factories.h"
 #include "core/fsdp/fully_shard.h"
 #include "core/parallel/module_params.h"
+#include "core/nn/checkpoint.h"
 #include "core/nn/module_call.h"
 #include "planner/training_update.h"
 
@@ -181,28 +182,41 @@ StepProgram llama_step_program() {
         h = scope.output(
             DTensor(embedding_lookup(param(l.tok_embeddings, "weight"), tokens, m.dim)).redistribute({stream}));
       }
-      for (const Layer& y : l.layers) {
+      for (size_t i = 0; i < l.layers.size(); ++i) {
+        const Layer& y = l.layers[i];
         nn::ModuleScope block(*y.block, {h});
-        at::Tensor x;
-        {
-          nn::ModuleScope scope(*y.attention_norm, {h});
-          x = scope.output(norm(h, param(y.attention_norm, "weight")));
-        }
-        {
-          nn::ModuleScope scope(*y.attention, {x});
-          at::Tensor xa = region_input(x, sp);
-          h = h + scope.output(DTensor(attention(m, xa, y)).redistribute({stream}));
-        }
-        {
-          nn::ModuleScope scope(*y.ffn_norm, {h});
-          x = scope.output(norm(h, param(y.ffn_norm, "weight")));
-        }
-        {
-          nn::ModuleScope scope(*y.feed_forward, {x});
-          at::Tensor xf = region_input(x, sp);
-          const std::shared_ptr<Params>& ff = y.feed_forward;
-          at::Tensor g = at::silu(at::matmul(xf, param(ff, "w1"))) * at::matmul(xf, param(ff, "w3"));
-          h = h + scope.output(DTensor(at::matmul(g, param(ff, "w2"))).redistribute({stream}));
+        // The block's body, checkpointed as the plan says (inside the block's
+        // boundary, as torchtitan wraps the block before fully_shard).
+        const auto body = [&](const nn::TensorList& in) {
+          at::Tensor h = in[0], x;
+          {
+            nn::ModuleScope scope(*y.attention_norm, {h});
+            x = scope.output(norm(h, param(y.attention_norm, "weight")));
+          }
+          {
+            nn::ModuleScope scope(*y.attention, {x});
+            at::Tensor xa = region_input(x, sp);
+            h = h + scope.output(DTensor(attention(m, xa, y)).redistribute({stream}));
+          }
+          {
+            nn::ModuleScope scope(*y.ffn_norm, {h});
+            x = scope.output(norm(h, param(y.ffn_norm, "weight")));
+          }
+          {
+            nn::ModuleScope scope(*y.feed_forward, {x});
+            at::Tensor xf = region_input(x, sp);
+            const std::shared_ptr<Params>& ff = y.feed_forward;
+            at::Tensor g = at::silu(at::matmul(xf, param(ff, "w1"))) * at::matmul(xf, param(ff, "w3"));
+            h = h + scope.output(DTensor(at::matmul(g, param(ff, "w2"))).redistribute({stream}));
+          }
+          return h;
+        };
+        if (plan.checkpoint_ops) {
+          h = nn::checkpoint(body, {h}, nn::torchtitan_op_policy());
+        } else if (plan.checkpointed(static_cast<int64_t>(i))) {
+          h = nn::checkpoint(body, {h});
+        } else {
+          h = body({h});
         }
         h = block.output(h);
       }

@@ -32,7 +32,9 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
                         llama-70b:layers=40,seq=8192 or transformer:dim=32
                         keys: layers dim ffn heads kv_heads vocab seq batch dtype
   --mesh MESH           dp=1024,tp=8 (dim names dp, tp; dp outer)
-  --plan OPTIONS        comma list: sp|nosp, adam|sgd-momentum|sgd, micro=N, zero1
+  --plan OPTIONS        comma list: sp|nosp, adam|sgd-momentum|sgd, micro=N, zero1,
+                        fsdp, ac=none|full|op|N (activation checkpointing: every
+                        layer, torchtitan's selective op, every N-th layer)
                         (default nosp,adam,micro=1)
   --topology FILE       links per mesh dim, peak rates and the memory cap
                         (format: planner/topology.h; default H100 + NVLink + 400G)
@@ -40,7 +42,9 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
   --calibration FILE    compute at the rates measured on a GPU (tools/calibrate_gpu.sh;
                         format: planner/calibration.h) instead of the topology's peaks
   --sweep WORLD         enumerate meshes dp x tp of WORLD ranks and the plan
-                        options (sp, micro 1..16, 3 optimizers); rank those that fit
+                        options (sp, micro 1..16, 3 optimizers, zero1, fsdp,
+                        activation checkpointing); rank those that fit
+  --sweep-ac LIST       sweep: activation checkpointing modes (default none,op,full)
   --top N               sweep: plans shown (default 10)
   --trace-layers N      trace all layers up to N, else 1 and 2 and scale (default 2; 0: all)
   --json FILE           also write the report as JSON ("-": stdout only JSON)
@@ -48,7 +52,7 @@ exit status: 0 fits, 1 does not fit (sweep: none fits), 2 usage or run error
 )";
 
 struct Args {
-  std::string model, mesh, plan = "nosp,adam,micro=1", topology, calibration, json;
+  std::string model, mesh, plan = "nosp,adam,micro=1", topology, calibration, json, sweep_ac = "none,op,full";
   double cap_gib = 0;
   int64_t sweep = 0, top = 10, trace_layers = 2;
 };
@@ -63,6 +67,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
       .value("--json", &a.json)
       .value("--cap-gib", &a.cap_gib)
       .value("--sweep", &a.sweep)
+      .value("--sweep-ac", &a.sweep_ac)
       .value("--top", &a.top)
       .value("--trace-layers", &a.trace_layers);
   if (!flags.parse(argc, argv, error)) return false;
@@ -119,6 +124,13 @@ int plan_cli(int argc, char** argv, const std::map<ModelKind, ProgramEntry>& ext
       SweepOptions s;
       s.world_size = a.sweep;
       s.estimate = options;
+      s.activation_checkpointing.clear();
+      std::stringstream modes(a.sweep_ac);
+      for (std::string mode; std::getline(modes, mode, ',');) {
+        PlanConfig check;
+        set_checkpointing(check, mode);  // a bad mode fails here, before the sweep
+        s.activation_checkpointing.push_back(mode);
+      }
       const SweepResult r = sweep_plans(it->second.program, model, topology, s);
       if (!json_only) std::cout << sweep_report_text(r, a.top);
       if (!a.json.empty()) write_json(a.json, sweep_report_json(r));

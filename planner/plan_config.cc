@@ -167,8 +167,27 @@ const char* optimizer_name(Optimizer o) {
 }
 
 std::string PlanConfig::to_string() const {
+  const std::string ac = checkpoint_ops ? "op" : checkpoint_every == 1 ? "full" : std::to_string(checkpoint_every);
   return mesh.to_string() + (sequence_parallel ? ",sp" : ",nosp") + ",micro=" + std::to_string(micro_batch) + "," +
-         optimizer_name(optimizer) + (zero1 ? ",zero1" : "") + (fsdp ? ",fsdp" : "");
+         optimizer_name(optimizer) + (zero1 ? ",zero1" : "") + (fsdp ? ",fsdp" : "") +
+         (checkpoint_ops || checkpoint_every > 0 ? ",ac=" + ac : "");
+}
+
+std::string PlanConfig::checkpointing() const {
+  if (checkpoint_ops) return "op";
+  if (checkpoint_every == 0) return "none";
+  return checkpoint_every == 1 ? "full" : "every " + std::to_string(checkpoint_every);
+}
+
+void set_checkpointing(PlanConfig& p, const std::string& mode) {
+  p.checkpoint_ops = mode == "op";
+  if (mode == "none" || mode == "op" || mode == "full") {
+    p.checkpoint_every = mode == "full" ? 1 : 0;
+  } else if (!mode.empty() && mode.find_first_not_of("0123456789") == std::string::npos) {
+    p.checkpoint_every = positive_int("ac", mode);
+  } else {
+    throw std::invalid_argument("ac=" + mode + ": expected none, full, op or N (every N-th layer)");
+  }
 }
 
 PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text) {
@@ -195,8 +214,10 @@ PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text) {
       p.fsdp = false;
     } else if (w.rfind("micro=", 0) == 0) {
       p.micro_batch = positive_int("micro", w.substr(6));
+    } else if (w.rfind("ac=", 0) == 0) {
+      set_checkpointing(p, w.substr(3));
     } else {
-      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N, zero1, nozero, fsdp, nofsdp)");
+      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N, zero1, nozero, fsdp, nofsdp, ac=none|full|op|N)");
     }
   }
   return p;

@@ -90,14 +90,29 @@ struct PlanConfig {
   /// before its forward and again before its backward, gradients
   /// reduce-scattered.
   bool fsdp = false;
-  /// "dp=512,tp=8,sp,micro=2,adam,zero1", "dp=512,tp=8,sp,micro=1,adam,fsdp".
+  /// Activation checkpointing of the layers (core/nn/checkpoint.h), as
+  /// torchtitan's modes: 0 none; 1 every layer ("full"); n > 1 every n-th
+  /// layer ("selective layer"). With checkpoint_ops: every layer with
+  /// torchtitan's selective op policy (nn::torchtitan_op_policy).
+  int64_t checkpoint_every = 0;
+  bool checkpoint_ops = false;
+  /// "dp=512,tp=8,sp,micro=2,adam,zero1", "dp=512,tp=8,sp,micro=1,adam,fsdp,ac=full".
   std::string to_string() const;
+  /// "none", "full", "op" or "every N".
+  std::string checkpointing() const;
+  /// Whether layer `i` (0-based) is checkpointed.
+  bool checkpointed(int64_t i) const { return checkpoint_ops || (checkpoint_every > 0 && (i + 1) % checkpoint_every == 0); }
 };
 
 /// Plan options over `mesh`: a comma list of "sp" / "nosp", "adam" /
-/// "sgd-momentum" / "sgd", "micro=N", "zero1" / "nozero", "fsdp" / "nofsdp".
+/// "sgd-momentum" / "sgd", "micro=N", "zero1" / "nozero", "fsdp" / "nofsdp",
+/// "ac=none" / "ac=full" / "ac=op" / "ac=N" (every N-th layer).
 /// Example: parse_plan(mesh, "sp,adam,micro=2,zero1").
 PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text);
+
+/// Sets `p`'s activation checkpointing from "none", "full", "op" or "N" (as
+/// "ac=" in parse_plan). Throws std::invalid_argument otherwise.
+void set_checkpointing(PlanConfig& p, const std::string& mode);
 
 /// Checks that `plan` can run `model`: tp divides heads (and kv_heads, dim,
 /// ffn, vocab), dp * micro_batch divides batch, sequence parallelism needs

@@ -45,16 +45,19 @@ SweepResult sweep_plans(const StepProgram& program, const ModelConfig& model, co
          for (int sharding : {0, 1, 2}) {
           if (sharding == 1 && (!options.try_zero1 || dp == 1)) continue;
           if (sharding == 2 && (!options.try_fsdp || dp == 1)) continue;
-          PlanConfig plan;
-          plan.mesh = mesh, plan.sequence_parallel = sp, plan.micro_batch = micro, plan.optimizer = opt;
-          plan.zero1 = sharding == 1;
-          plan.fsdp = sharding == 2;
-          const std::string problem = plan_problem(model, plan);
-          if (!problem.empty()) {
-            r.skipped.push_back({plan.to_string(), problem});
-            continue;
+          for (const std::string& ac : options.activation_checkpointing) {
+            PlanConfig plan;
+            plan.mesh = mesh, plan.sequence_parallel = sp, plan.micro_batch = micro, plan.optimizer = opt;
+            plan.zero1 = sharding == 1;
+            plan.fsdp = sharding == 2;
+            set_checkpointing(plan, ac);
+            const std::string problem = plan_problem(model, plan);
+            if (!problem.empty()) {
+              r.skipped.push_back({plan.to_string(), problem});
+              continue;
+            }
+            r.ranked.push_back(estimate_plan(program, model, plan, topology, options.estimate));
           }
-          r.ranked.push_back(estimate_plan(program, model, plan, topology, options.estimate));
          }
         }
       }

@@ -27,6 +27,9 @@ struct SweepOptions {
   bool try_zero1 = true;
   /// Also try FSDP (fully_shard over dp) where dp > 1.
   bool try_fsdp = true;
+  /// Activation checkpointing modes to try ("none", "op", "full", "N": as
+  /// the plan's ac=).
+  std::vector<std::string> activation_checkpointing = {"none", "op", "full"};
   EstimateOptions estimate;
 };
 

@@ -133,10 +133,13 @@ at::Tensor checkpoint_with(const std::function<at::Tensor(const TensorList&)>& f
 // module's boundary: PyTorch's functional collectives, which its mode sees)
 // reach the policy through core/collectives' ResultKeeper, under PyTorch's
 // names; FSDP's own gathers and reductions never do.
-// Outputs are kept as copies (the forward may write to an output in place
-// afterwards: at::linear adds a 3-D input's bias so where PyTorch, under its
-// Python mode, adds out of place) and returned as fresh aliases without
-// autograd metadata, to which the recomputation's autograd nodes attach. Two consequences of borrowing a
+// Outputs are kept as copies and returned as fresh aliases without autograd
+// metadata, to which the recomputation's autograd nodes attach. Copies, as
+// the forward may write to an output's storage afterwards, and no version
+// counter tells: at::linear adds a 3-D input's bias in place to the
+// _unsafe_view of its matmul's output (a new version counter), where
+// PyTorch, under its Python mode, adds out of place. The copy is memory
+// traffic PyTorch does not have (the planner's traces count it). Two consequences of borrowing a
 // backend slot: the key also selects the autograd kernel, so the DTensor
 // autograd overrides (AutogradPrivateUse1) get an AutogradPrivateUse3 kernel
 // that drops the key and goes to them (their own operators are then seen,

@@ -25,6 +25,8 @@ planner::StepProgram transformer_step_program() {
                        .dim(m.dim)
                        .n_heads(m.heads)
                        .dropout_p(0.0)
+                       .checkpoint_every(plan.checkpoint_every)
+                       .checkpoint_ops(plan.checkpoint_ops)
                        .seed(3)
                        .device(mesh.device());
     config.batch = plan.micro_batch;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -119,6 +120,66 @@ TEST(LlamaStepTest, TwoLayerExtrapolationEqualsTheFullTrace) {
   EXPECT_NEAR(scaled.totals.forward_flops, full.totals.forward_flops, 1e-9 * full.totals.forward_flops);
   EXPECT_NEAR(scaled.totals.backward_flops, full.totals.backward_flops, 1e-9 * full.totals.backward_flops);
   EXPECT_GT(full.totals.forward_flops, 0);
+}
+
+// Activation checkpointing plans (PlanConfig::checkpoint_every / _ops): the
+// activations kept at the peak shrink (full < op < none), the recomputed
+// forward adds FLOPs (full adds a whole forward of the layers, op less: its
+// kept matmuls are not recomputed) and tensor-parallel collectives in
+// backward (op keeps the reduce_scatters, as torchtitan's policy); every n-th
+// layer, extrapolated from 1- and 2-layer traces of both kinds of layer,
+// equals the full trace in counts and FLOPs.
+TEST(LlamaStepTest, ActivationCheckpointingPlans) {
+  const ModelConfig m = parse_model("llama:layers=4,dim=64,ffn=256,heads=8,kv_heads=4,vocab=32,seq=256,batch=8,dtype=float32");
+  const Topology topo = default_topology();
+  std::map<std::string, PlanEstimate> e;
+  std::map<std::string, std::map<std::string, int64_t>> counts;
+  for (const char* ac : {"none", "full", "op", "2"}) {
+    const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), std::string("sp,adam,ac=") + ac);
+    EXPECT_EQ(p.checkpointing(), std::string(ac) == "2" ? "every 2" : ac);
+    e[ac] = estimate_plan(llama_step_program(), m, p, topo, {/*max_traced_layers=*/0});
+    for (const CommRow& r : e[ac].totals.comm) counts[ac][r.kind + " " + r.mesh_dim] += r.count;
+  }
+  const auto activations = [&](const char* ac) { return e[ac].activation_bytes.value_or(-1); };
+  EXPECT_LT(activations("full"), activations("op"));
+  EXPECT_LT(activations("op"), activations("none"));
+  EXPECT_LT(activations("2"), activations("none"));
+  EXPECT_GT(activations("2"), activations("full"));
+  const auto& none = e["none"].totals;
+  const auto& full = e["full"].totals;
+  const auto& op = e["op"].totals;
+  // Full AC recomputes every layer's forward: backward gains the layers' share of the forward FLOPs.
+  EXPECT_GT(full.backward_flops, none.backward_flops + 0.8 * none.forward_flops * m.layers / (m.layers + 1));
+  EXPECT_LT(full.backward_flops, none.backward_flops + none.forward_flops);
+  EXPECT_GT(op.backward_flops, none.backward_flops);
+  EXPECT_LT(op.backward_flops, full.backward_flops);
+  EXPECT_EQ(full.forward_flops, none.forward_flops);
+  // Per micro-step and layer the recomputation re-issues the two sequence-parallel
+  // all_gathers, and, without a policy, the two reduce_scatters.
+  const int64_t micro = m.batch / 2, per_layer = 2 * m.layers * micro;
+  EXPECT_EQ(counts["full"]["all_gather_into_tensor tp"], counts["none"]["all_gather_into_tensor tp"] + per_layer);
+  EXPECT_EQ(counts["full"]["reduce_scatter_tensor tp"], counts["none"]["reduce_scatter_tensor tp"] + per_layer);
+  EXPECT_EQ(counts["op"]["all_gather_into_tensor tp"], counts["none"]["all_gather_into_tensor tp"] + per_layer);
+  EXPECT_EQ(counts["op"]["reduce_scatter_tensor tp"], counts["none"]["reduce_scatter_tensor tp"]);
+  EXPECT_EQ(counts["2"]["reduce_scatter_tensor tp"], counts["none"]["reduce_scatter_tensor tp"] + per_layer / 2);
+  // Every 2nd layer of 8, extrapolated, against the full trace.
+  const ModelConfig deep = parse_model("llama:layers=8,dim=64,ffn=256,heads=8,kv_heads=4,vocab=32,seq=256,batch=8,dtype=float32");
+  const PlanConfig every2 = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam,ac=2");
+  const PlanEstimate traced = estimate_plan(llama_step_program(), deep, every2, topo, {/*max_traced_layers=*/0});
+  const PlanEstimate scaled = estimate_plan(llama_step_program(), deep, every2, topo, {/*max_traced_layers=*/2});
+  ASSERT_EQ(scaled.totals.comm.size(), traced.totals.comm.size());
+  for (size_t i = 0; i < traced.totals.comm.size(); ++i) {
+    SCOPED_TRACE(traced.totals.comm[i].kind + " " + traced.totals.comm[i].mesh_dim);
+    EXPECT_EQ(scaled.totals.comm[i].count, traced.totals.comm[i].count);
+    EXPECT_EQ(scaled.totals.comm[i].bytes, traced.totals.comm[i].bytes);
+  }
+  EXPECT_NEAR(scaled.totals.backward_flops, traced.totals.backward_flops, 1e-9 * traced.totals.backward_flops);
+  EXPECT_NEAR(static_cast<double>(*scaled.activation_bytes), static_cast<double>(*traced.activation_bytes),
+              0.15 * static_cast<double>(*traced.activation_bytes));
+  std::cout << "activations at the peak (4 layers): none " << activations("none") << ", every 2nd "
+            << activations("2") << ", op " << activations("op") << ", full " << activations("full")
+            << " bytes; 8 layers every 2nd: traced " << *traced.activation_bytes << ", extrapolated "
+            << *scaled.activation_bytes << "\n";
 }
 
 // Note [Step time estimate]: with a calibration, matmuls run at the measured

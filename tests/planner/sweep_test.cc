@@ -20,8 +20,8 @@ TEST(SweepTest, RanksFittingPlansByStepTimeAndMatchesSingleEstimates) {
   options.micro_batches = {1, 2};
   const SweepResult r = sweep_plans(llama_step_program(), m, topo, options);
   // tp 1, 2, 4, 8 (8 does not divide kv_heads = 4) x sp x micro x optimizers x
-  // dp's sharding (none, zero1, fsdp).
-  EXPECT_EQ(r.ranked.size(), 1u * 2 * 3 * 3 + 2u * (2 * 2 * 3 * 3));
+  // dp's sharding (none, zero1, fsdp) x activation checkpointing (none, op, full).
+  EXPECT_EQ(r.ranked.size(), 3u * (1u * 2 * 3 * 3 + 2u * (2 * 2 * 3 * 3)));
   EXPECT_FALSE(r.skipped.empty());
   for (size_t i = 1; i < r.ranked.size(); ++i) {
     if (r.ranked[i].fits() && r.ranked[i - 1].fits()) {
