@@ -134,18 +134,19 @@ at::Tensor checkpoint_with(const std::function<at::Tensor(const TensorList&)>& f
 // reach the policy through core/collectives' ResultKeeper, under PyTorch's
 // names; FSDP's own gathers and reductions never do.
 // Outputs are kept as copies and returned as fresh aliases without autograd
-// metadata, to which the recomputation's autograd nodes attach. Copies, as
-// the forward may write to an output's storage afterwards, and no version
-// counter tells: at::linear adds a 3-D input's bias in place to the
+// metadata, to which the recomputation's autograd nodes attach. Copies,
+// because the forward may write to an output's storage afterwards and no
+// version counter tells: at::linear adds a 3-D input's bias in place to the
 // _unsafe_view of its matmul's output (a new version counter), where
 // PyTorch, under its Python mode, adds out of place. The copy is memory
-// traffic PyTorch does not have (the planner's traces count it). Two consequences of borrowing a
-// backend slot: the key also selects the autograd kernel, so the DTensor
-// autograd overrides (AutogradPrivateUse1) get an AutogradPrivateUse3 kernel
-// that drops the key and goes to them (their own operators are then seen,
-// the overridden one is not: a max.dim or a norm on plain tensors is always
+// traffic PyTorch does not have (the planner's traces count it).
+// Borrowing a backend slot has two more consequences: the key also selects
+// the autograd kernel, so the DTensor autograd overrides register an
+// AutogradPrivateUse3 kernel that drops the key and goes to them
+// (core/ops/autograd_overrides.cc; their own operators are then seen, the
+// overridden one is not: a max.dim or a norm on plain tensors is always
 // recomputed); and meta tensors (solo mode) take the Meta slot above it, so
-// their operators are always recomputed there.
+// plain meta operators are always recomputed there (DTensor ones are seen).
 constexpr c10::DispatchKey kSelectiveKey = c10::DispatchKey::PrivateUse3;
 constexpr c10::BackendComponent kSelectiveBackend = c10::BackendComponent::PrivateUse3Bit;
 
@@ -286,7 +287,7 @@ void selective_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
   if (!keepable(schema)) return run_below();
   const std::string name = full_op_name(op.operator_name());
   if (!run->keeps(name)) return run_below();
-  std::deque<KeptOutputs::Call>& calls = run->kept->by_op[name];
+  std::deque<KeptOutputs::Call>& queue = run->kept->by_op[name];
   const size_t n_args = schema.arguments().size();
   const size_t n_returns = schema.returns().size();
   c10::impl::ForceDispatchKeyGuard outside(outside_of(*run));
@@ -295,36 +296,25 @@ void selective_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
     KeptOutputs::Call call;
     call.arguments = describe_arguments(*stack, n_args);
     op.redispatchBoxed(below, stack);
-    // A copy: the forward may write to the output later (at::linear adds its
-    // bias in place to a 3-D input's matmul, as PyTorch does where no
-    // Python mode is active), and the recomputation needs what the operator
-    // returned.
     for (size_t i = stack->size() - n_returns; i < stack->size(); ++i) {
       const c10::IValue& out = (*stack)[i];
       call.outputs.push_back(out.isTensor() && out.toTensor().defined() ? c10::IValue(out.toTensor().clone()) : out);
     }
-    calls.push_back(std::move(call));
+    queue.push_back(std::move(call));
     return;
   }
-  run->check_recomputed(name, calls, describe_arguments(*stack, n_args));
+  run->check_recomputed(name, queue, describe_arguments(*stack, n_args));
   torch::jit::drop(*stack, n_args);
-  for (const c10::IValue& v : calls.front().outputs) stack->push_back(detached(v));
-  calls.pop_front();
-}
-
-// The DTensor autograd overrides' counterpart (Note [Selective checkpoint]).
-void autograd_below_selective_key(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
-  op.redispatchBoxed(keys.remove_backend(kSelectiveBackend), stack);
+  for (const c10::IValue& v : queue.front().outputs) stack->push_back(detached(v));
+  queue.pop_front();
 }
 
 // Once, on the first selective checkpoint: the kernels of kSelectiveKey.
 void register_selective_kernels() {
   static std::once_flag once;
-  static std::unique_ptr<torch::Library> kernels, autograd, fallback;
+  static std::unique_ptr<torch::Library> kernels, fallback;
   std::call_once(once, [] {
     kernels = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", kSelectiveKey, __FILE__, __LINE__);
-    autograd = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::AutogradPrivateUse3,
-                                                __FILE__, __LINE__);
     auto& dispatcher = c10::Dispatcher::singleton();
     for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
       if (name.name.rfind("aten::", 0) != 0) continue;
@@ -334,10 +324,6 @@ void register_selective_kernels() {
       if (!handle->hasKernelForDispatchKey(kSelectiveKey) &&
           !handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
         kernels->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&selective_kernel>());
-      }
-      if (handle->hasKernelForDispatchKey(c10::DispatchKey::AutogradPrivateUse1) &&
-          !handle->hasKernelForDispatchKey(c10::DispatchKey::AutogradPrivateUse3)) {
-        autograd->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&autograd_below_selective_key>());
       }
     }
     fallback = std::make_unique<torch::Library>(torch::Library::IMPL, "_", kSelectiveKey, __FILE__, __LINE__);

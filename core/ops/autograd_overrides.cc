@@ -39,7 +39,9 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/compat/autograd_node.h"
 #include "core/compat/torch_compat.h"
@@ -460,27 +462,48 @@ std::tuple<at::Tensor, at::Tensor> sdpa_with_implicit_replication(
 }
 #endif
 
-}  // namespace
 
+
+// Note [Selective checkpoint] (core/nn/checkpoint.cc): a selective
+// checkpoint adds the PrivateUse3 backend key, which then also picks the
+// autograd kernel (AutogradPrivateUse3, the generic one). For the operators
+// above, that kernel drops the key again, so DTensors reach their override.
+void below_selective_checkpoint_key(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                                    torch::jit::Stack* stack) {
+  op.redispatchBoxed(keys.remove_backend(c10::BackendComponent::PrivateUse3Bit), stack);
+}
+
+}  // namespace
 
 void register_autograd_overrides() {
   static std::once_flag once;
-  static std::unique_ptr<torch::Library> library;
+  static std::unique_ptr<torch::Library> library, under_selective_checkpoint;
   std::call_once(once, [] {
     library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
                                                c10::DispatchKey::AutogradPrivateUse1, __FILE__, __LINE__);
+    under_selective_checkpoint = std::make_unique<torch::Library>(
+        torch::Library::IMPL, "aten", c10::DispatchKey::AutogradPrivateUse3, __FILE__, __LINE__);
+    std::vector<std::string> overridden;
     for (const auto& [name, args] : value_selecting_ops()) {
       (void)args;
-      library->impl(name.substr(6).c_str(),
+      overridden.push_back(name.substr(6));
+      library->impl(overridden.back().c_str(),
                     torch::CppFunction::makeFromBoxedFunction<&value_selecting_autograd>());
     }
     for (const char* name : {"max", "min"}) {
+      overridden.push_back(name);
       library->impl(name, torch::CppFunction::makeFromBoxedFunction<&evenly_distribute_autograd>());
     }
     for (const char* name : {"linalg_vector_norm", "norm.ScalarOpt_dim", "norm.Scalar"}) {
+      overridden.push_back(name);
       library->impl(name, torch::CppFunction::makeFromBoxedFunction<&norm_autograd>());
     }
+    overridden.push_back(compat::kAttentionOp);
     library->impl(compat::kAttentionOp, TORCH_FN(sdpa_with_implicit_replication));
+    for (const std::string& name : overridden) {
+      under_selective_checkpoint->impl(name.c_str(),
+                                       torch::CppFunction::makeFromBoxedFunction<&below_selective_checkpoint_key>());
+    }
   });
 }
 

@@ -12,9 +12,14 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "backends/fake/fake_world.h"
+#include "core/dtensor.h"
+#include "testing/collective_counter.h"
 
 namespace dtensor {
 namespace {
@@ -200,6 +205,44 @@ TEST(SelectiveCheckpointTest, ARecomputationThatDiffersFailsNamingTheOperator) {
         << what;
     EXPECT_NE(what.find("differs from the forward's ([2, 6] Double, [6, 8] Double)"), std::string::npos) << what;
   }
+}
+
+// On DTensors a kept operator is kept whole, with the redistribution inside
+// it (an mm of two Shard(0) operands all-gathers the second): the
+// recomputation issues it again under full checkpointing, not when the
+// policy keeps mm. max.dim (a DTensor autograd override) still reaches its
+// override under the selective key. Gradients equal those without checkpointing.
+TEST(SelectiveCheckpointTest, DTensorOperatorsAreKeptWhole) {
+  run_fake_world(2, [](World& world) {
+    auto mesh = DeviceMesh::init(world.device().type(), {2});
+    at::Generator gen = at::detail::createCPUGenerator(21);
+    const at::Tensor gx = at::randn({4, 6}, gen, at::kDouble), gw = at::randn({6, 5}, gen, at::kDouble);
+    const auto fn = [](const nn::TensorList& in) { return std::get<0>(at::mm(in[0], in[1]).max(1)); };
+    std::map<std::string, testing::Counts> backward;
+    std::map<std::string, std::vector<at::Tensor>> grads;
+    for (const std::string mode : {"none", "full", "keep mm"}) {
+      DTensor x = distribute_tensor(gx, mesh, {Shard(0)}), w = distribute_tensor(gw, mesh, {Shard(0)});
+      x.requires_grad_(true);
+      w.requires_grad_(true);
+      testing::CollectiveCounter counter(world);
+      at::Tensor out = mode == "none" ? fn({x, w})
+                       : mode == "full"
+                           ? nn::checkpoint(fn, {x, w})
+                           : nn::checkpoint(fn, {x, w}, [](const std::string& op, int64_t) { return op == "aten::mm"; });
+      at::Tensor loss = DTensor(out).full_tensor().sum();
+      counter.clear();
+      loss.backward();
+      backward[mode] = counter.take();
+      grads[mode] = {DTensor(x.grad()).full_tensor(), DTensor(w.grad()).full_tensor()};
+    }
+    for (const std::string mode : {"full", "keep mm"}) {
+      for (size_t i = 0; i < 2; ++i) {
+        EXPECT_TRUE(at::allclose(grads[mode][i], grads["none"][i], 1e-12, 1e-12)) << mode << " gradient " << i;
+      }
+    }
+    EXPECT_EQ(backward["full"]["all_gather_into_tensor"], backward["none"]["all_gather_into_tensor"] + 1);
+    EXPECT_EQ(backward["keep mm"], backward["none"]);
+  });
 }
 
 }  // namespace
