@@ -9,6 +9,8 @@
 #   tools/bench.sh pytorch                # PyTorch's own DTensor benchmark cases, ours and
 #                                         # PyTorch's (its venv, fake process group) side by side
 #   tools/bench.sh pytorch --callgrind    # instructions per call of our side of those cases
+#   tools/bench.sh fsdp                   # FSDP's host cost per step, ours (fake ranks) and
+#                                         # PyTorch's (fully_shard on Gloo processes) side by side
 # BAZEL="bazel --output_base=/tmp/ob" tools/bench.sh  uses another output base;
 # BENCH_BIN=/path/to/folder tools/bench.sh  runs prebuilt binaries.
 # Benchmarks are never tests of time; their numbers go into BENCHMARKS.md.
@@ -26,8 +28,9 @@ for arg in "$@"; do
   esac
 done
 [ ${#names[@]} -eq 0 ] && names=("${ALL[@]}")
-pytorch_side=0
+pytorch_side=0 fsdp_side=0
 if [ "${names[*]}" = pytorch ]; then pytorch_side=1; names=(pytorch_cases); fi
+if [ "${names[*]}" = fsdp ]; then fsdp_side=1; names=(fsdp_host_cost); fi
 cg_bench=dispatch_bench cg_args=(--reps 1 --steps 0)
 if [ "$callgrind" = 1 ] && [ "$pytorch_side" = 1 ]; then cg_bench=pytorch_cases_bench cg_args=(--reps 1); fi
 [ "$callgrind" = 1 ] && names=("${cg_bench%_bench}")
@@ -80,6 +83,18 @@ for r in theirs["rows"]:
     o = ours[r["case"]]["extra_us"]
     print(f"{r['case']:16} {o:14.2f} {r['extra_us']:24.2f} {r['extra_us'] / max(o, 1e-9):7.1f}x")
 PY
+  exit 0
+fi
+
+if [ "$fsdp_side" = 1 ]; then
+  # Both sides in one run, the same model, world and definition of host cost
+  # (a rank's CPU time per step minus one rank's step without FSDP).
+  python=${DTENSOR_HOME:-$HOME/.cache/dtensor}/python
+  size=(--layers 32 --world 8)
+  [ ${#smoke[@]} -gt 0 ] && size=(--layers 2 --world 2 --steps 1 --reps 1)
+  "$bin/fsdp_host_cost_bench" "${size[@]}" --json "$out/fsdp_host_cost.json" | tee "$out/fsdp_host_cost.txt" || exit 1
+  "$python" benchmarks/pytorch_fsdp_host_cost.py "${size[@]}" --json "$out/fsdp_host_cost_pytorch.json" 2>/dev/null \
+      | tee -a "$out/fsdp_host_cost.txt" || exit 1
   exit 0
 fi
 
