@@ -208,15 +208,6 @@ StepTotals step_totals(const StepMeasure& m, const ModelConfig& model, const Pla
 }
 
 StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t layers) {
-  const int64_t k = layers - 1;
-  auto lin = [k](int64_t x, int64_t y) { return x + k * (y - x); };
-  auto lind = [k](double x, double y) { return x + static_cast<double>(k) * (y - x); };
-  StepTotals t;
-  t.parameter_bytes = lin(a.parameter_bytes, b.parameter_bytes);
-  t.gradient_bytes = lin(a.gradient_bytes, b.gradient_bytes);
-  t.optimizer_bytes = lin(a.optimizer_bytes, b.optimizer_bytes);
-  if (a.peak_bytes && b.peak_bytes) t.peak_bytes = lin(*a.peak_bytes, *b.peak_bytes);
-  t.peak_location = b.peak_location;
   if (a.comm.size() != b.comm.size()) {
     throw std::logic_error("planner: the 1- and 2-layer traces issue different kinds of collectives; "
                            "trace every layer (--trace-layers 0)");
@@ -227,23 +218,10 @@ StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t 
       throw std::logic_error("planner: the 1- and 2-layer traces' collectives differ (" + x.kind + " over " +
                              x.mesh_dim + " vs " + y.kind + " over " + y.mesh_dim + "); trace every layer");
     }
-    CommRow r = x;
-    r.count = lin(x.count, y.count);
-    r.bytes = lin(x.bytes, y.bytes);
-    r.ring_bytes = lin(x.ring_bytes, y.ring_bytes);
-    r.time_us = lind(x.time_us, y.time_us);
-    t.comm.push_back(r);
   }
-  t.forward_flops = lind(a.forward_flops, b.forward_flops);
-  t.backward_flops = lind(a.backward_flops, b.backward_flops);
-  t.update_flops = lind(a.update_flops, b.update_flops);
-  t.forward_pointwise_bytes = lind(a.forward_pointwise_bytes, b.forward_pointwise_bytes);
-  t.backward_pointwise_bytes = lind(a.backward_pointwise_bytes, b.backward_pointwise_bytes);
-  t.update_pointwise_bytes = lind(a.update_pointwise_bytes, b.update_pointwise_bytes);
-  t.forward_compute_us = lind(a.forward_compute_us, b.forward_compute_us);
-  t.backward_compute_us = lind(a.backward_compute_us, b.backward_compute_us);
-  t.update_compute_us = lind(a.update_compute_us, b.update_compute_us);
-  return t;
+  // a + (L - 1) * (b - a) is (1 - w) a + w b with w = L - 1 (exact in
+  // doubles for these integers, far below 2^53).
+  return blend_totals(a, b, static_cast<double>(layers - 1));
 }
 
 StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w) {

@@ -51,8 +51,9 @@ StepTotals step_totals(const StepMeasure& measure, const ModelConfig& model, con
 /// 1-layer (a) and 2-layer (b) traces. Rows must match (same kinds and dims).
 StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t layers);
 /// (1 - w) a + w b, field by field (comm rows matched by phase, kind and mesh
-/// dim): a model whose layers are of two kinds, a fraction w of them like
-/// b's (every n-th layer checkpointed, Note [Per-layer scaling]).
+/// dim; integers rounded): a model whose layers are of two kinds, a fraction
+/// w of them like b's (every n-th layer checkpointed, Note [Per-layer
+/// scaling]); extrapolate_layers is w = layers - 1.
 StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w);
 
 /// The estimate of one plan.

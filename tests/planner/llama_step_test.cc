@@ -21,6 +21,17 @@ namespace {
 
 const char* kSmall = "llama:layers=3,dim=64,ffn=128,heads=8,kv_heads=4,vocab=96,seq=16,batch=8,dtype=float32";
 
+// The same collectives, counts and bytes, row by row.
+void expect_same_comm(const StepTotals& scaled, const StepTotals& traced) {
+  ASSERT_EQ(scaled.comm.size(), traced.comm.size());
+  for (size_t i = 0; i < traced.comm.size(); ++i) {
+    SCOPED_TRACE(traced.comm[i].kind + " " + traced.comm[i].mesh_dim);
+    EXPECT_EQ(scaled.comm[i].kind, traced.comm[i].kind);
+    EXPECT_EQ(scaled.comm[i].count, traced.comm[i].count);
+    EXPECT_EQ(scaled.comm[i].bytes, traced.comm[i].bytes);
+  }
+}
+
 TEST(LlamaStepTest, StaticBytesAreTheLocalShards) {
   const ModelConfig m = parse_model(kSmall);
   const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam,micro=2");
@@ -111,12 +122,7 @@ TEST(LlamaStepTest, TwoLayerExtrapolationEqualsTheFullTrace) {
   EXPECT_EQ(scaled.traced_layers, 2);
   EXPECT_EQ(scaled.totals.parameter_bytes, full.totals.parameter_bytes);
   EXPECT_EQ(scaled.totals.optimizer_bytes, full.totals.optimizer_bytes);
-  ASSERT_EQ(scaled.totals.comm.size(), full.totals.comm.size());
-  for (size_t i = 0; i < full.totals.comm.size(); ++i) {
-    SCOPED_TRACE(full.totals.comm[i].kind + " " + full.totals.comm[i].mesh_dim);
-    EXPECT_EQ(scaled.totals.comm[i].count, full.totals.comm[i].count);
-    EXPECT_EQ(scaled.totals.comm[i].bytes, full.totals.comm[i].bytes);
-  }
+  expect_same_comm(scaled.totals, full.totals);
   EXPECT_NEAR(scaled.totals.forward_flops, full.totals.forward_flops, 1e-9 * full.totals.forward_flops);
   EXPECT_NEAR(scaled.totals.backward_flops, full.totals.backward_flops, 1e-9 * full.totals.backward_flops);
   EXPECT_GT(full.totals.forward_flops, 0);
@@ -167,12 +173,7 @@ TEST(LlamaStepTest, ActivationCheckpointingPlans) {
   const PlanConfig every2 = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam,ac=2");
   const PlanEstimate traced = estimate_plan(llama_step_program(), deep, every2, topo, {/*max_traced_layers=*/0});
   const PlanEstimate scaled = estimate_plan(llama_step_program(), deep, every2, topo, {/*max_traced_layers=*/2});
-  ASSERT_EQ(scaled.totals.comm.size(), traced.totals.comm.size());
-  for (size_t i = 0; i < traced.totals.comm.size(); ++i) {
-    SCOPED_TRACE(traced.totals.comm[i].kind + " " + traced.totals.comm[i].mesh_dim);
-    EXPECT_EQ(scaled.totals.comm[i].count, traced.totals.comm[i].count);
-    EXPECT_EQ(scaled.totals.comm[i].bytes, traced.totals.comm[i].bytes);
-  }
+  expect_same_comm(scaled.totals, traced.totals);
   EXPECT_NEAR(scaled.totals.backward_flops, traced.totals.backward_flops, 1e-9 * traced.totals.backward_flops);
   EXPECT_NEAR(static_cast<double>(*scaled.activation_bytes), static_cast<double>(*traced.activation_bytes),
               0.15 * static_cast<double>(*traced.activation_bytes));
