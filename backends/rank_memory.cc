@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
+#include <cstdint>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -143,21 +144,30 @@ void release_charged(void* context) {
 // Simple allocations (context == data, as CPU's) stay simple: kernels that
 // take raw buffers (Allocator::raw_allocate asserts context == data; the CPU
 // GELU kernel uses it) then work. Their charge is found by data pointer.
-std::mutex g_simple_mutex;
-std::unordered_map<void*, Charged*>& simple_charges() {
-  static auto* map = new std::unordered_map<void*, Charged*>();  // leaked: see install_counting_allocators
-  return *map;
+// Sharded by address: the rank threads of a fake world allocate at once,
+// and one lock for all of them was a measurable share of a step (a few per
+// cent of the FSDP host-cost profile, BENCHMARKS.md section 14).
+struct SimpleChargeShard {
+  std::mutex mutex;
+  std::unordered_map<void*, Charged*> charges;
+};
+constexpr size_t kSimpleChargeShards = 64;
+SimpleChargeShard& simple_charges(void* data) {
+  static auto* shards = new SimpleChargeShard[kSimpleChargeShards];  // leaked: see install_counting_allocators
+  // Allocations are at least 16-byte aligned: the low bits carry nothing.
+  return shards[(reinterpret_cast<uintptr_t>(data) >> 6) % kSimpleChargeShards];
 }
 c10::DeleterFnPtr g_cpu_raw_deleter = nullptr;  // the wrapped CPU allocator's
 
 void release_simple(void* data) {
   Charged* charged = nullptr;
   {
-    std::lock_guard<std::mutex> lock(g_simple_mutex);
-    auto it = simple_charges().find(data);
-    if (it != simple_charges().end()) {
+    SimpleChargeShard& shard = simple_charges(data);
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    auto it = shard.charges.find(data);
+    if (it != shard.charges.end()) {
       charged = it->second;
-      simple_charges().erase(it);
+      shard.charges.erase(it);
     }
   }
   if (charged != nullptr) {
@@ -199,8 +209,9 @@ class CountingAllocator final : public c10::Allocator {
     auto* charged = new Charged{*owner, bytes, std::move(inner)};
     if (!simple) return c10::DataPtr(data, charged, &release_charged, device);
     {
-      std::lock_guard<std::mutex> lock(g_simple_mutex);
-      simple_charges()[data] = charged;
+      SimpleChargeShard& shard = simple_charges(data);
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      shard.charges[data] = charged;
     }
     return c10::DataPtr(data, data, &release_simple, device);
   }
