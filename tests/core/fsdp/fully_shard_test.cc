@@ -24,6 +24,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
+#include "core/nn/checkpoint.h"
 #include "core/nn/module_call.h"
 #include "core/parallel/module_params.h"
 #include "tests/core/fsdp/linear_stack.h"
@@ -109,6 +110,54 @@ TEST(FullyShardTest, MlpStackEqualsOneDeviceWithPyTorchsCollectives) {
   // PyTorch 2.11 and 2.15's fully_shard on the same model (Gloo, 4 ranks).
   EXPECT_EQ(counts.forward, (Counts{{"all_gather_into_tensor", 3}}));
   EXPECT_EQ(counts.backward, (Counts{{"all_gather_into_tensor", 3}, {"reduce_scatter_tensor", 3}}));
+}
+
+// Activation checkpointing around fully_shard modules (PyTorch's test
+// Transformer with checkpoint_activations: torch.utils.checkpoint(layer, h)):
+// the recomputation in backward runs each layer's forward hooks again, and
+// that must not gather the layer a second time: the collectives stay those
+// without checkpointing, as with PyTorch's FSDP2 (its hooks skip during the
+// recomputation; ours see the recomputed layer as the root of its own
+// forward, which keeps its parameters for the backward that follows), and
+// the gradients equal those without it.
+TEST(FullyShardTest, CheckpointAroundFullyShardModulesAddsNoCollective) {
+  const std::vector<int64_t> widths = {8, 16, 16, 8};
+  run_fake_world(4, [&](World& w) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4}, {"dp"});
+    Stack model = make_stack(widths, 7), plain = make_stack(widths, 7), reference = make_stack(widths, 7);
+    for (Stack* m : {&model, &plain}) {
+      for (auto& layer : (*m)->layers) fully_shard(*layer, mesh);
+      fully_shard(**m, mesh);
+    }
+    const at::Tensor x = make_batch(12, widths.front(), 100).chunk(4, 0)[mesh.get_local_rank(0)];
+    CollectiveCounter counter(w);
+    std::map<std::string, Counts> backward;
+    for (Stack* m : {&plain, &model}) {
+      const bool checkpointed = m == &model;
+      // The stack's forward, each layer (a fully_shard module) checkpointed around its call.
+      at::Tensor h = x;
+      {
+        nn::ModuleScope root(**m, {h});
+        for (size_t i = 0; i < (*m)->layers.size(); ++i) {
+          auto layer = (*m)->layers[i];
+          auto call = [layer](const nn::TensorList& in) mutable { return nn::call(layer, in[0]); };
+          h = checkpointed ? nn::checkpoint(call, {h}) : call({h});
+          if (i + 1 < (*m)->layers.size()) h = torch::relu(h);
+        }
+        h = root.output(h);
+      }
+      at::Tensor loss = loss_of(h);
+      counter.clear();
+      loss.backward();
+      backward[checkpointed ? "checkpointed" : "plain"] = counter.take();
+    }
+    EXPECT_EQ(backward["checkpointed"], backward["plain"]);
+    for (const auto& item : model->named_parameters()) {
+      const at::Tensor a = DTensor(item.value().grad()).full_tensor();
+      const at::Tensor b = DTensor(plain->named_parameters()[item.key()].grad()).full_tensor();
+      EXPECT_TRUE(torch::allclose(a, b, 1e-12, 1e-12)) << item.key();
+    }
+  });
 }
 
 TEST(FullyShardTest, NoReshardAfterForwardGathersOnce) {
