@@ -38,6 +38,26 @@ void restore_storage(const at::Tensor& t) {
   storage->set_nbytes(nbytes);
 }
 
+// A [n, rows, row_numel] view of `blocks` holds a [extent, row_numel] tensor
+// chunked into n blocks of `rows` rows (the last ones short or empty, the
+// rest padding). These copy between the two block by block, without
+// materialising the padded [n * rows, row_numel] tensor.
+void blocks_to_dense(const at::Tensor& blocks, const at::Tensor& dense, int64_t rows) {
+  const int64_t extent = dense.size(0);
+  if (extent == 0 || rows == 0) return;
+  const int64_t full = extent / rows, rest = extent % rows;
+  if (full > 0) dense.narrow(0, 0, full * rows).view({full, rows, -1}).copy_(blocks.narrow(0, 0, full));
+  if (rest > 0) dense.narrow(0, full * rows, rest).copy_(blocks[full].narrow(0, 0, rest));
+}
+
+void dense_to_blocks(const at::Tensor& dense, const at::Tensor& blocks, int64_t rows) {
+  const int64_t extent = dense.size(0);
+  if (extent == 0 || rows == 0) return;
+  const int64_t full = extent / rows, rest = extent % rows;
+  if (full > 0) blocks.narrow(0, 0, full).copy_(dense.narrow(0, 0, full * rows).reshape({full, rows, -1}));
+  if (rest > 0) blocks[full].narrow(0, 0, rest).copy_(dense.narrow(0, full * rows, rest));
+}
+
 // Runs one of the group's collectives; a failure (a peer that died, a
 // timeout) says which fully_shard module and collective it was in.
 template <typename Fn>
@@ -223,11 +243,11 @@ void ParamGroup::fill_unsharded(const at::Tensor& gathered, int64_t world) {
   for (FsdpParam& p : params_) {
     restore_storage(p.unsharded_local);
     const int64_t rows = ceil_div(p.shape[0], world);
-    std::vector<int64_t> padded_shape = p.shape;
-    padded_shape[0] = rows * world;
-    // variable_data(): the copy must not bump the version autograd saved.
-    p.unsharded_local.variable_data().copy_(
-        blocks.narrow(1, offset, rows * p.row_numel).reshape(padded_shape).narrow(0, 0, p.shape[0]));
+    if (p.row_numel > 0) {
+      // variable_data(): the copy must not bump the version autograd saved.
+      blocks_to_dense(blocks.narrow(1, offset, rows * p.row_numel).view({world, rows, p.row_numel}),
+                      p.unsharded_local.variable_data().view({p.shape[0], p.row_numel}), rows);
+    }
     offset += rows * p.row_numel;
   }
   register_params(/*unsharded=*/true);
@@ -305,11 +325,11 @@ bool ParamGroup::reduce_gradients() {
   for (FsdpParam& p : params_) {
     const at::Tensor grad = local_gradient(p);
     if (grad.defined()) {
-      std::vector<int64_t> padded_shape = p.shape;
-      padded_shape[0] = p.padded_rows * world_;
-      at::Tensor padded = at::zeros(padded_shape, send.options());
-      padded.narrow(0, 0, p.shape[0]).copy_(grad);
-      send.narrow(1, offset, p.padded_numel()).copy_(padded.view({world_, p.padded_numel()}));
+      if (p.row_numel > 0) {
+        dense_to_blocks(grad.reshape({p.shape[0], p.row_numel}),
+                        send.narrow(1, offset, p.padded_numel()).view({world_, p.padded_rows, p.row_numel}),
+                        p.padded_rows);
+      }
       p.unsharded.mutable_grad() = at::Tensor();
     }
     offset += p.padded_numel();
