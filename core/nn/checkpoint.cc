@@ -166,6 +166,9 @@ std::string describe_arguments(const torch::jit::Stack& stack, size_t count);
 // collectives the function issues itself (TP boundaries), as PyTorch's policy
 // sees its functional collectives.
 struct SelectiveRun : collectives::ResultKeeper {
+  SelectiveRun(SavePolicy save, std::shared_ptr<KeptOutputs> kept, bool recomputing)
+      : save(std::move(save)), kept(std::move(kept)), recomputing(recomputing) {}
+
   SavePolicy save;
   std::shared_ptr<KeptOutputs> kept;
   bool recomputing = false;
@@ -174,32 +177,59 @@ struct SelectiveRun : collectives::ResultKeeper {
   // functionality and backend bits, those the thread had not included).
   uint64_t added_bits = 0;
 
+  // The calling thread's keys without what this run's scope added: the state
+  // an operator runs in below kSelectiveKey. Taken when asked, not at the
+  // scope's start, as autograd kernels exclude keys on the way down
+  // (AutoDispatchBelowADInplaceOrView).
+  c10::impl::LocalDispatchKeySet outside() const {
+    c10::impl::LocalDispatchKeySet keys = c10::impl::tls_local_dispatch_key_set();
+    keys.included_ = c10::DispatchKeySet(c10::DispatchKeySet::RAW, keys.included_.raw_repr() & ~added_bits);
+    return keys;
+  }
+
   // Asks the policy for the next call of `name`: true when its result is (to be) kept.
   bool keeps(const std::string& name) { return save(name, calls[name]++); }
 
-  at::Tensor result(const char* name, const at::Tensor& input, const std::function<at::Tensor()>& run) override {
-    if (!keeps(name)) return run();
-    const std::string arguments = describe_arguments({c10::IValue(input)}, 1);
-    std::deque<KeptOutputs::Call>& queue = kept->by_op[name];
-    if (!recomputing) {
-      at::Tensor out = run();
-      queue.push_back(KeptOutputs::Call{{c10::IValue(out.clone())}, arguments});
-      return out;
+  // Forward: keeps copies of this call's outputs (Note [Selective checkpoint]).
+  void keep(const std::string& name, std::string arguments, c10::ArrayRef<c10::IValue> outputs) {
+    KeptOutputs::Call call;
+    call.arguments = std::move(arguments);
+    for (const c10::IValue& out : outputs) {
+      call.outputs.push_back(out.isTensor() && out.toTensor().defined() ? c10::IValue(out.toTensor().clone()) : out);
     }
-    check_recomputed(name, queue, arguments);
-    at::Tensor out = queue.front().outputs.front().toTensor().variable_data();
-    queue.pop_front();
-    return out;
+    kept->by_op[name].push_back(std::move(call));
   }
 
-  void check_recomputed(const std::string& name, const std::deque<KeptOutputs::Call>& queue,
-                        const std::string& arguments) const {
+  // Recomputation: the outputs kept for this call of `name`, as fresh
+  // aliases without autograd metadata (variable_data(); a DTensor stays one),
+  // to which the recomputation's autograd kernel attaches its node: detach()
+  // would make a view with metadata, which autograd refuses as an output.
+  std::vector<c10::IValue> replay(const std::string& name, const std::string& arguments) {
+    std::deque<KeptOutputs::Call>& queue = kept->by_op[name];
     TORCH_CHECK(!queue.empty() && queue.front().arguments == arguments, "selective checkpoint: the recomputation's ",
                 name, " call ", calls.at(name) - 1, " (", arguments, ") ",
                 queue.empty() ? std::string("was not in the forward")
                               : "differs from the forward's (" + queue.front().arguments + ")",
                 "; the checkpointed function must dispatch the same operators and collectives in both runs (no "
                 "branch on grad mode or on data), or use checkpoint() without a policy");
+    std::vector<c10::IValue> outputs;
+    for (const c10::IValue& v : queue.front().outputs) {
+      outputs.push_back(v.isTensor() && v.toTensor().defined() ? c10::IValue(v.toTensor().variable_data()) : v);
+    }
+    queue.pop_front();
+    return outputs;
+  }
+
+  // A collective the function issues: seen whole, as PyTorch's mode sees a
+  // functional collective, so its own ops (copies, cat) run below the key.
+  at::Tensor result(const char* name, const at::Tensor& input, const std::function<at::Tensor()>& run) override {
+    c10::impl::ForceDispatchKeyGuard below(outside());
+    if (!keeps(name)) return run();
+    std::string arguments = describe_arguments({c10::IValue(input)}, 1);
+    if (recomputing) return replay(name, arguments).front().toTensor();
+    at::Tensor out = run();
+    keep(name, std::move(arguments), {c10::IValue(out)});
+    return out;
   }
 };
 thread_local SelectiveRun* t_selective = nullptr;
@@ -257,29 +287,12 @@ std::string describe_arguments(const torch::jit::Stack& stack, size_t count) {
   return out.str();
 }
 
-// The calling thread's keys without what `run`'s scope added: the state an
-// operator runs in below kSelectiveKey. Taken now, not at the scope's start,
-// as autograd kernels exclude keys on the way down (AutoDispatchBelowADInplaceOrView).
-c10::impl::LocalDispatchKeySet outside_of(const SelectiveRun& run) {
-  c10::impl::LocalDispatchKeySet keys = c10::impl::tls_local_dispatch_key_set();
-  keys.included_ = c10::DispatchKeySet(c10::DispatchKeySet::RAW, keys.included_.raw_repr() & ~run.added_bits);
-  return keys;
-}
-
-// A new TensorImpl over the same data without autograd metadata (a DTensor
-// stays one), which the recomputation's autograd kernel attaches its node
-// to; detach() would make a view with metadata, which autograd refuses as an
-// operator's output.
-c10::IValue detached(const c10::IValue& v) {
-  return v.isTensor() && v.toTensor().defined() ? c10::IValue(v.toTensor().variable_data()) : v;
-}
-
 void selective_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   SelectiveRun* run = t_selective;
   const c10::DispatchKeySet below = keys.remove_backend(kSelectiveBackend);
   if (run == nullptr) return op.redispatchBoxed(below, stack);  // the key outlived its scope
   const auto run_below = [&] {
-    c10::impl::ForceDispatchKeyGuard outside(outside_of(*run));
+    c10::impl::ForceDispatchKeyGuard outside(run->outside());
     collectives::NoResultKeeper inside_the_operator;  // a DTensor op's own collectives
     op.redispatchBoxed(below, stack);
   };
@@ -287,26 +300,19 @@ void selective_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
   if (!keepable(schema)) return run_below();
   const std::string name = full_op_name(op.operator_name());
   if (!run->keeps(name)) return run_below();
-  std::deque<KeptOutputs::Call>& queue = run->kept->by_op[name];
   const size_t n_args = schema.arguments().size();
   const size_t n_returns = schema.returns().size();
-  c10::impl::ForceDispatchKeyGuard outside(outside_of(*run));
+  std::string arguments = describe_arguments(*stack, n_args);
+  c10::impl::ForceDispatchKeyGuard outside(run->outside());
   collectives::NoResultKeeper inside_the_operator;
   if (!run->recomputing) {
-    KeptOutputs::Call call;
-    call.arguments = describe_arguments(*stack, n_args);
     op.redispatchBoxed(below, stack);
-    for (size_t i = stack->size() - n_returns; i < stack->size(); ++i) {
-      const c10::IValue& out = (*stack)[i];
-      call.outputs.push_back(out.isTensor() && out.toTensor().defined() ? c10::IValue(out.toTensor().clone()) : out);
-    }
-    queue.push_back(std::move(call));
+    run->keep(name, std::move(arguments), c10::ArrayRef<c10::IValue>(*stack).slice(stack->size() - n_returns));
     return;
   }
-  run->check_recomputed(name, queue, describe_arguments(*stack, n_args));
+  std::vector<c10::IValue> outputs = run->replay(name, arguments);
   torch::jit::drop(*stack, n_args);
-  for (const c10::IValue& v : queue.front().outputs) stack->push_back(detached(v));
-  queue.pop_front();
+  for (c10::IValue& v : outputs) stack->push_back(std::move(v));
 }
 
 // Once, on the first selective checkpoint: the kernels of kSelectiveKey.
@@ -346,17 +352,12 @@ at::Tensor checkpoint(const std::function<at::Tensor(const TensorList&)>& fn, co
   register_selective_kernels();
   auto kept = std::make_shared<KeptOutputs>();
   const auto forward = [&fn, &save, &kept](const TensorList& in) {
-    SelectiveRun run;
-    run.save = save;
-    run.kept = kept;
+    SelectiveRun run(save, kept, /*recomputing=*/false);
     SelectiveScope scope(run);
     return fn(in);
   };
   auto recompute = [fn, save, kept](const TensorList& in) {
-    SelectiveRun run;
-    run.save = save;
-    run.kept = kept;
-    run.recomputing = true;
+    SelectiveRun run(save, kept, /*recomputing=*/true);
     at::Tensor out;
     {
       SelectiveScope scope(run);
