@@ -37,21 +37,14 @@ at::Tensor unpad_pieces(const at::Tensor& padded, int64_t n, int64_t piece, int6
 
 thread_local ResultKeeper* t_keeper = nullptr;
 
-// The collective `name` on `input`: the thread's keeper decides, else run().
-at::Tensor kept_or_run(const char* name, const at::Tensor& input, const std::function<at::Tensor()>& run) {
-  if (t_keeper == nullptr) return run();
-  return t_keeper->result(name, input, run);
+// The thread's keeper decides on the collective `name` of `input`; `again`
+// calls the same collective, which then runs (no keeper while it does).
+at::Tensor ask_keeper(const char* name, const at::Tensor& input, const std::function<at::Tensor()>& again) {
+  return t_keeper->result(name, input, [&] {
+    NoResultKeeper running;
+    return again();
+  });
 }
-
-// The collectives themselves (the public functions ask the keeper first).
-at::Tensor all_gather_dim_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
-                              int64_t extent);
-at::Tensor all_gather_sized_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
-                                const std::vector<int64_t>& sizes);
-at::Tensor reduce_scatter_dim_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
-                                  ReduceOp op);
-at::Tensor all_to_all_dims_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, int64_t from_dim,
-                               int64_t from_extent, int64_t to_dim);
 
 }  // namespace
 
@@ -63,13 +56,10 @@ ResultKeeper* set_thread_result_keeper(ResultKeeper* keeper) {
 
 at::Tensor all_gather_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
                           int64_t dim, int64_t extent) {
-  return kept_or_run("_c10d_functional::all_gather_into_tensor", local,
-                     [&] { return all_gather_dim_now(local, mesh, mesh_dim, dim, extent); });
-}
-
-namespace {
-at::Tensor all_gather_dim_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
-                              int64_t dim, int64_t extent) {
+  if (t_keeper != nullptr) {
+    return ask_keeper("_c10d_functional::all_gather_into_tensor", local,
+                      [&] { return all_gather_dim(local, mesh, mesh_dim, dim, extent); });
+  }
   Communicator& comm = mesh.communicator(mesh_dim);
   const int64_t n = comm.size();
   const int64_t piece = padded_piece(extent, n);
@@ -80,17 +70,13 @@ at::Tensor all_gather_dim_now(const at::Tensor& local, const DeviceMesh& mesh, i
   comm.all_gather_into_tensor(gathered, send, {}, mesh.collective_tag(mesh_dim));
   return unpad_pieces(gathered, n, piece, extent).movedim(0, dim).contiguous();
 }
-}  // namespace
 
 at::Tensor all_gather_sized(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
                             int64_t dim, const std::vector<int64_t>& sizes) {
-  return kept_or_run("_c10d_functional::all_gather_into_tensor", local,
-                     [&] { return all_gather_sized_now(local, mesh, mesh_dim, dim, sizes); });
-}
-
-namespace {
-at::Tensor all_gather_sized_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
-                                int64_t dim, const std::vector<int64_t>& sizes) {
+  if (t_keeper != nullptr) {
+    return ask_keeper("_c10d_functional::all_gather_into_tensor", local,
+                      [&] { return all_gather_sized(local, mesh, mesh_dim, dim, sizes); });
+  }
   Communicator& comm = mesh.communicator(mesh_dim);
   const int64_t n = comm.size();
   TORCH_CHECK(static_cast<int64_t>(sizes.size()) == n, "all_gather_sized: ", sizes.size(),
@@ -108,7 +94,6 @@ at::Tensor all_gather_sized_now(const at::Tensor& local, const DeviceMesh& mesh,
   for (int64_t r = 0; r < n; ++r) pieces.push_back(gathered.narrow(0, r * piece, sizes[static_cast<size_t>(r)]));
   return at::cat(pieces, 0).movedim(0, dim).contiguous();
 }
-}  // namespace
 
 at::Tensor strided_piece(const at::Tensor& full, int64_t dim, int64_t split_factor, int64_t n,
                          int64_t index) {
@@ -121,13 +106,10 @@ at::Tensor strided_piece(const at::Tensor& full, int64_t dim, int64_t split_fact
 
 at::Tensor reduce_scatter_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
                               int64_t dim, ReduceOp op) {
-  return kept_or_run("_c10d_functional::reduce_scatter_tensor", local,
-                     [&] { return reduce_scatter_dim_now(local, mesh, mesh_dim, dim, op); });
-}
-
-namespace {
-at::Tensor reduce_scatter_dim_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
-                                  int64_t dim, ReduceOp op) {
+  if (t_keeper != nullptr) {
+    return ask_keeper("_c10d_functional::reduce_scatter_tensor", local,
+                      [&] { return reduce_scatter_dim(local, mesh, mesh_dim, dim, op); });
+  }
   Communicator& comm = mesh.communicator(mesh_dim);
   const int64_t n = comm.size();
   const int64_t extent = local.size(dim);
@@ -145,17 +127,13 @@ at::Tensor reduce_scatter_dim_now(const at::Tensor& local, const DeviceMesh& mes
   if (dim == 0 && mine.size == piece) return out;
   return out.narrow(0, 0, mine.size).movedim(0, dim).contiguous();
 }
-}  // namespace
 
 at::Tensor all_to_all_dims(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
                            int64_t from_dim, int64_t from_extent, int64_t to_dim) {
-  return kept_or_run("_c10d_functional::all_to_all_single", local,
-                     [&] { return all_to_all_dims_now(local, mesh, mesh_dim, from_dim, from_extent, to_dim); });
-}
-
-namespace {
-at::Tensor all_to_all_dims_now(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
-                               int64_t from_dim, int64_t from_extent, int64_t to_dim) {
+  if (t_keeper != nullptr) {
+    return ask_keeper("_c10d_functional::all_to_all_single", local,
+                      [&] { return all_to_all_dims(local, mesh, mesh_dim, from_dim, from_extent, to_dim); });
+  }
   Communicator& comm = mesh.communicator(mesh_dim);
   const int64_t n = comm.size();
   const int64_t from_piece = padded_piece(from_extent, n);
@@ -172,7 +150,6 @@ at::Tensor all_to_all_dims_now(const at::Tensor& local, const DeviceMesh& mesh, 
   const ChunkSpan mine = chunk_span(to_extent, n, comm.rank());
   return joined.narrow(from_dim, 0, from_extent).narrow(to_dim, 0, mine.size).contiguous();
 }
-}  // namespace
 
 void all_reduce_(at::Tensor& tensor, const DeviceMesh& mesh, int mesh_dim, ReduceOp op) {
   AllReduceOptions options;
@@ -181,11 +158,13 @@ void all_reduce_(at::Tensor& tensor, const DeviceMesh& mesh, int mesh_dim, Reduc
 }
 
 at::Tensor all_reduce(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim, ReduceOp op) {
-  return kept_or_run("_c10d_functional::all_reduce", local, [&] {
-    at::Tensor out = local.contiguous().clone();
-    all_reduce_(out, mesh, mesh_dim, op);
-    return out;
-  });
+  if (t_keeper != nullptr) {
+    return ask_keeper("_c10d_functional::all_reduce", local,
+                      [&] { return all_reduce(local, mesh, mesh_dim, op); });
+  }
+  at::Tensor out = local.contiguous().clone();
+  all_reduce_(out, mesh, mesh_dim, op);
+  return out;
 }
 
 at::Tensor scatter_dim(const at::Tensor& full, const DeviceMesh& mesh, int mesh_dim, int64_t dim,
