@@ -178,28 +178,25 @@ void ParamGroup::unshard(const std::shared_ptr<const StreamMark>& params_written
   if (unsharded_ || pending_gather_ || params_.empty()) return;
   at::NoGradGuard no_grad;
   collectives::NoResultKeeper fsdp_gathers_always_run;  // not a checkpoint's to keep
-  PendingGather pending;
-  if (post_forward_.defined()) {
-    // Resharded after forward to a smaller group: gather over it only. Forward
-    // wrote the pieces, so the gather waits for the whole compute stream.
-    std::unique_ptr<AsyncRegion> region = begin_async_region(device_, {post_forward_});
-    {
-      ExplicitOriginScope origin(origin_cause::kFsdpUnshard, "fully_shard all_gather");
-      naming_failures(module_name_, "all_gather of its parameters", mesh_.global_rank(), [&] {
-        pending.gathered = collectives::all_gather_dim(post_forward_, post_forward_mesh_, 1, 0,
-                                                       padded_total(post_world_) * post_world_);
-      });
-    }
-    pending.world = post_world_;
-    post_forward_ = at::Tensor();
-    if (region) pending.done = region->finish({pending.gathered});
+  // What this rank sends, over which ranks: after a forward that resharded to
+  // a smaller group, its pieces over that group (forward wrote them, so the
+  // gather waits for the whole compute stream); else its padded shards, one
+  // after another, over the whole group (on the device: Note [FSDP CPU offload]).
+  const bool post_forward = post_forward_.defined();
+  const DeviceMesh& group = post_forward ? post_forward_mesh_ : mesh_;
+  const int group_dim = post_forward ? 1 : shard_dim_;
+  const int64_t world = post_forward ? post_world_ : world_;
+  std::unique_ptr<AsyncRegion> region;
+  at::Tensor send;
+  if (post_forward) {
+    region = begin_async_region(device_, {post_forward_});
+    send = post_forward_;
   } else {
     std::vector<at::Tensor> shards;
     for (const FsdpParam& p : params_) shards.push_back(dtensor_impl(p.sharded)->local());
-    std::unique_ptr<AsyncRegion> region = begin_async_region(device_, shards, params_written);
+    region = begin_async_region(device_, shards, params_written);
     const auto dtype = mp_.param_dtype.value_or(shards.front().scalar_type());
-    // This rank's padded shards, one after another (on the device: Note [FSDP CPU offload]).
-    at::Tensor send = at::zeros({padded_total_}, shards.front().options().dtype(dtype).device(device_));
+    send = at::zeros({padded_total_}, shards.front().options().dtype(dtype).device(device_));
     int64_t offset = 0;
     for (size_t i = 0; i < params_.size(); ++i) {
       const FsdpParam& p = params_[i];
@@ -207,15 +204,17 @@ void ParamGroup::unshard(const std::shared_ptr<const StreamMark>& params_written
           .copy_(shards[i].reshape({-1}), /*non_blocking=*/offload_.enabled && offload_.pin_memory);
       offset += p.padded_numel();
     }
-    {
-      ExplicitOriginScope origin(origin_cause::kFsdpUnshard, "fully_shard all_gather");
-      naming_failures(module_name_, "all_gather of its parameters", mesh_.global_rank(), [&] {
-        pending.gathered = collectives::all_gather_dim(send, mesh_, shard_dim_, 0, padded_total_ * world_);
-      });
-    }
-    pending.world = world_;
-    if (region) pending.done = region->finish({pending.gathered});
   }
+  PendingGather pending;
+  {
+    ExplicitOriginScope origin(origin_cause::kFsdpUnshard, "fully_shard all_gather");
+    naming_failures(module_name_, "all_gather of its parameters", mesh_.global_rank(), [&] {
+      pending.gathered = collectives::all_gather_dim(send, group, group_dim, 0, send.numel() * world);
+    });
+  }
+  pending.world = world;
+  post_forward_ = at::Tensor();
+  if (region) pending.done = region->finish({pending.gathered});
   const bool completed = pending.done == nullptr;
   pending_gather_ = std::move(pending);
   if (completed) wait_for_unshard();
