@@ -44,8 +44,6 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
     std::string fqn;
     int64_t parent = -1;  // enclosing range
   };
-  // Open ranges of recomputations: (depth of running_nodes when opened, range).
-  std::vector<std::pair<size_t, int64_t>> recompute_anchors;
   struct Frame {
     torch::nn::Module* module = nullptr;
     std::string fqn;
@@ -71,6 +69,8 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
   std::vector<std::string> backward_stack;
   const void* task = nullptr;
   std::vector<int64_t> running_nodes;
+  // Open ranges of recomputations: (depth of running_nodes when opened, index in ranges).
+  std::vector<std::pair<size_t, int64_t>> recompute_anchors;
   std::vector<std::pair<WeakTensor, unsigned>> hooks;
 
   void reset() {
@@ -85,6 +85,7 @@ struct ModuleTracker::State : std::enable_shared_from_this<ModuleTracker::State>
     backward_stack.clear();
     task = nullptr;
     running_nodes.clear();
+    recompute_anchors.clear();  // they index `ranges`
     session_begin = at::sequence_number::peek();
   }
 
