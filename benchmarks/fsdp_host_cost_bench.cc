@@ -32,7 +32,8 @@ examples::TrainingConfig config_for(int64_t layers, int64_t world, bool fsdp) {
   config.fully_shard = fsdp;
   config.batch = fsdp ? world : 1;  // one sequence per rank
   config.seq_len = 16;
-  config.model = examples::ModelArgs().dropout_p(0.0).seed(3).n_layers(layers).dim(64).n_heads(4).vocab_size(128).max_seq_len(16);
+  config.model =
+      examples::ModelArgs().dropout_p(0.0).seed(3).n_layers(layers).dim(64).n_heads(4).vocab_size(128).max_seq_len(16);
   return config;
 }
 

@@ -226,7 +226,9 @@ StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t 
 
 StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w) {
   auto mix = [w](double x, double y) { return (1 - w) * x + w * y; };
-  auto mixi = [&](int64_t x, int64_t y) { return static_cast<int64_t>(std::llround(mix(static_cast<double>(x), static_cast<double>(y)))); };
+  auto mixi = [&](int64_t x, int64_t y) {
+    return static_cast<int64_t>(std::llround(mix(static_cast<double>(x), static_cast<double>(y))));
+  };
   StepTotals t;
   t.parameter_bytes = mixi(a.parameter_bytes, b.parameter_bytes);
   t.gradient_bytes = mixi(a.gradient_bytes, b.gradient_bytes);

@@ -101,7 +101,9 @@ struct PlanConfig {
   /// "none", "full", "op" or "every N".
   std::string checkpointing() const;
   /// Whether layer `i` (0-based) is checkpointed.
-  bool checkpointed(int64_t i) const { return checkpoint_ops || (checkpoint_every > 0 && (i + 1) % checkpoint_every == 0); }
+  bool checkpointed(int64_t i) const {
+    return checkpoint_ops || (checkpoint_every > 0 && (i + 1) % checkpoint_every == 0);
+  }
 };
 
 /// Plan options over `mesh`: a comma list of "sp" / "nosp", "adam" /
