@@ -104,6 +104,21 @@ at::Tensor strided_piece(const at::Tensor& full, int64_t dim, int64_t split_fact
   return at::cat(pieces, dim).contiguous();
 }
 
+at::Tensor slice_of_full(at::Tensor full, const DeviceMesh& mesh, const Placements& placements) {
+  for (int i = 0; i < mesh.ndim(); ++i) {
+    const Placement& p = placements[static_cast<size_t>(i)];
+    const int64_t n = mesh.size(i);
+    if (p.is_strided_shard() && n > 1) {
+      full = strided_piece(full, p.shard_dim(), p.split_factor(), n, mesh.get_local_rank(i));
+    } else if (p.is_shard()) {
+      const ChunkSpan span = chunk_span(full.size(p.shard_dim()), n, mesh.get_local_rank(i));
+      full = full.narrow(p.shard_dim(), span.offset, span.size);
+    }
+    if (p.is_partial() && p.reduce_op() == ReduceOp::kSum) full = full / n;
+  }
+  return full;
+}
+
 at::Tensor reduce_scatter_dim(const at::Tensor& local, const DeviceMesh& mesh, int mesh_dim,
                               int64_t dim, ReduceOp op) {
   if (t_keeper != nullptr) {

@@ -19,6 +19,7 @@
 #include <functional>
 
 #include "core/device_mesh.h"
+#include "layout/placement.h"
 #include "layout/reduce_op.h"
 
 namespace dtensor::collectives {
@@ -70,6 +71,13 @@ at::Tensor all_gather_sized(const at::Tensor& local, const DeviceMesh& mesh, int
 /// strided_chunk_spans, concatenated), a new contiguous tensor.
 at::Tensor strided_piece(const at::Tensor& full, int64_t dim, int64_t split_factor, int64_t n,
                          int64_t index);
+
+/// No communication: this rank's local tensor of a DTensor laid out as
+/// `placements` whose global value `full` every rank holds (chunks of Shard
+/// dims, strided pieces of _StridedShard ones, full / n on Partial(sum) mesh
+/// dims, `full` itself on the others). What distribute_tensor with
+/// src_data_rank=nullopt keeps, and what eye.out writes.
+at::Tensor slice_of_full(at::Tensor full, const DeviceMesh& mesh, const Placements& placements);
 
 /// P(op) -> S(dim): reduce(op) over the group, then this rank's torch.chunk
 /// piece of `dim` (of length local.size(dim)).

@@ -27,17 +27,19 @@ namespace {
 // mesh, src_data_rank=1 with [R, R] gives every rank global rank 3's values.
 at::Tensor local_piece(at::Tensor current, const DeviceMesh& mesh, const Placements& placements,
                        std::optional<int64_t> src_rank) {
+  // Without a source rank nothing is sent: each rank slices its own copy.
+  if (!src_rank) return collectives::slice_of_full(std::move(current), mesh, placements);
   // See Note [Collective origins]: the full tensor (Replicate everywhere on
   // the source rank) becomes `placements`, mesh dim by mesh dim.
   ExplicitOriginScope origin(origin_cause::kDistributeTensor, "distribute_tensor");
   const Placements full(placements.size(), Replicate());
   RedistributionProgress progress(full, placements);
+  const int64_t root = *src_rank;
   for (int i = 0; i < mesh.ndim(); ++i) {
     const Placement& p = placements[static_cast<size_t>(i)];
     const int64_t n = mesh.size(i);
     progress.step(i, full[static_cast<size_t>(i)], p);
-    if (src_rank && n > 1) {
-      const int64_t root = *src_rank;
+    if (n > 1) {
       if (p.is_shard()) {
         current = collectives::scatter_dim(current, mesh, i, p.shard_dim(), root);
         continue;
@@ -48,9 +50,6 @@ at::Tensor local_piece(at::Tensor current, const DeviceMesh& mesh, const Placeme
       // Broadcast, then each rank keeps its strided pieces (Note [Strided shards]).
       current = collectives::strided_piece(current, p.shard_dim(), p.split_factor(), n,
                                            mesh.get_local_rank(i));
-    } else if (!src_rank && p.is_shard()) {
-      ChunkSpan span = chunk_span(current.size(p.shard_dim()), n, mesh.get_local_rank(i));
-      current = current.narrow(p.shard_dim(), span.offset, span.size);
     }
     if (p.is_partial() && p.reduce_op() == ReduceOp::kSum) current = current / n;
   }

@@ -52,18 +52,19 @@ std::optional<std::string> overload_with(const std::string& base, const std::vec
   return std::nullopt;
 }
 
-// The one kwarg-only written argument of an out= overload with one return
-// aliasing it; -1 for anything else.
-int64_t single_out_argument(const c10::FunctionSchema& schema) {
-  int64_t out = -1;
+// The kwarg-only written arguments of an out= overload, one per return and
+// in the returns' order (`out`; var_mean's `out0`, `out1`); empty for
+// anything else (a written positional argument, more outs than returns).
+std::vector<int64_t> out_arguments(const c10::FunctionSchema& schema) {
+  std::vector<int64_t> outs;
   for (size_t i = 0; i < schema.arguments().size(); ++i) {
     const c10::Argument& a = schema.arguments()[i];
     if (!writes_argument(a)) continue;
-    if (!a.kwarg_only() || out >= 0) return -1;
-    out = static_cast<int64_t>(i);
+    if (!a.kwarg_only()) return {};
+    outs.push_back(static_cast<int64_t>(i));
   }
-  if (out < 0 || schema.returns().size() != 1) return -1;
-  return out;
+  if (outs.size() != schema.returns().size()) return {};
+  return outs;
 }
 
 // True for an out= overload: some kwarg-only argument is written (`out`,
@@ -104,10 +105,12 @@ std::optional<std::string> functional_overload(const c10::OperatorHandle& op) {
     for (const c10::Argument& a : schema.arguments()) args.push_back(&a);
     return overload_with(schema.name().substr(0, schema.name().size() - 1), args);
   }
-  const int64_t out = single_out_argument(schema);
-  if (out < 0) return std::nullopt;
+  const std::vector<int64_t> outs = out_arguments(schema);
+  if (outs.empty()) return std::nullopt;
   for (size_t i = 0; i < schema.arguments().size(); ++i) {
-    if (static_cast<int64_t>(i) != out) args.push_back(&schema.arguments()[i]);
+    if (std::find(outs.begin(), outs.end(), static_cast<int64_t>(i)) == outs.end()) {
+      args.push_back(&schema.arguments()[i]);
+    }
   }
   return overload_with(schema.name(), args);
 }
@@ -118,23 +121,29 @@ std::optional<ShardingRule> derive_rule(const c10::OperatorHandle& op, const Sha
   std::optional<ShardingRule> rule = registry.find(*functional);
   if (!rule) return std::nullopt;
   const c10::OperatorHandle functional_op = *c10::Dispatcher::singleton().findOp(parse_op_name(*functional));
-  const int64_t out_arg = single_out_argument(op.schema());
+  const std::vector<int64_t> out_args = out_arguments(op.schema());
   const std::string_view name = interned_op_name(*functional);
-  return ShardingRule([rule = *rule, functional_op, out_arg, name](const OpCall& call) {
+  return ShardingRule([rule = *rule, functional_op, out_args, name](const OpCall& call) {
     OpCall f = call;
     f.op = &functional_op;
     f.name = name;
-    int64_t out = -1;  // the out tensor's index among the inputs
-    if (out_arg >= 0) {
+    // The out tensors' indices among the inputs, in the returns' order.
+    std::vector<size_t> outs;
+    for (int64_t out_arg : out_args) {
       for (size_t i = 0; i < call.inputs.size(); ++i) {
-        if (static_cast<int64_t>(call.positions[i].arg_index) == out_arg) out = static_cast<int64_t>(i);
+        if (static_cast<int64_t>(call.positions[i].arg_index) == out_arg) outs.push_back(i);
       }
-      TORCH_CHECK(out >= 0 && !call.outputs.empty(), call.describe(), ": out must be a DTensor");
-      const DTensorSpec& out_spec = call.inputs[static_cast<size_t>(out)];
-      f.inputs.erase(f.inputs.begin() + out);
-      f.positions.erase(f.positions.begin() + out);
+    }
+    TORCH_CHECK(outs.size() == out_args.size() && (outs.empty() || call.outputs.size() == outs.size()),
+                call.describe(), ": every out tensor must be a DTensor");
+    if (!outs.empty()) {
+      for (size_t k = outs.size(); k-- > 0;) {
+        f.inputs.erase(f.inputs.begin() + static_cast<std::ptrdiff_t>(outs[k]));
+        f.positions.erase(f.positions.begin() + static_cast<std::ptrdiff_t>(outs[k]));
+      }
       f.self_input = -1;
-      f.out_placements = &out_spec.placements;
+      // Strategies are filtered on output 0; the others are checked below.
+      f.out_placements = &call.inputs[outs[0]].placements;
     }
     ShardingPlan plan;
     try {
@@ -146,12 +155,18 @@ std::optional<ShardingRule> derive_rule(const c10::OperatorHandle& op, const Sha
     TORCH_CHECK(plan.local_kernel.empty(), call.describe(), ": the rule of ", name,
                 " runs a local kernel written for its own arguments, so ", call.name,
                 " has no derived rule; call ", name, " and copy the result");
-    if (out >= 0) {
-      const Placements& want = call.inputs[static_cast<size_t>(out)].placements;
-      TORCH_CHECK(plan.output_placements[0] == want, call.describe(), ": the result of ", name,
-                  " would be ", to_string(plan.output_placements[0]), ", not out's ", to_string(want),
-                  "; redistribute out to ", to_string(plan.output_placements[0]), " or call ", name);
-      plan.input_placements.insert(plan.input_placements.begin() + out, want);
+    if (!outs.empty()) {
+      for (size_t k = 0; k < outs.size(); ++k) {
+        const Placements& want = call.inputs[outs[k]].placements;
+        TORCH_CHECK(plan.output_placements[k] == want, call.describe(), ": result ", k, " of ", name,
+                    " would be ", to_string(plan.output_placements[k]), ", not its out tensor's ",
+                    to_string(want), "; redistribute that out tensor to ", to_string(plan.output_placements[k]),
+                    " or call ", name);
+      }
+      for (size_t out : outs) {
+        plan.input_placements.insert(plan.input_placements.begin() + static_cast<std::ptrdiff_t>(out),
+                                     call.inputs[out].placements);
+      }
     } else if (call.self_input >= 0) {
       const DTensorSpec& self_spec = call.inputs[static_cast<size_t>(call.self_input)];
       // squeeze_ and the like change self's shape: the functional rule does

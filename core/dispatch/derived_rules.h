@@ -21,13 +21,14 @@ namespace dtensor {
 // (torch.add(a, b, out=c) with c Replicate gathers a and b); an in-place call
 // keeps self's. Here the functional overload is found by schema (same name
 // without the trailing `_`, or the same arguments without the kwarg-only
-// `out`), and its rule runs on the call as the functional op sees it: the
-// `out` input removed and its placements required of output 0
-// (OpCall::out_placements, honoured by expand_per_mesh_dim), or self kept
-// (OpCall::self_input, as for hand-registered in-place rules). The local op
-// is then the out= or in-place overload itself on the local tensors. Not
-// derived: overloads with several `out`s (max.dim_max) and ops whose
-// functional overload has no rule; those keep raising "no sharding rule". A
+// outs), and its rule runs on the call as the functional op sees it: the
+// out inputs removed and the first one's placements required of output 0
+// (OpCall::out_placements, honoured by expand_per_mesh_dim; with several
+// outs, as var_mean.correction_out's out0 and out1, the others' are checked
+// after), or self kept (OpCall::self_input, as for hand-registered in-place
+// rules). The local op is then the out= or in-place overload itself on the
+// local tensors. Not derived: ops whose functional overload has no rule;
+// those keep raising "no sharding rule". A
 // derived rule refuses, naming the functional op to call instead, a call
 // whose functional plan runs a local kernel (written for the functional
 // arguments) and an in-place call that changes self's shape (squeeze_).

@@ -167,7 +167,8 @@ DimRule index_reduce_rule() {
 
 void register_index_rules(ShardingRegistry& registry) {
   registry.add({"aten::index.Tensor"}, detail::single_dim_rule(index_rule()));
-  registry.add({"aten::index_put", "aten::index_put_", "aten::_index_put_impl_"},
+  // _index_put_impl is what _index_put_impl.out derives from.
+  registry.add({"aten::index_put", "aten::index_put_", "aten::_index_put_impl", "aten::_index_put_impl_"},
                detail::single_dim_rule(index_put_rule()));
   registry.add({"aten::index_fill", "aten::index_fill_"}, detail::single_dim_rule(index_fill_rule()));
   registry.add({"aten::index_reduce", "aten::index_reduce_"}, detail::single_dim_rule(index_reduce_rule()));

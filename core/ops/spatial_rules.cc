@@ -219,7 +219,10 @@ void register_spatial_rules(ShardingRegistry& registry) {
   registry.add({"aten::convolution"}, spatial(convolution_rule()));
   registry.add({"aten::convolution_backward"}, spatial(convolution_backward_rule()));
 
-  // The 1-d poolings are composites of the 2-d ones in LibTorch.
+  // The 1-d average poolings are composites of the 2-d ones in LibTorch, but
+  // their out= forms are not: those derive their rules from these.
+  add_pooling(registry, "aten::avg_pool1d", 1, /*linear=*/true);
+  add_pooling(registry, "aten::adaptive_avg_pool1d", 1, /*linear=*/true);
   for (int d = 2; d <= 3; ++d) {
     const std::string nd = std::to_string(d) + "d";
     add_pooling(registry, "aten::avg_pool" + nd, d, /*linear=*/true);

@@ -1,9 +1,11 @@
 // Ops that create or copy tensors shaped like an input (clone, detach,
 // _to_copy, *_like, fill_, zero_, copy_, new_*), and item().
 //   zeros_like(P(sum)) -> R (zeros need no reduction);  copy_(self [S(0)], src [R]) -> src chunked
+#include <ATen/Functions.h>
 #include <c10/util/Exception.h>
 
 #include "layout/strides.h"
+#include "core/collectives.h"
 #include "core/ops/arg_parsing.h"
 #include "core/ops/builtin_rules.h"
 #include "core/ops/strategy_builders.h"
@@ -75,6 +77,27 @@ DimRule copy_rule() {
   };
 }
 
+// copy(self, src) (functional; what copy.out derives from): src broadcast to
+// self's shape and dtype, so self gives only the layout. Candidates: every
+// tensor Replicate, the result sharded on any dim (self likewise, src on its
+// own dim, replicated where src broadcasts), or src's Partial kept with self
+// Replicate (only src's values reach the result).
+DimRule copy_functional_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const auto& dst = call.inputs[0].meta.shape;
+    const auto& src = call.inputs[1].meta.shape;
+    std::vector<DimStrategy> candidates{detail::all_replicate(call)};
+    for (int64_t d = 0; d < static_cast<int64_t>(dst.size()); ++d) {
+      const int64_t s = d - static_cast<int64_t>(dst.size() - src.size());
+      const Placement p = (s >= 0 && src[static_cast<size_t>(s)] != 1) ? Shard(s) : Replicate();
+      candidates.push_back(DimStrategy{{Shard(d), p}, {Shard(d)}});
+    }
+    const Placement& from = placement_of(call, 1, mesh_dim);
+    if (from.is_partial()) candidates.push_back(DimStrategy{{Replicate(), from}, {from}});
+    return candidates;
+  };
+}
+
 // new_empty, new_zeros, new_ones, new_full, new_empty_strided: the size
 // argument is global. As in PyTorch, a result shaped like the input keeps the
 // input's shards (Partial becomes Replicate: the values are fresh) and is
@@ -128,11 +151,37 @@ void register_tensor_rules(ShardingRegistry& registry) {
   registry.add({"aten::zero_"}, fill_rule(/*keeps_partial=*/true));
   registry.add({"aten::fill_"}, fill_rule(/*keeps_partial=*/false));
   registry.add({"aten::copy_"}, per_mesh_dim(copy_rule()));
+  registry.add({"aten::copy"}, per_mesh_dim(copy_functional_rule()));
   registry.add({"aten::new_empty", "aten::new_zeros", "aten::new_ones", "aten::new_full",
                 "aten::new_empty_strided"},
                new_factory());
   registry.add({"aten::_local_scalar_dense", "aten::equal", "aten::allclose", "aten::is_nonzero"},
                per_mesh_dim(replicate_all()));
+  // eye.out(n, *, out) / eye.m_out(n, m, *, out) have no tensor input: out
+  // keeps its placements and each rank writes its own piece of the identity
+  // (PyTorch 2.15 refuses a sharded out; a replicated one is the same here).
+  constexpr const char* kEyePiece = "dtensor::eye_piece";
+  registry.add({"aten::eye.out", "aten::eye.m_out"}, [](const OpCall& call) {
+    const DTensorSpec& out = call.inputs.at(0);
+    TORCH_CHECK(!call.outputs.empty() && call.outputs[0].shape == out.meta.shape, call.describe(),
+                ": out has the global shape ", c10::IntArrayRef(out.meta.shape), ", not the identity's ",
+                call.outputs.empty() ? c10::IntArrayRef() : c10::IntArrayRef(call.outputs[0].shape),
+                "; a DTensor out cannot be resized, so create it with that shape");
+    ShardingPlan plan;
+    plan.input_placements = {out.placements};
+    plan.output_placements = {out.placements};
+    plan.local_kernel = kEyePiece;
+    return plan;
+  });
+  registry.add_local_kernel(kEyePiece, [](const LocalCall& c, std::vector<c10::IValue>* stack) {
+    const DTensorSpec& out = c.call.inputs.at(0);
+    at::Tensor local = stack->back().toTensor();
+    const int64_t n = stack->front().toInt();
+    const int64_t m = stack->size() == 3 ? (*stack)[1].toInt() : n;
+    local.copy_(collectives::slice_of_full(at::eye(n, m, local.options()), out.mesh, out.placements));
+    stack->clear();
+    stack->emplace_back(local);
+  });
   // is_same_size compares the global shapes, as PyTorch's custom handler:
   // no redistribution, no communication, whatever the placements.
   constexpr const char* kIsSameSize = "dtensor::is_same_size";

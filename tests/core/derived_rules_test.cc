@@ -35,7 +35,8 @@ TEST(DerivedRulesTest, FunctionalOverloadIsFoundBySchema) {
   EXPECT_EQ(functional_of("aten::sigmoid_backward", "grad_input"), "aten::sigmoid_backward");
   EXPECT_EQ(functional_of("aten::mm", "out"), "aten::mm");
   EXPECT_EQ(functional_of("aten::add", "Tensor"), std::nullopt);   // functional itself
-  EXPECT_EQ(functional_of("aten::max", "dim_max"), std::nullopt);  // two outs
+  EXPECT_EQ(functional_of("aten::max", "dim_max"), "aten::max.dim");  // two outs
+  EXPECT_EQ(functional_of("aten::var_mean", "correction_out"), "aten::var_mean.correction");
 }
 
 TEST(DerivedRulesTest, OutKeepsItsPlacementsWithPyTorchsCollectives) {
@@ -85,6 +86,79 @@ TEST(DerivedRulesTest, InPlaceOverloadsWithoutTheirOwnRule) {
     DTensor r = distribute_tensor(g, mesh, {Shard(0)});
     r.round_(2);  // aten::round_.decimals
     EXPECT_TRUE(at::allclose(r.full_tensor(), g.round(2)));
+  });
+}
+
+// The out= forms PyTorch 2.15 shards whose functional overload is composite
+// here, or has several outs, or is a fill with no tensor input. Collectives
+// as PyTorch 2.15 issues them on 4 ranks (LocalTensorMode, measured):
+// var_mean.correction_out over the sharded dim into Replicate outs 1
+// all_gather; copy.out of two Shard(0) tensors into a Replicate out 2; the
+// 1-d poolings and _index_put_impl.out on shards none. eye.m_out into a
+// Shard(0) out is refused by PyTorch ("no valid sharding strategy"); here
+// each rank writes its rows.
+TEST(DerivedRulesTest, OutFormsOfCompositeOrMultiOutputOps) {
+  run_fake_world(4, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    const at::Tensor ga = testing::seeded_randn({8, 6}, 1), gb = testing::seeded_randn({8, 6}, 2);
+    DTensor a = distribute_tensor(ga, mesh, {Shard(0)});
+    DTensor b = distribute_tensor(gb, mesh, {Shard(0)});
+    auto replicated = [&](at::IntArrayRef shape) {
+      return distribute_tensor(at::zeros(shape, at::kDouble), mesh, {Replicate()});
+    };
+    debug::CommDebugMode comm;
+    auto counted = [&](const std::function<void()>& fn) {
+      auto guard = comm.enter();
+      fn();
+      return comm.get_comm_counts();
+    };
+
+    DTensor var = replicated({6}), mean = replicated({6});
+    EXPECT_EQ(counted([&] { at::var_mean_out(var, mean, a, at::IntArrayRef{0}, /*correction=*/1, false); }),
+              (trace::KindCounts{{"all_gather_into_tensor", 1}}));
+    auto [want_var, want_mean] = at::var_mean(ga, at::IntArrayRef{0}, /*correction=*/1, false);
+    EXPECT_TRUE(at::allclose(var.full_tensor(), want_var) && at::allclose(mean.full_tensor(), want_mean));
+
+    DTensor values = distribute_tensor(at::zeros({8}, at::kDouble), mesh, {Shard(0)});
+    DTensor indices = distribute_tensor(at::zeros({8}, at::kLong), mesh, {Shard(0)});
+    at::max_out(values, indices, a, 1);  // max.dim_max: two outs, derived from max.dim
+    EXPECT_TRUE(at::equal(values.full_tensor(), std::get<0>(ga.max(1))));
+    EXPECT_TRUE(at::equal(indices.full_tensor(), std::get<1>(ga.max(1))));
+
+    DTensor copied = replicated({8, 6});
+    EXPECT_EQ(counted([&] { at::copy_out(copied, a, b); }), (trace::KindCounts{{"all_gather_into_tensor", 2}}));
+    EXPECT_TRUE(at::equal(copied.full_tensor(), gb));
+
+    const at::Tensor gx = testing::seeded_randn({4, 4, 8}, 3);
+    DTensor pooled = distribute_tensor(at::zeros({4, 4, 4}, at::kDouble), mesh, {Shard(0)});
+    DTensor x0 = distribute_tensor(gx, mesh, {Shard(0)});
+    EXPECT_EQ(counted([&] { at::avg_pool1d_out(pooled, x0, {2}); }), trace::KindCounts{});
+    EXPECT_TRUE(at::allclose(pooled.full_tensor(), at::avg_pool1d(gx, {2})));
+    DTensor adaptive = distribute_tensor(at::zeros({4, 4, 4}, at::kDouble), mesh, {Shard(1)});
+    at::adaptive_avg_pool1d_out(adaptive, distribute_tensor(gx, mesh, {Shard(1)}), {4});
+    EXPECT_TRUE(at::allclose(adaptive.full_tensor(), at::adaptive_avg_pool1d(gx, {4})));
+
+    DTensor put = distribute_tensor(at::zeros({8, 6}, at::kDouble), mesh, {Shard(1)});
+    const at::Tensor rows = at::tensor({1, 3, 1}, at::kLong);
+    const at::Tensor ones = at::ones({3, 6}, at::kDouble);
+    DTensor self = distribute_tensor(ga, mesh, {Shard(1)});
+    DTensor where = distribute_tensor(rows, mesh, {Replicate()});
+    DTensor put_values = distribute_tensor(ones, mesh, {Shard(1)});
+    EXPECT_EQ(counted([&] {
+                at::_index_put_impl_out(put, self, {std::optional<at::Tensor>(where)}, put_values,
+                                        /*accumulate=*/true, false);
+              }),
+              trace::KindCounts{});
+    EXPECT_TRUE(at::allclose(put.full_tensor(), ga.index_put({rows}, ones, /*accumulate=*/true)));
+
+    for (const Placements& p : {Placements{Shard(0)}, Placements{Shard(1)}, Placements{Replicate()},
+                                Placements{Partial()}}) {
+      SCOPED_TRACE(to_string(p));
+      DTensor eye = distribute_tensor(at::full({8, 6}, 7.0, at::kDouble), mesh, p);
+      EXPECT_EQ(counted([&] { at::eye_out(eye, 8, 6); }), trace::KindCounts{});
+      EXPECT_EQ(eye.placements(), p);
+      EXPECT_TRUE(at::equal(eye.full_tensor(), at::eye(8, 6, at::kDouble)));
+    }
   });
 }
 
