@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "core/dispatch/derived_rules.h"
@@ -31,40 +32,89 @@ std::string per_tensor_name(const std::string& foreach_name) {
   return name;
 }
 
-}  // namespace
+// How element e's call is made from a _foreach_* call: the per-tensor
+// overload, and for each of its arguments the foreach argument it takes
+// (element e of a list; -1: the argument's default).
+struct ElementMapping {
+  std::string overload;
+  std::vector<int64_t> from;
+  // Per foreach argument: a Tensor holding one scalar per element
+  // (`_foreach_addcdiv_.Tensor`'s `scalars`), given to the element op as a
+  // Scalar argument. It must be Replicate; the rule sees a placeholder value.
+  std::vector<bool> scalars_tensor;
+};
 
-std::optional<std::string> foreach_element_overload(const c10::OperatorHandle& op) {
+// Foreach ops whose per-tensor op takes its arguments in another order.
+// _foreach_norm.Scalar(self, ord, dtype) ->
+// linalg_vector_norm(self, ord, dim=None, keepdim=False, *, dtype).
+const std::map<std::string, ElementMapping>& irregular_mappings() {
+  static const auto* table = new std::map<std::string, ElementMapping>{
+      {"aten::_foreach_norm.Scalar", {"aten::linalg_vector_norm", {0, 1, -1, -1, 2}, {}}},
+  };
+  return *table;
+}
+
+std::optional<ElementMapping> element_mapping(const c10::OperatorHandle& op) {
   if (!op.hasSchema()) return std::nullopt;
   const c10::FunctionSchema& schema = op.schema();
   const std::string base = per_tensor_name(schema.name());
   if (base.empty()) return std::nullopt;
+  const auto& ours = schema.arguments();
+  auto irregular = irregular_mappings().find(full_op_name(op.operator_name()));
+  if (irregular != irregular_mappings().end()) {
+    ElementMapping m = irregular->second;
+    m.scalars_tensor.assign(ours.size(), false);
+    if (!c10::Dispatcher::singleton().findOp(parse_op_name(m.overload))) return std::nullopt;
+    return m;
+  }
   for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
     if (name.name != base) continue;
     auto handle = c10::Dispatcher::singleton().findOp(name);
     if (!handle || !handle->hasSchema()) continue;
     const auto& candidate = handle->schema().arguments();
-    const auto& ours = schema.arguments();
     if (candidate.size() < ours.size()) continue;
+    ElementMapping m{full_op_name(name), {}, std::vector<bool>(ours.size(), false)};
     bool match = std::none_of(candidate.begin(), candidate.end(), detail::writes_argument);
     for (size_t i = 0; match && i < candidate.size(); ++i) {
-      match = i < ours.size() ? element_type(ours[i]) == candidate[i].type()->str()
-                              : candidate[i].default_value().has_value();
+      if (i >= ours.size()) {
+        match = candidate[i].default_value().has_value();
+        m.from.push_back(-1);
+        continue;
+      }
+      const bool scalars = ours[i].name() == "scalars" && ours[i].type()->str() == "Tensor" &&
+                           candidate[i].type()->str() == "Scalar";
+      match = scalars || element_type(ours[i]) == candidate[i].type()->str();
+      m.scalars_tensor[i] = scalars;
+      m.from.push_back(static_cast<int64_t>(i));
     }
-    if (match) return full_op_name(name);
+    if (match) return m;
   }
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<std::string> foreach_element_overload(const c10::OperatorHandle& op) {
+  std::optional<ElementMapping> m = element_mapping(op);
+  if (!m) return std::nullopt;
+  return m->overload;
+}
+
 std::optional<ShardingRule> derive_foreach_rule(const c10::OperatorHandle& op, const ShardingRegistry& registry) {
-  const std::optional<std::string> element = foreach_element_overload(op);
-  if (!element) return std::nullopt;
-  std::optional<ShardingRule> rule = registry.find(*element);
+  const std::optional<ElementMapping> mapping = element_mapping(op);
+  if (!mapping) return std::nullopt;
+  std::optional<ShardingRule> rule = registry.find(mapping->overload);
   if (!rule) return std::nullopt;
-  const c10::OperatorHandle element_op = *c10::Dispatcher::singleton().findOp(parse_op_name(*element));
-  const std::string_view name = detail::interned_op_name(*element);
-  return ShardingRule([rule = *rule, element_op, name](const OpCall& call) {
+  const c10::OperatorHandle element_op = *c10::Dispatcher::singleton().findOp(parse_op_name(mapping->overload));
+  const std::string_view name = detail::interned_op_name(mapping->overload);
+  return ShardingRule([rule = *rule, element_op, name, m = *mapping](const OpCall& call) {
     const auto& args = call.op->schema().arguments();
     const auto& element_args = element_op.schema().arguments();
+    // The element argument each foreach argument becomes, or -1.
+    std::vector<int64_t> to(args.size(), -1);
+    for (size_t j = 0; j < m.from.size(); ++j) {
+      if (m.from[j] >= 0) to[static_cast<size_t>(m.from[j])] = static_cast<int64_t>(j);
+    }
     // The list length: the size of the first Tensor[] argument.
     int64_t n = 0;
     for (size_t a = 0; a < args.size(); ++a) {
@@ -79,15 +129,25 @@ std::optional<ShardingRule> derive_foreach_rule(const c10::OperatorHandle& op, c
     ShardingPlan plan;
     plan.input_placements.assign(call.inputs.size(), Placements());
     plan.output_placements.assign(call.outputs.size(), Placements());
+    // Inputs no element call sees (a scalars tensor) are read whole.
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      const size_t arg = call.positions[i].arg_index;
+      if (to[arg] < 0 || m.scalars_tensor[arg]) {
+        plan.input_placements[i] = Placements(static_cast<size_t>(call.mesh_ndim()), Replicate());
+      }
+    }
     for (int64_t e = 0; e < n; ++e) {
       std::vector<c10::IValue> sub_args;
-      for (size_t a = 0; a < element_args.size(); ++a) {
-        if (a >= args.size()) {
-          sub_args.push_back(*element_args[a].default_value());
-        } else if (is_list(args[a]) && call.arg(a).isList()) {
-          sub_args.push_back(call.arg(a).toListRef()[static_cast<size_t>(e)]);
+      for (size_t j = 0; j < element_args.size(); ++j) {
+        const int64_t a = j < m.from.size() ? m.from[j] : -1;
+        if (a < 0) {
+          sub_args.push_back(*element_args[j].default_value());
+        } else if (m.scalars_tensor[static_cast<size_t>(a)]) {
+          sub_args.emplace_back(c10::Scalar(1.0));  // the value never decides a plan
+        } else if (is_list(args[static_cast<size_t>(a)]) && call.arg(static_cast<size_t>(a)).isList()) {
+          sub_args.push_back(call.arg(static_cast<size_t>(a)).toListRef()[static_cast<size_t>(e)]);
         } else {
-          sub_args.push_back(call.arg(a));
+          sub_args.push_back(call.arg(static_cast<size_t>(a)));
         }
       }
       OpCall sub;
@@ -99,12 +159,13 @@ std::optional<ShardingRule> derive_foreach_rule(const c10::OperatorHandle& op, c
       for (size_t i = 0; i < call.inputs.size(); ++i) {
         const TensorArgPosition& pos = call.positions[i];
         if (pos.list_index >= 0 && pos.list_index != e) continue;
+        if (to[pos.arg_index] < 0 || m.scalars_tensor[pos.arg_index]) continue;
         if (pos.list_index == e && call.self_input >= 0 &&
             call.positions[static_cast<size_t>(call.self_input)].arg_index == pos.arg_index) {
           sub.self_input = static_cast<int64_t>(sub.inputs.size());
         }
         sub.inputs.push_back(call.inputs[i]);
-        sub.positions.push_back(TensorArgPosition{pos.arg_index, -1});
+        sub.positions.push_back(TensorArgPosition{static_cast<size_t>(to[pos.arg_index]), -1});
         from.push_back(i);
       }
       if (in_place) {

@@ -20,7 +20,10 @@ namespace dtensor {
 // Scalar[]) and to the other arguments as they are. The per-tensor overload
 // is found by argument types (`_foreach_add.Scalar(Tensor[] self, Scalar
 // scalar)` -> `aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1)`,
-// the rest taking their defaults); its rule runs once per element on a call
+// the rest taking their defaults; a `scalars` Tensor holding one value per
+// element, as `_foreach_addcdiv_.Tensor`'s, stands for the per-tensor op's
+// Scalar and must be Replicate; `_foreach_norm.Scalar` maps its arguments
+// onto `linalg_vector_norm`'s by a table); its rule runs once per element on a call
 // with that element's arguments, and the plans are joined: every element
 // chooses its own placements, as PyTorch's per-element strategies do. An
 // in-place `_foreach_*_` keeps every written element's placements (each

@@ -5,7 +5,9 @@
 //    scatters into a DTensor of zeros laid out like the input.
 //  - vector norms: over a sharded dim they decompose into local partial
 //    results and one reduction (see Note [Norms of sharded dims]); the
-//    backward is LibTorch's norm_backward written in DTensor ops.
+//    backward is LibTorch's norm_backward written in DTensor ops. The
+//    _foreach_norm of many shards shares its reductions (Note [Foreach
+//    norms]).
 //  - full max / min: the out-of-place gradient PyTorch's Python DTensor
 //    gets (See Note [Gradient of a full max or min]).
 //  - scaled dot-product attention (compat::kAttentionOp): the math path
@@ -299,6 +301,97 @@ void norm_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   stack->push_back(result);
 }
 
+// Note [Foreach norms]
+// _foreach_norm(xs, ord, dtype) is what gradient clipping calls on all
+// gradients at once. Elements with no sharded dim run the op as it is
+// (below autograd when nothing needs a gradient). With grad, each element is
+// a linalg_vector_norm (norm_autograd above: its backward). Without, sharded
+// elements decompose as decomposed_norm does, but their reductions are
+// shared: the local sums of |x|^p of elements sharded over the same mesh
+// dims (whatever their tensor dims) are stacked and reduced together, one
+// all_reduce per such mesh dim for the group where a norm each would issue
+// one per element (on a 1-D mesh: one for all, as PyTorch's clip_grad_norm_
+// issues when it reduces its stacked _NormPartials). ord 0, 1 and +-inf need no
+// root, so their results stay Partial (sum, max or min: exact, and nothing
+// is sent, as PyTorch 2.15's _NormPartial).
+bool has_shard(const at::Tensor& t) {
+  DTensorImpl* impl = dtensor_impl(t);
+  if (impl == nullptr) return false;
+  for (const Placement& p : impl->spec().placements) {
+    if (p.is_shard() || p.is_strided_shard()) return true;
+  }
+  return false;
+}
+
+void foreach_norm_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t first = stack->size() - op.schema().arguments().size();
+  const std::vector<at::Tensor> xs = (*stack)[first].toTensorVector();
+  const c10::Scalar ord = (*stack)[first + 1].toScalar();
+  const c10::optional<c10::ScalarType> dtype =
+      (*stack)[first + 2].isNone() ? c10::nullopt : c10::optional<c10::ScalarType>((*stack)[first + 2].toScalarType());
+  const bool grad = std::any_of(xs.begin(), xs.end(), needs_grad);
+  if (!grad && std::none_of(xs.begin(), xs.end(), has_shard)) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.callBoxed(stack);
+    return;
+  }
+  std::vector<at::Tensor> norms(xs.size());
+  if (grad) {
+    for (size_t i = 0; i < xs.size(); ++i) {
+      norms[i] = at::linalg_vector_norm(xs[i], ord, c10::nullopt, false, dtype);
+    }
+  } else {
+    torch::autograd::AutoGradMode no_grad(false);
+    const double p = ord.toDouble();
+    const bool needs_root = !(p == 0 || p == 1 || std::isinf(p));
+    // Element indices by where their powered sums are Partial(sum) (the
+    // mesh dims that shard them), each group reduced once.
+    auto partial_dims = [](const at::Tensor& x) {
+      std::vector<bool> dims;
+      for (const Placement& q : dtensor_impl(x)->spec().placements) dims.push_back(q.is_shard() || q.is_strided_shard());
+      return dims;
+    };
+    std::vector<std::vector<size_t>> groups;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      auto same_reduction = [&](const std::vector<size_t>& g) {
+        const at::Tensor& other = xs[g.front()];
+        return has_shard(other) && dtensor_impl(other)->spec().mesh == dtensor_impl(xs[i])->spec().mesh &&
+               partial_dims(other) == partial_dims(xs[i]);
+      };
+      auto it = needs_root && has_shard(xs[i]) ? std::find_if(groups.begin(), groups.end(), same_reduction)
+                                               : groups.end();
+      if (it != groups.end()) {
+        it->push_back(i);
+      } else {
+        groups.push_back({i});
+      }
+    }
+    NormArgs a;
+    a.ord = p;
+    a.dtype = dtype;
+    for (const std::vector<size_t>& g : groups) {
+      if (g.size() == 1 || !needs_root) {
+        for (size_t i : g) {
+          const at::Tensor x = dtype ? xs[i].to(*dtype) : xs[i];
+          a.dims.clear();
+          for (int64_t d = 0; d < x.dim(); ++d) a.dims.push_back(d);
+          norms[i] = decomposed_norm(x, a);
+        }
+        continue;
+      }
+      std::vector<at::Tensor> powered;
+      for (size_t i : g) {
+        const at::Tensor x = dtype ? xs[i].to(*dtype) : xs[i];
+        powered.push_back(x.abs().pow(p).sum());
+      }
+      const std::vector<at::Tensor> roots = at::stack(powered).pow(1.0 / p).unbind(0);
+      for (size_t k = 0; k < g.size(); ++k) norms[g[k]] = roots[k];
+    }
+  }
+  stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(first), stack->end());
+  stack->emplace_back(at::TensorList(norms));
+}
+
 // ------------------------------------------------------------ attention
 
 // Note [Attention sharded on heads]
@@ -497,6 +590,10 @@ void register_autograd_overrides() {
     for (const char* name : {"linalg_vector_norm", "norm.ScalarOpt_dim", "norm.Scalar"}) {
       overridden.push_back(name);
       library->impl(name, torch::CppFunction::makeFromBoxedFunction<&norm_autograd>());
+    }
+    if (c10::Dispatcher::singleton().findSchema({"aten::_foreach_norm", "Scalar"})) {
+      overridden.push_back("_foreach_norm.Scalar");
+      library->impl("_foreach_norm.Scalar", torch::CppFunction::makeFromBoxedFunction<&foreach_norm_autograd>());
     }
     overridden.push_back(compat::kAttentionOp);
     library->impl(compat::kAttentionOp, TORCH_FN(sdpa_with_implicit_replication));

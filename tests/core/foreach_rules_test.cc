@@ -35,6 +35,8 @@ TEST(ForeachRulesTest, PerTensorOverloadIsFoundByArgumentTypes) {
   EXPECT_EQ(element_of("aten::_foreach_add_", "List"), "aten::add.Tensor");
   EXPECT_EQ(element_of("aten::_foreach_mul", "ScalarList"), "aten::mul.Scalar");
   EXPECT_EQ(element_of("aten::_foreach_sqrt", ""), "aten::sqrt");
+  EXPECT_EQ(element_of("aten::_foreach_addcdiv_", "Tensor"), "aten::addcdiv");  // scalars -> value
+  EXPECT_EQ(element_of("aten::_foreach_norm", "Scalar"), "aten::linalg_vector_norm");
   EXPECT_EQ(element_of("aten::add", "Tensor"), std::nullopt);
 }
 
@@ -105,6 +107,90 @@ TEST(ForeachRulesTest, ZeroKeepsPlacementsAndFillReplicatesAPartial) {
     DTensor filled = at::fill(DTensor::from_local(at::ones({3}, at::kDouble), mesh, {Partial()}), 2.5);
     EXPECT_EQ(filled.placements(), Placements{Replicate()});
     EXPECT_TRUE(at::equal(filled.full_tensor(), at::full({3}, 2.5, at::kDouble)));
+  });
+}
+
+// _foreach_norm (gradient clipping): PyTorch 2.15 returns a _NormPartial per
+// element and reduces it where it is used; clip_grad_norm_ stacks them and
+// reduces once. Here (Note [Foreach norms]) elements sharded over the same
+// mesh dims share one all_reduce; ord 1 and inf stay Partial, sending
+// nothing. With grad, each element's norm is differentiable.
+TEST(ForeachRulesTest, NormsShareOneReductionPerMeshDim) {
+  run_fake_world(4, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
+    const std::vector<at::Tensor> g = {testing::seeded_randn({8, 3}, 1), testing::seeded_randn({4, 6}, 2),
+                                       testing::seeded_randn({5}, 3), testing::seeded_randn({2, 8}, 4)};
+    const std::vector<Placements> layouts = {{Shard(0), Replicate()}, {Shard(1), Replicate()},
+                                             {Replicate(), Replicate()}, {Shard(1), Shard(0)}};
+    std::vector<at::Tensor> xs;
+    for (size_t i = 0; i < g.size(); ++i) xs.push_back(distribute_tensor(g[i], mesh, layouts[i]));
+    struct Case {
+      double ord;
+      trace::KindCounts counts;
+      Placement kind;  // the first element's result, on mesh dim 0
+    };
+    // ord 2: {0, 1} share mesh dim 0's all_reduce, element 3 reduces both dims.
+    for (const Case& c : {Case{2.0, {{"all_reduce", 3}}, Replicate()}, Case{3.0, {{"all_reduce", 3}}, Replicate()},
+                          Case{1.0, {}, Partial()}, Case{INFINITY, {}, Partial(ReduceOp::kMax)}}) {
+      SCOPED_TRACE(c.ord);
+      debug::CommDebugMode comm;
+      std::vector<at::Tensor> norms = [&] {
+        auto guard = comm.enter();
+        return at::_foreach_norm(xs, c.ord);
+      }();
+      EXPECT_EQ(comm.get_comm_counts(), c.counts);
+      EXPECT_EQ(DTensor(norms[0]).placements()[0], c.kind);
+      for (size_t i = 0; i < g.size(); ++i) {
+        EXPECT_TRUE(at::allclose(DTensor(norms[i]).full_tensor(), at::linalg_vector_norm(g[i], c.ord))) << i;
+      }
+    }
+    std::vector<at::Tensor> leaves;
+    for (const at::Tensor& x : xs) leaves.push_back(x.detach().requires_grad_(true));
+    at::stack(at::_foreach_norm(leaves, 2.0)).sum().backward();
+    for (size_t i = 0; i < g.size(); ++i) {
+      at::Tensor plain = g[i].clone().requires_grad_(true);
+      at::linalg_vector_norm(plain, 2.0).backward();
+      EXPECT_TRUE(at::allclose(DTensor(leaves[i].grad()).full_tensor(), plain.grad())) << i;
+    }
+  });
+}
+
+// _foreach_addcdiv_ / _foreach_addcmul_ with a tensor of one scalar per
+// element (Adam's capturable path): each element scaled by its own scalar.
+// PyTorch 2.15 refuses a list of more than one ("Attempting to broadcast a
+// dimension of length 2": its pointwise rule broadcasts `scalars` against
+// every element); the scalars tensor is Replicate here.
+TEST(ForeachRulesTest, AddcdivWithAScalarsTensorScalesEachElementByItsOwn) {
+  run_fake_world(2, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    const std::vector<at::Tensor> g = globals();
+    const at::Tensor scalars = at::tensor({0.5, -2.0, 3.0}, at::kDouble);
+    for (bool mul : {false, true}) {
+      SCOPED_TRACE(mul ? "addcmul" : "addcdiv");
+      std::vector<at::Tensor> xs, t1, t2;
+      const std::vector<Placement> ps = {Shard(0), Replicate(), Shard(1)};
+      for (size_t i = 0; i < g.size(); ++i) {
+        xs.push_back(distribute_tensor(g[i], mesh, {ps[i]}));
+        t1.push_back(distribute_tensor(g[i] + 1, mesh, {ps[i]}));
+        t2.push_back(distribute_tensor(g[i].abs() + 1, mesh, {ps[i]}));
+      }
+      DTensor s = distribute_tensor(scalars, mesh, {Replicate()});
+      debug::CommDebugMode comm;
+      {
+        auto guard = comm.enter();
+        if (mul) {
+          at::_foreach_addcmul_(xs, t1, t2, s);
+        } else {
+          at::_foreach_addcdiv_(xs, t1, t2, s);
+        }
+      }
+      EXPECT_EQ(comm.get_total_counts(), 0);
+      for (size_t i = 0; i < g.size(); ++i) {
+        const at::Tensor quotient = mul ? (g[i] + 1) * (g[i].abs() + 1) : (g[i] + 1) / (g[i].abs() + 1);
+        EXPECT_EQ(DTensor(xs[i]).placements(), Placements{ps[i]});
+        EXPECT_TRUE(at::allclose(DTensor(xs[i]).full_tensor(), g[i] + scalars[static_cast<int64_t>(i)] * quotient)) << i;
+      }
+    }
   });
 }
 
