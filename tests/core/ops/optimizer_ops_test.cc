@@ -137,6 +137,38 @@ TEST(OptimizerOpsTest, FusedAdamStepsEachParameterOnItsShards) {
 #endif
 }
 
+// AMP's unscaling on sharded gradients (Note [Unscaling sharded gradients]):
+// an inf in one rank's shard sets found_inf on every rank, with one
+// all_reduce of one element; gradients are scaled in place, keeping their
+// placements; a Partial gradient is refused.
+TEST(OptimizerOpsTest, UnscalingShardedGradientsAgreesOnFoundInf) {
+  const at::Tensor g0 = seeded_randn({8, 4}, 1), g1 = seeded_randn({6}, 2);
+  for (bool with_inf : {false, true}) {
+    SCOPED_TRACE(with_inf);
+    at::Tensor grad0 = g0.clone();
+    if (with_inf) grad0[7][3] = INFINITY;  // on rank 3's rows only
+    run_fake_world(4, [&](World& world) {
+      auto mesh = DeviceMesh::init(c10::kCPU, {4});
+      std::vector<at::Tensor> grads = {distribute_tensor(grad0, mesh, {Shard(0)}),
+                                       distribute_tensor(g1, mesh, {Replicate()})};
+      // AMP's flags are float, whatever the gradients' dtype.
+      DTensor found_inf = distribute_tensor(at::zeros({}, at::kFloat), mesh, {Replicate()});
+      DTensor inv_scale = distribute_tensor(at::full({}, 0.25, at::kFloat), mesh, {Replicate()});
+      CollectiveCounter counter(world);
+      at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
+      EXPECT_EQ(counter.counts(), (Counts{{"all_reduce", 1}}));
+      EXPECT_EQ(found_inf.to_local().item<float>(), with_inf ? 1.0f : 0.0f) << "rank " << world.rank();
+      EXPECT_EQ(DTensor(grads[0]).placements(), Placements{Shard(0)});
+      EXPECT_TRUE(at::allclose(DTensor(grads[0]).full_tensor(), grad0 * 0.25, 1e-5, 1e-8, /*equal_nan=*/true));
+      EXPECT_TRUE(at::allclose(DTensor(grads[1]).full_tensor(), g1 * 0.25));
+      std::vector<at::Tensor> partial = {DTensor::from_local(at::ones({3}, at::kDouble), mesh, {Partial()})};
+      const std::string error =
+          error_of([&] { at::_amp_foreach_non_finite_check_and_unscale_(partial, found_inf, inv_scale); });
+      EXPECT_NE(error.find("redistribute Partial gradients"), std::string::npos) << error;
+    });
+  }
+}
+
 TEST(OptimizerOpsTest, ClipGradNormOnShardedGradients) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(4);
   const at::Tensor a = at::randn({8, 12}, gen, at::kDouble), b = at::randn({12}, gen, at::kDouble);
