@@ -381,6 +381,86 @@ void multinomial_kernel(const LocalCall& local, std::vector<c10::IValue>* stack)
   }
 }
 
+// Note [Randomized leaky ReLU]
+// rrelu_with_noise(self, noise!, lower, upper, training, generator) (what
+// rrelu calls), its functional form (noise returned, not written) and its
+// out= form. Pointwise: every tensor is laid out alike, as the tensor the op
+// writes (noise, else out; the functional form: self, a Partial reduced
+// first, the op not being linear). In eval mode the slope is the fixed
+// (lower + upper) / 2 and the op runs on the shards. In training mode each
+// negative element takes a slope drawn from U(lower, upper), which the
+// noise records: drawn here through the DTensor RNG (one uniform per
+// element of the global tensor, this rank's block), so replicas agree and
+// the result does not depend on the placements; LibTorch's kernel draws
+// from each rank's own generator, one per negative element, so PyTorch
+// 2.15 (pointwise) gives replicas different slopes. The values are not one
+// device's rrelu for the same seed (it draws only for negative elements).
+const char* kRreluWithNoise = "dtensor::rrelu_with_noise";
+
+bool writes(const c10::Argument& a) { return a.alias_info() != nullptr && a.alias_info()->isWrite(); }
+
+// rrelu_with_noise writes noise; its out= form noise and out; the functional
+// form neither.
+bool writes_noise(const OpCall& call) { return writes(call.op->schema().arguments()[1]); }
+bool has_out(const OpCall& call) { return call.op->schema().arguments().back().name() == "out"; }
+
+ShardingRule rrelu_with_noise_rule() {
+  return [](const OpCall& call) {
+    std::vector<size_t> written;  // inputs the op writes: noise, out
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      if (writes(call.op->schema().arguments()[call.positions[i].arg_index])) written.push_back(i);
+    }
+    Placements target = call.inputs[written.empty() ? 0 : written.back()].placements;
+    for (Placement& p : target) {
+      TORCH_CHECK(written.empty() || !p.is_partial(), call.describe(), ": it writes a tensor laid out as ",
+                  to_string(target), ", which cannot hold a Partial result; redistribute it to Replicate first");
+      p = detail::partial_to_replicate(p);
+    }
+    for (size_t i : written) {
+      TORCH_CHECK(call.inputs[i].placements == target, call.describe(), ": it writes both noise and out, laid out ",
+                  "as ", to_string(call.inputs[i].placements), " and ", to_string(target),
+                  "; lay them out alike (each element's slope is stored where its result is)");
+    }
+    ShardingPlan plan;
+    plan.input_placements.assign(call.inputs.size(), target);
+    plan.output_placements.assign(call.outputs.size(), target);
+    plan.local_kernel = kRreluWithNoise;
+    return plan;
+  };
+}
+
+// (self, noise, lower, upper, training, generator[, out]).
+void rrelu_with_noise_kernel(const LocalCall& local, std::vector<c10::IValue>* stack) {
+  const OpCall& call = local.call;
+  if (!(*stack)[4].toBool()) {  // eval: a fixed slope, no draw
+    call.op->callBoxed(stack);
+    return;
+  }
+  const at::Tensor self = (*stack)[0].toTensor();
+  const double lower = (*stack)[2].toScalar().toDouble(), upper = (*stack)[3].toScalar().toDouble();
+  RandomOptions options;
+  if ((*stack)[5].isGenerator()) options.generator = (*stack)[5].toGenerator();
+  DTensorSpec draw = call.inputs[0].with_placements(local.plan.input_placements[0]);
+  if (!at::isFloatingType(draw.meta.dtype)) draw.meta.dtype = at::kFloat;
+  const at::Tensor u = detail::random_local(detail::RandomDistribution::kUniform, draw,
+                                            self.options().dtype(draw.meta.dtype), options, "DTensor rrelu");
+  const at::Tensor slopes =
+      at::where(self.ge(0), at::ones_like(u), u.mul(upper - lower).add_(lower)).to(self.scalar_type());
+  const at::Tensor result = self.mul(slopes);
+  if (!writes_noise(call)) {
+    *stack = {result, slopes};
+    return;
+  }
+  (*stack)[1].toTensor().copy_(slopes);
+  if (has_out(call)) {
+    at::Tensor out = stack->back().toTensor();
+    out.copy_(result);
+    *stack = {out};
+  } else {
+    *stack = {result};
+  }
+}
+
 // native_dropout(input, p, train) -> (out, mask): see Note [Random ops on DTensors].
 DimRule native_dropout_rule() {
   return [](const OpCall& call, int mesh_dim) {
@@ -441,6 +521,9 @@ void register_nn_rules(ShardingRegistry& registry) {
   registry.add({"aten::multinomial", "aten::multinomial.out"}, multinomial_rule());
   registry.add_local_kernel(kMultinomial, multinomial_kernel);
   registry.add({"aten::native_dropout"}, per_mesh_dim(native_dropout_rule()));
+  registry.add({"aten::rrelu_with_noise", "aten::rrelu_with_noise.out", "aten::rrelu_with_noise_functional"},
+               rrelu_with_noise_rule());
+  registry.add_local_kernel(kRreluWithNoise, rrelu_with_noise_kernel);
   registry.add({"aten::native_dropout_backward"}, per_mesh_dim(dropout_backward_rule()));
 }
 

@@ -88,6 +88,61 @@ TEST(NnOpsTest, RandomFillsAreConsistentAcrossPlacements) {
   }
 }
 
+// rrelu_with_noise (Note [Randomized leaky ReLU]): in eval mode it runs on
+// the shards and equals the plain op; in training mode the slopes come from
+// the DTensor RNG, so for a seed the result and the noise are the same on
+// every placement (PyTorch 2.15's pointwise rule lets replicas draw their
+// own), negative elements scaled by a slope in [lower, upper], the others
+// kept. The functional form returns the noise; the out= form writes out.
+// No collective for a sharded input (PyTorch 2.15: none either).
+TEST(NnOpsTest, RreluWithNoiseDrawsTheSameSlopesOnEveryPlacement) {
+  const at::Tensor x = at::randn({8, 6}, at::make_generator<at::CPUGeneratorImpl>(4), at::kDouble);
+  const double lower = 0.1, upper = 0.3;
+  at::Tensor first_result, first_noise;
+  for (const Placements& placements : std::vector<Placements>{{Replicate()}, {Shard(0)}, {Shard(1)}}) {
+    SCOPED_TRACE(to_string(placements));
+    at::Tensor result, noise, functional_noise, eval;
+    run_fake_world(4, [&](World& world) {
+      auto mesh = DeviceMesh::init(c10::kCPU, {4});
+      DTensor dx = distribute_tensor(x, mesh, placements);
+      DTensor dnoise = distribute_tensor(at::zeros({8, 6}, at::kDouble), mesh, placements);
+      CollectiveCounter counter(world);
+      dtensor::manual_seed(21);
+      DTensor r = at::rrelu_with_noise(dx, dnoise, lower, upper, /*training=*/true);
+      EXPECT_EQ(counter.counts(), Counts{});
+      EXPECT_EQ(r.placements(), placements);
+      dtensor::manual_seed(21);
+      auto [r2, n2] = at::rrelu_with_noise_functional(dx, dnoise.detach().clone(), lower, upper, true);
+      DTensor out = distribute_tensor(at::zeros({8, 6}, at::kDouble), mesh, placements);
+      at::rrelu_with_noise_out(out, dx, dnoise, lower, upper, /*training=*/false);
+      at::Tensor whole = r.full_tensor(), whole_noise = dnoise.full_tensor(), whole_n2 = DTensor(n2).full_tensor();
+      at::Tensor whole_r2 = DTensor(r2).full_tensor(), whole_eval = out.full_tensor();
+      if (world.rank() == 0) {
+        result = whole;
+        noise = whole_noise;
+        functional_noise = whole_n2;
+        eval = whole_eval;
+        EXPECT_TRUE(at::equal(whole_r2, whole));
+      }
+    });
+    at::Tensor plain_noise = at::zeros({8, 6}, at::kDouble);
+    EXPECT_TRUE(at::allclose(eval, at::rrelu_with_noise(x, plain_noise, lower, upper, false)));
+    EXPECT_TRUE(at::equal(functional_noise, noise));
+    EXPECT_TRUE(at::allclose(result, x * noise));
+    const at::Tensor negative = x.lt(0);
+    EXPECT_TRUE(noise.masked_select(negative.logical_not()).eq(1).all().item<bool>());
+    const at::Tensor slopes = noise.masked_select(negative);
+    EXPECT_TRUE(slopes.ge(lower).all().item<bool>() && slopes.le(upper).all().item<bool>());
+    if (!first_result.defined()) {
+      first_result = result;
+      first_noise = noise;
+    } else {
+      EXPECT_TRUE(at::equal(result, first_result));
+      EXPECT_TRUE(at::equal(noise, first_noise));
+    }
+  }
+}
+
 // uniform_ and normal_ in the default exact mode give, for a seed, the
 // values one device's uniform_ / normal_ give bit for bit (float and
 // double), whatever the placements; a replicated DTensor draws straight into
