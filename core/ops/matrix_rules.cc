@@ -1,7 +1,12 @@
-// Matrix products. Per mesh dim, as einsum "mk,kn->mn": shard m -> rows of
-// the output, shard n -> columns, shard k on both -> Partial(sum).
+// Matrix products (mm, bmm, addmm, baddbmm; float8 _scaled_mm and the
+// mixture-of-experts _grouped_mm). Per mesh dim, as einsum "mk,kn->mn":
+// shard m -> rows of the output, shard n -> columns, shard k on both ->
+// Partial(sum).
 //   mm([S(0)], [R]) -> S(0);  mm([R], [S(1)]) -> S(1);  mm([S(1)], [S(0)]) -> P(sum)
 #include <c10/util/Exception.h>
+
+#include <optional>
+#include <vector>
 
 #include "core/ops/builtin_rules.h"
 #include "core/ops/strategy_builders.h"
@@ -75,6 +80,95 @@ DimRule addmm_rule(int64_t batch) {
   };
 }
 
+// Note [Scaled and grouped matrix products]
+// _scaled_mm(a, b, scale_a, scale_b, bias, scale_result, out_dtype, fast)
+// (float8 matmuls) is mm with its scales placed per candidate, as PyTorch
+// 2.15: a one-element scale is Replicate; a 2-D scale (row-wise [M, 1],
+// column-wise [1, N]) follows its operand's shard where it has that dim,
+// else Replicate (PyTorch copies the operand's placement, which its
+// shardability check then drops for a size-1 dim); a 1-D blockwise scale
+// follows a non-contracting shard as Shard(0) and rules out a contracting
+// one; a Partial operand keeps its scale Replicate (scaling is linear).
+// bias and scale_result are refused, as PyTorch refuses them.
+// _grouped_mm(a, b, offs, bias, out_dtype) (mixture-of-experts: G groups of
+// rows or of the contracted dim, given by offs) takes PyTorch 2.15's
+// candidates per operand rank (2-D x 3-D, 3-D x 2-D, 2-D x 2-D, 3-D x 3-D),
+// offs always Replicate, and its check that each rank's pieces keep the
+// 16-byte stride alignment the kernel requires (CPU and CUDA).
+std::optional<Placement> scale_placement(const TensorMeta& scale, const Placement& data, int64_t contracting) {
+  int64_t numel = 1;
+  for (int64_t d : scale.shape) numel *= d;
+  if (numel == 1 || data.is_partial() || data.is_replicate()) return Replicate();
+  if (scale.shape.size() != 1) {
+    const int64_t d = data.shard_dim();
+    if (d >= static_cast<int64_t>(scale.shape.size()) || scale.shape[static_cast<size_t>(d)] == 1) return Replicate();
+    return data;
+  }
+  if (data.shard_dim() == contracting) return std::nullopt;
+  return Shard(0);
+}
+
+DimRule scaled_mm_rule() {
+  return [](const OpCall& call, int) {
+    TORCH_CHECK(call.num_args() < 5 || (call.arg(4).isNone() && call.arg(5).isNone()), call.describe(),
+                ": _scaled_mm on DTensors takes no bias or scale_result (as in PyTorch); add the bias after");
+    std::vector<DimStrategy> candidates;
+    for (DimStrategy mm : matmul_candidates(0)) {
+      const std::optional<Placement> sa = scale_placement(call.inputs[2].meta, mm.inputs[0], 1);
+      const std::optional<Placement> sb = scale_placement(call.inputs[3].meta, mm.inputs[1], 0);
+      if (!sa || !sb) continue;
+      mm.inputs.push_back(*sa);
+      mm.inputs.push_back(*sb);
+      candidates.push_back(mm);
+    }
+    return candidates;
+  };
+}
+
+// [output, mat_a, mat_b] rows of PyTorch 2.15's grouped_mm strategy.
+std::vector<DimStrategy> grouped_mm_candidates(size_t a_ndim, size_t b_ndim) {
+  const Placement R = Replicate(), P = Partial();
+  std::vector<std::vector<Placement>> rows = {{P, P, R}, {P, R, P}};
+  if (a_ndim == 2 && b_ndim == 3) rows.insert(rows.end(), {{Shard(1), R, Shard(2)}, {P, Shard(1), Shard(1)}});
+  if (a_ndim == 3 && b_ndim == 2) rows.insert(rows.end(), {{P, Shard(2), Shard(0)}, {Shard(0), Shard(1), R}});
+  if (a_ndim == 2 && b_ndim == 2) rows.insert(rows.end(), {{Shard(2), R, Shard(1)}, {Shard(1), Shard(0), R}});
+  if (a_ndim == 3 && b_ndim == 3) {
+    rows.insert(rows.end(), {{Shard(2), R, Shard(2)}, {Shard(1), Shard(1), R}, {P, Shard(2), Shard(1)},
+                             {Shard(0), Shard(0), Shard(0)}});
+  }
+  std::vector<DimStrategy> candidates{{{R, R}, {R}}};
+  for (const auto& row : rows) candidates.push_back({{row[1], row[2]}, {row[0]}});
+  return candidates;
+}
+
+DimRule grouped_mm_rule() {
+  return [](const OpCall& call, int) {
+    TORCH_CHECK(call.num_args() < 4 || call.arg(3).isNone(), call.describe(),
+                ": _grouped_mm on DTensors takes no bias (as in PyTorch); add the bias after");
+    std::vector<DimStrategy> candidates =
+        grouped_mm_candidates(call.inputs[0].meta.shape.size(), call.inputs[1].meta.shape.size());
+    for (DimStrategy& c : candidates) {
+      while (c.inputs.size() < call.inputs.size()) c.inputs.push_back(Replicate());  // offs
+    }
+    return candidates;
+  };
+}
+
+// PyTorch's _valid_grouped_mm_strides on every rank's pieces: a row-major
+// operand's rows (a column-major one's columns) span a multiple of 16 bytes.
+bool grouped_mm_strides_aligned(const OpCall& call, const std::vector<Placements>& inputs) {
+  for (size_t i = 0; i < 2; ++i) {
+    const TensorMeta& meta = call.inputs[i].meta;
+    const int64_t end = static_cast<int64_t>(meta.shape.size()) - 1;
+    const int64_t alignment = 16 / static_cast<int64_t>(c10::elementSize(meta.dtype));
+    const int64_t leading = meta.stride[static_cast<size_t>(end)] == 1 ? end : end - 1;
+    for (int64_t size : detail::piece_sizes(meta.shape, call.mesh, inputs[i], leading)) {
+      if (size % alignment != 0) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void register_matrix_rules(ShardingRegistry& registry) {
@@ -82,6 +176,8 @@ void register_matrix_rules(ShardingRegistry& registry) {
   registry.add({"aten::bmm"}, per_mesh_dim(mm_rule(1)));
   registry.add({"aten::addmm", "aten::addmm_"}, per_mesh_dim(addmm_rule(0)));
   registry.add({"aten::baddbmm", "aten::baddbmm_"}, per_mesh_dim(addmm_rule(1)));
+  registry.add({"aten::_scaled_mm"}, detail::single_dim_rule(scaled_mm_rule()));
+  registry.add({"aten::_grouped_mm"}, detail::single_dim_rule(grouped_mm_rule(), {false, grouped_mm_strides_aligned}));
 }
 
 }  // namespace dtensor

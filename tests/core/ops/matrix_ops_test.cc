@@ -6,6 +6,7 @@
 #include <torch/nn/functional.h>
 #include <torch/utils.h>
 
+#include "backends/fake/fake_world.h"
 #include "core/compat/torch_compat.h"
 #include "tests/core/ops/op_harness.h"
 
@@ -95,6 +96,100 @@ TEST(MatrixOpsTest, ScaledDotProductAttentionOnBatchAndHeads) {
 }
 
 // Uneven shards (torch.chunk sizes, some ranks empty): 6 over 4 is 2, 2, 2, 0.
+// Whether this LibTorch runs `fn` on plain CPU tensors (_grouped_mm and a
+// CPU float8 _scaled_mm are recent).
+bool runs_on_cpu(const std::function<void()>& fn) {
+  try {
+    fn();
+    return true;
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
+// _grouped_mm (Note [Scaled and grouped matrix products]) on 4 ranks: the
+// output placements and collectives PyTorch 2.15 gives (LocalTensorMode,
+// measured): 2-D x 3-D [8, 64] x [4, 64, 32] with offs: (R, S(2)) -> S(1)
+// and (S(1), S(1)) -> P(sum), no collective; (S(0), R): a gathered, R.
+// 3-D x 3-D [4, 8, 64] x [4, 64, 32]: (S(0), S(0)) -> S(0), (S(1), R) ->
+// S(1), (S(2), S(1)) -> P(sum), none. b [4, 64, 8] (R, S(2)): 2 floats per
+// rank break the 16-byte alignment, so b is gathered, R.
+TEST(MatrixOpsTest, GroupedMmFollowsPyTorchsStrategies) {
+  const auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
+  const at::Tensor a2 = at::randn({8, 64}, gen), a3 = at::randn({4, 8, 64}, gen), b3 = at::randn({4, 64, 32}, gen),
+                   narrow = at::randn({4, 64, 8}, gen), offs = at::tensor({2, 4, 6, 8}, at::kInt);
+  if (!runs_on_cpu([&] { at::_grouped_mm(a2, b3, offs); })) GTEST_SKIP() << "no CPU _grouped_mm in this LibTorch";
+  struct Case {
+    at::Tensor a, b;
+    Placement pa, pb, out;
+    Counts counts;
+  };
+  const std::vector<Case> cases = {
+      {a2, b3, Replicate(), Shard(2), Shard(1), {}},
+      {a2, b3, Shard(1), Shard(1), Partial(), {}},
+      {a2, b3, Shard(0), Replicate(), Replicate(), {{"all_gather_into_tensor", 1}}},
+      {a3, b3, Shard(0), Shard(0), Shard(0), {}},
+      {a3, b3, Shard(1), Replicate(), Shard(1), {}},
+      {a3, b3, Shard(2), Shard(1), Partial(), {}},
+      {a2, narrow, Replicate(), Shard(2), Replicate(), {{"all_gather_into_tensor", 1}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.pa.to_string() + " x " + c.pb.to_string() + " " + std::to_string(c.a.dim()) + "-D");
+    const std::optional<at::Tensor> plain_offs = c.a.dim() == 2 ? std::optional<at::Tensor>(offs) : std::nullopt;
+    const at::Tensor want = at::_grouped_mm(c.a, c.b, plain_offs);
+    run_fake_world(4, [&](World& world) {
+      auto mesh = DeviceMesh::init(c10::kCPU, {4});
+      DTensor da = distribute_tensor(c.a, mesh, {c.pa}), db = distribute_tensor(c.b, mesh, {c.pb});
+      std::optional<at::Tensor> d_offs;
+      if (plain_offs) d_offs = distribute_tensor(offs, mesh, {Replicate()});
+      CollectiveCounter counter(world);
+      DTensor out = at::_grouped_mm(da, db, d_offs);
+      EXPECT_EQ(counter.counts(), c.counts);
+      EXPECT_EQ(out.placements(), Placements{c.out});
+      EXPECT_TRUE(at::allclose(out.full_tensor(), want, 1e-4, 1e-4));
+    });
+  }
+}
+
+// _scaled_mm of float8 operands on 4 ranks, as PyTorch 2.15 (measured): a
+// [16, 32] x b [32, 16] (column-major) with one-element scales: (S(0), R) ->
+// S(0), (R, S(1)) -> S(1), (S(1), S(0)) -> P(sum); row-wise scales [16, 1]
+// and [1, 16] follow a's S(0) (a Replicate scale_a is chunked for free). No
+// collective in any case.
+TEST(MatrixOpsTest, ScaledMmPlacesItsScalesAsPyTorch) {
+  const auto gen = at::make_generator<at::CPUGeneratorImpl>(8);
+  const at::Tensor a = at::randn({16, 32}, gen).to(at::kFloat8_e4m3fn);
+  const at::Tensor b = at::randn({16, 32}, gen).to(at::kFloat8_e4m3fn).t();
+  const at::Tensor one = at::ones({}), rows = at::rand({16, 1}, gen) + 0.5, cols = at::rand({1, 16}, gen) + 0.5;
+  if (!runs_on_cpu([&] { at::_scaled_mm(a, b, one, one, std::nullopt, std::nullopt, at::kFloat); })) {
+    GTEST_SKIP() << "no CPU float8 _scaled_mm in this LibTorch";
+  }
+  struct Case {
+    Placement pa, pb;
+    at::Tensor sa, sb;
+    Placement psa, out;
+  };
+  const std::vector<Case> cases = {{Shard(0), Replicate(), one, one, Replicate(), Shard(0)},
+                                   {Replicate(), Shard(1), one, one, Replicate(), Shard(1)},
+                                   {Shard(1), Shard(0), one, one, Replicate(), Partial()},
+                                   {Shard(0), Replicate(), rows, cols, Shard(0), Shard(0)},
+                                   {Shard(0), Replicate(), rows, cols, Replicate(), Shard(0)}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.pa.to_string() + " x " + c.pb.to_string() + " scale_a " + c.psa.to_string());
+    const at::Tensor want = at::_scaled_mm(a, b, c.sa, c.sb, std::nullopt, std::nullopt, at::kFloat);
+    run_fake_world(4, [&](World& world) {
+      auto mesh = DeviceMesh::init(c10::kCPU, {4});
+      DTensor da = distribute_tensor(a, mesh, {c.pa}), db = distribute_tensor(b, mesh, {c.pb});
+      DTensor dsa = distribute_tensor(c.sa, mesh, {c.psa}), dsb = distribute_tensor(c.sb, mesh, {Replicate()});
+      CollectiveCounter counter(world);
+      DTensor out = at::_scaled_mm(da, db, dsa, dsb, std::nullopt, std::nullopt, at::kFloat);
+      EXPECT_EQ(counter.counts(), Counts{});
+      EXPECT_EQ(out.placements(), Placements{c.out});
+      EXPECT_TRUE(at::allclose(out.full_tensor(), want, 1e-3, 1e-3));
+    });
+  }
+}
+
 TEST(MatrixOpsTest, UnevenShards) {
   check_all_placements(binary("mm_uneven", {6, 5}, {5, 7}, [](const at::Tensor& a, const at::Tensor& b) { return a.mm(b); }));
   check_all_placements(binary("dot_uneven", {6}, {6}, [](const at::Tensor& a, const at::Tensor& b) { return a.dot(b); }));
