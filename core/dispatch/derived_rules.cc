@@ -82,6 +82,32 @@ bool is_in_place(const c10::FunctionSchema& schema) {
          writes_argument(schema.arguments()[0]);
 }
 
+// Note [Out tensors laid out unlike the inputs]
+// A functional rule offers the strategies its inputs' layouts suggest; when
+// none gives the out tensor's placements (clone.out of a Shard(0) input into
+// a Shard(1) out: clone only follows its input), PyTorch 2.15 still runs it,
+// its placeholders filled from out's shards too, and moves the inputs
+// (all_to_all here). So the derived rule asks the functional rule again as
+// if every input of out's rank were already laid out like out: that plan's
+// input placements are valid whatever the inputs hold, and the dispatcher
+// redistributes them there.
+std::optional<ShardingPlan> plan_as_if_laid_out_like_out(const ShardingRule& rule, const OpCall& f) {
+  OpCall presumed = f;
+  bool changed = false;
+  for (DTensorSpec& in : presumed.inputs) {
+    if (in.meta.shape.size() == f.outputs.at(0).shape.size() && in.placements != *f.out_placements) {
+      in.placements = *f.out_placements;
+      changed = true;
+    }
+  }
+  if (!changed) return std::nullopt;
+  try {
+    return rule(presumed);
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 namespace detail {
@@ -149,8 +175,10 @@ std::optional<ShardingRule> derive_rule(const c10::OperatorHandle& op, const Sha
     try {
       plan = rule(f);
     } catch (const c10::Error& e) {
+      std::optional<ShardingPlan> moved = outs.empty() ? std::nullopt : plan_as_if_laid_out_like_out(rule, f);
       // The functional rule's message names the functional op; say which was called.
-      TORCH_CHECK(false, call.name, " (sharded by the rule of ", name, "): ", e.what_without_backtrace());
+      TORCH_CHECK(moved, call.name, " (sharded by the rule of ", name, "): ", e.what_without_backtrace());
+      plan = *std::move(moved);
     }
     TORCH_CHECK(plan.local_kernel.empty(), call.describe(), ": the rule of ", name,
                 " runs a local kernel written for its own arguments, so ", call.name,

@@ -76,13 +76,27 @@ ThreadCache& thread_cache() {
 // Note [Output shapes without a meta kernel]
 // Output metadata comes from running the operator on the meta device with
 // the global shapes. LibTorch 1.13 lacks meta kernels for some operators
-// (relu, for one); for those the operator runs once on zero-filled CPU tensors
-// of the global shapes instead. That costs one global-sized computation per
-// cache miss, never per call.
-at::Tensor shape_tensor(const TensorMeta& meta, c10::DeviceType device) {
-  auto options = at::TensorOptions().dtype(meta.dtype).device(device);
-  if (device == c10::kMeta) return at::empty_strided(meta.shape, meta.stride, options);
-  return at::zeros(meta.shape, options).as_strided(meta.shape, meta.stride);
+// (relu, for one), and later ones for some too (cholesky_inverse); for those
+// the operator runs once on zero-filled CPU tensors of the global shapes
+// instead, and where zeros are refused (a singular matrix), once more on
+// floating tensors holding identity matrices in their last two dims (ones
+// for fewer dims). That costs a global-sized computation or two per cache
+// miss, never per call.
+enum class StandIn { kMeta, kZeros, kIdentity };
+
+at::Tensor shape_tensor(const TensorMeta& meta, StandIn kind) {
+  auto options = at::TensorOptions().dtype(meta.dtype).device(kind == StandIn::kMeta ? c10::kMeta : c10::kCPU);
+  if (kind == StandIn::kMeta) return at::empty_strided(meta.shape, meta.stride, options);
+  at::Tensor t = at::zeros(meta.shape, options);
+  if (kind == StandIn::kIdentity && at::isFloatingType(meta.dtype)) {
+    if (meta.shape.size() >= 2) {
+      const int64_t n = meta.shape.size();
+      t.copy_(at::eye(meta.shape[n - 2], meta.shape[n - 1], options).expand_as(t));
+    } else {
+      t.fill_(1);
+    }
+  }
+  return t.as_strided(meta.shape, meta.stride);
 }
 
 void collect_tensor_metas(const c10::IValue& value, std::vector<TensorMeta>* out) {
@@ -115,7 +129,7 @@ void collect_tensor_metas(const c10::IValue& value, std::vector<TensorMeta>* out
 // step (Note [Planner step] in planner/step_trace.cc).
 
 // Runs the operator on stand-ins (meta or CPU) of the inputs' global shapes.
-std::vector<TensorMeta> output_metas_on(const OpCall& call, c10::DeviceType device) {
+std::vector<TensorMeta> output_metas_on(const OpCall& call, StandIn device) {
   at::RecordFunctionGuard unobserved(/*is_enabled=*/false);  // Note [Shape runs are unobserved]
   ScopedRankMemory unaccounted(/*account=*/nullptr);
   std::vector<c10::IValue> stack = *call.args;
@@ -188,13 +202,17 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
               "or redistribute to Replicate and use to_local()");
   auto result = std::make_shared<PropagationResult>();
   try {
-    result->output_metas = output_metas_on(call, c10::kMeta);
+    result->output_metas = output_metas_on(call, StandIn::kMeta);
   } catch (const c10::Error&) {
     try {
-      result->output_metas = output_metas_on(call, c10::kCPU);
-    } catch (const c10::Error& e) {
-      TORCH_CHECK(false, call.describe(), ": could not infer the global output shapes: ",
-                  e.what_without_backtrace());
+      result->output_metas = output_metas_on(call, StandIn::kZeros);
+    } catch (const c10::Error&) {
+      try {
+        result->output_metas = output_metas_on(call, StandIn::kIdentity);
+      } catch (const c10::Error& e) {
+        TORCH_CHECK(false, call.describe(), ": could not infer the global output shapes: ",
+                    e.what_without_backtrace());
+      }
     }
   }
   call.outputs = result->output_metas;

@@ -385,9 +385,10 @@ void multinomial_kernel(const LocalCall& local, std::vector<c10::IValue>* stack)
 // rrelu_with_noise(self, noise!, lower, upper, training, generator) (what
 // rrelu calls), its functional form (noise returned, not written) and its
 // out= form. Pointwise: every tensor is laid out alike, as the tensor the op
-// writes (noise, else out; the functional form: self, a Partial reduced
+// writes (out, else noise; the functional form: self, a Partial reduced
 // first, the op not being linear). In eval mode the slope is the fixed
-// (lower + upper) / 2 and the op runs on the shards. In training mode each
+// (lower + upper) / 2, noise is not written (but must be shaped like self,
+// so it is laid out alike) and the op runs on the shards. In training mode each
 // negative element takes a slope drawn from U(lower, upper), which the
 // noise records: drawn here through the DTensor RNG (one uniform per
 // element of the global tensor, this rank's block), so replicas agree and
@@ -406,15 +407,25 @@ bool has_out(const OpCall& call) { return call.op->schema().arguments().back().n
 
 ShardingRule rrelu_with_noise_rule() {
   return [](const OpCall& call) {
-    std::vector<size_t> written;  // inputs the op writes: noise, out
+    const bool training = call.arg(4).toBool();
+    std::vector<size_t> written;  // inputs the op writes (in training): noise, out
+    size_t noise = call.inputs.size();
     for (size_t i = 0; i < call.inputs.size(); ++i) {
-      if (writes(call.op->schema().arguments()[call.positions[i].arg_index])) written.push_back(i);
+      const c10::Argument& arg = call.op->schema().arguments()[call.positions[i].arg_index];
+      if (call.positions[i].arg_index == 1) noise = i;
+      if (writes(arg) && (training || arg.name() == "out")) written.push_back(i);
     }
+    // The layout of everything: the written tensor's; with none written,
+    // per mesh dim a shard self or noise has (self's first), else Replicate
+    // (a Partial self reduced: the op is not linear).
     Placements target = call.inputs[written.empty() ? 0 : written.back()].placements;
-    for (Placement& p : target) {
+    for (size_t d = 0; d < target.size(); ++d) {
+      Placement& p = target[d];
       TORCH_CHECK(written.empty() || !p.is_partial(), call.describe(), ": it writes a tensor laid out as ",
                   to_string(target), ", which cannot hold a Partial result; redistribute it to Replicate first");
-      p = detail::partial_to_replicate(p);
+      const Placement& q = noise < call.inputs.size() ? call.inputs[noise].placements[d] : p;
+      auto splits = [](const Placement& x) { return x.is_shard() || x.is_strided_shard(); };
+      if (written.empty() && !splits(p)) p = splits(q) ? q : Replicate();
     }
     for (size_t i : written) {
       TORCH_CHECK(call.inputs[i].placements == target, call.describe(), ": it writes both noise and out, laid out ",
@@ -424,6 +435,11 @@ ShardingRule rrelu_with_noise_rule() {
     ShardingPlan plan;
     plan.input_placements.assign(call.inputs.size(), target);
     plan.output_placements.assign(call.outputs.size(), target);
+    // In eval mode noise is only checked to be shaped like self: it is laid
+    // out like self too, taking that layout if it had another (its values
+    // are unchanged; the kernel writes it only in training).
+    plan.self_placements_change = !training && noise < call.inputs.size() && call.self_input == static_cast<int64_t>(noise) &&
+                                  call.inputs[noise].placements != target;
     plan.local_kernel = kRreluWithNoise;
     return plan;
   };

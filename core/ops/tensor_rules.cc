@@ -4,6 +4,8 @@
 #include <ATen/Functions.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+
 #include "layout/strides.h"
 #include "core/collectives.h"
 #include "core/ops/arg_parsing.h"
@@ -155,8 +157,56 @@ void register_tensor_rules(ShardingRegistry& registry) {
   registry.add({"aten::new_empty", "aten::new_zeros", "aten::new_ones", "aten::new_full",
                 "aten::new_empty_strided"},
                new_factory());
-  registry.add({"aten::_local_scalar_dense", "aten::equal", "aten::allclose", "aten::is_nonzero"},
-               per_mesh_dim(replicate_all()));
+  registry.add({"aten::_local_scalar_dense", "aten::allclose", "aten::is_nonzero"}, per_mesh_dim(replicate_all()));
+  // equal(a, b) (PyTorch 2.15: a single-dim strategy asking one non-Partial
+  // layout of both, then one all_reduce(min) of the answers): per mesh dim
+  // both take a shard either has (a Replicate one is chunked for free; a's
+  // when both shard differently), else Replicate; each rank compares its
+  // shards and the answers meet in one all_reduce(min) over the mesh dims
+  // that shard (over the flattened mesh when there are several). Tensors of
+  // different global shapes are unequal with no communication.
+  constexpr const char* kEqualShards = "dtensor::equal_shards";
+  registry.add({"aten::equal"}, [](const OpCall& call) {
+    if (call.inputs.size() != 2) return per_mesh_dim(replicate_all())(call);
+    const Placements& a = call.inputs[0].placements;
+    const Placements& b = call.inputs[1].placements;
+    Placements target(a.size(), Replicate());
+    auto splits = [](const Placement& p) { return p.is_shard() || p.is_strided_shard(); };
+    const bool same_shape = call.inputs[0].meta.shape == call.inputs[1].meta.shape;
+    for (size_t d = 0; d < a.size() && same_shape; ++d) {
+      if (splits(a[d])) {
+        target[d] = a[d];
+      } else if (splits(b[d])) {
+        target[d] = b[d];
+      }
+    }
+    ShardingPlan plan;
+    plan.input_placements = same_shape ? std::vector<Placements>{target, target} : std::vector<Placements>{a, b};
+    plan.local_kernel = kEqualShards;
+    return plan;
+  });
+  registry.add_local_kernel(kEqualShards, [](const LocalCall& c, std::vector<c10::IValue>* stack) {
+    const OpCall& call = c.call;
+    bool equal = call.inputs[0].meta.shape == call.inputs[1].meta.shape;
+    if (equal) {
+      const at::Tensor mine = (*stack)[0].toTensor();
+      at::Tensor agreed = at::scalar_tensor(at::equal(mine, (*stack)[1].toTensor()) ? 1.0 : 0.0,
+                                            mine.options().dtype(at::kDouble));
+      std::vector<int> sharded;
+      for (int d = 0; d < call.mesh_ndim(); ++d) {
+        const Placement& p = c.plan.input_placements[0][static_cast<size_t>(d)];
+        if ((p.is_shard() || p.is_strided_shard()) && call.mesh.size(d) > 1) sharded.push_back(d);
+      }
+      if (sharded.size() == 1) {
+        agreed = collectives::all_reduce(agreed, call.mesh, sharded[0], ReduceOp::kMin);
+      } else if (sharded.size() > 1) {
+        agreed = collectives::all_reduce(agreed, call.mesh.flatten(), 0, ReduceOp::kMin);
+      }
+      equal = agreed.item<double>() == 1.0;
+    }
+    stack->clear();
+    stack->emplace_back(equal);
+  });
   // eye.out(n, *, out) / eye.m_out(n, m, *, out) have no tensor input: out
   // keeps its placements and each rank writes its own piece of the identity
   // (PyTorch 2.15 refuses a sharded out; a replicated one is the same here).

@@ -1,6 +1,7 @@
 // Schema-driven conversion of JSON arguments to IValues, then a boxed call.
 #include "tests/diff/aten_call.h"
 
+#include <ATen/Functions.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/core/jit_type.h>
@@ -75,6 +76,13 @@ c10::IValue convert(const json& j, const c10::TypePtr& type, const std::vector<a
         for (const json& v : items) floats.push_back(v.get<double>());
         return c10::List<double>(floats);
       }
+      if (elem->kind() == c10::TypeKind::NumberType) {  // Scalar[]
+        std::vector<c10::Scalar> scalars;
+        for (const json& v : items) {
+          scalars.push_back(v.is_number_integer() ? c10::Scalar(v.get<int64_t>()) : c10::Scalar(v.get<double>()));
+        }
+        return c10::IValue(scalars);
+      }
       TORCH_CHECK(false, where, ": unsupported list type ", type->str());
       return c10::IValue();
     }
@@ -88,6 +96,12 @@ c10::IValue convert(const json& j, const c10::TypePtr& type, const std::vector<a
 void collect(const c10::IValue& v, std::vector<at::Tensor>* out) {
   if (v.isTensor()) {
     out->push_back(v.toTensor());
+  } else if (v.isBool() || v.isInt() || v.isDouble()) {
+    // equal, is_same_size, ...: recorded as a plain 0-d tensor, as the
+    // PyTorch runner records a non-tensor result.
+    out->push_back(v.isBool() ? at::scalar_tensor(v.toBool() ? 1.0 : 0.0, at::kDouble)
+                              : at::scalar_tensor(v.isInt() ? static_cast<double>(v.toInt()) : v.toDouble(),
+                                                  at::kDouble));
   } else if (v.isTensorList()) {
     for (const at::Tensor& t : v.toTensorVector()) out->push_back(t);
   } else if (v.isTuple()) {

@@ -215,6 +215,15 @@ std::vector<std::string> unexplained_keys(const ProgramComparison& c) {
 std::set<std::string> changed_steps(const Program& program, const json& newer, const json& older) {
   std::set<std::string> out;
   for (const FieldDiff& d : compare_records(program, newer, older, json()).diffs) out.insert(step_key(program.id, d));
+  // The newer version raised at a step the older ran past: every later step
+  // is one the newer never ran, so changed as well (d18_0004: 2.15 refuses
+  // amin.out into a sharded out, which 2.11 ran, leaving out Partial).
+  const size_t ran = newer.contains("steps") ? newer.at("steps").size() : 0;
+  const size_t older_ran = older.contains("steps") ? older.at("steps").size() : 0;
+  for (size_t k = ran; k < older_ran && k < program.steps.size(); ++k) {
+    FieldDiff later{static_cast<int>(k), label_of(program, static_cast<int>(k)), "", "", ""};
+    out.insert(step_key(program.id, later));
+  }
   return out;
 }
 

@@ -114,23 +114,34 @@ bool mixed_partial(const DiffContext& c) {
 // norm-partial: a p-norm over sharded dims. PyTorch keeps a _NormPartial
 // (sum of |x|^p; recorded as "P(normP)") and reduces it later; ours reduces
 // at once (Note [Norms of sharded dims] in core/ops/math_rules.cc) with at
-// most one all_reduce per mesh dim and nothing else.
+// most one all_reduce per mesh dim and nothing else. _foreach_norm likewise
+// (Note [Foreach norms]: elements sharded alike share their all_reduces):
+// only all_reduces, at most one per mesh dim for each output PyTorch left
+// P(norm), beyond the collectives PyTorch issued at this step itself.
 bool norm_partial(const DiffContext& c) {
   if ((c.field != "comms" && c.field != "placements") || c.step < 0) return false;
   const Step& step = c.program.steps[static_cast<size_t>(c.step)];
   if (step.kind != "op") return false;
   const std::string op = step.json.at("op").get<std::string>();
-  if (op.rfind("aten::linalg_vector_norm", 0) != 0 && op.rfind("aten::norm", 0) != 0) return false;
-  bool theirs_norm = false;
+  const bool foreach = op.rfind("aten::_foreach_norm", 0) == 0;
+  if (op.rfind("aten::linalg_vector_norm", 0) != 0 && op.rfind("aten::norm", 0) != 0 && !foreach) return false;
+  int64_t norm_outputs = 0;
   for (const json& o : c.theirs.at("outputs")) {
     if (o.is_null() || !o.at("placements").is_array()) continue;
-    for (const json& p : o.at("placements")) theirs_norm = theirs_norm || p.get<std::string>().rfind("P(norm", 0) == 0;
+    bool norm = false;
+    for (const json& p : o.at("placements")) norm = norm || p.get<std::string>().rfind("P(norm", 0) == 0;
+    norm_outputs += norm ? 1 : 0;
   }
+  int64_t theirs_count = 0;
+  const json theirs = normalized_comms(c.theirs.at("comms"));  // kept: items() does not own it
+  for (const auto& [k, v] : theirs.items()) theirs_count += v.get<int64_t>();
+  const int64_t mesh_dims = static_cast<int64_t>(placement_mesh_shape(c.program).size());
+  const int64_t bound = foreach ? mesh_dims * norm_outputs + theirs_count : mesh_dims;
   const json ours = normalized_comms(c.ours.at("comms"));
   for (const auto& [k, v] : ours.items()) {
-    if (k != "all_reduce" || v.get<int64_t>() > static_cast<int64_t>(placement_mesh_shape(c.program).size())) return false;
+    if (k != "all_reduce" || v.get<int64_t>() > bound) return false;
   }
-  return theirs_norm;
+  return norm_outputs > 0;
 }
 
 // whole-program: ahead of PyTorch at this step but no more collectives over

@@ -1077,6 +1077,37 @@ def uneven_view_program(g, pid):
     return {"id": pid, "world_size": world, "mesh": mesh, "inputs": inputs, "steps": steps}
 
 
+# ---------------------------------------------------------------- validation of every overload
+# Issue #33: every overload PyTorch 2.15 shards that the shards above never
+# call, from the samples sample_overloads.py builds from its schema (checked
+# in: testdata/validation_samples.json, made with torch). Each sample runs on
+# a 1-D mesh of 4 and on a 2 x 2 mesh, its inputs placed at random (a tensor
+# the op writes, and an int64 one, never Partial), in VALIDATION_SHARDS files.
+
+
+VALIDATION_SHARDS = 4  # files, so that golden_test's shards stay alike in size
+
+
+def validation_programs(seed, samples_path):
+    if not os.path.exists(samples_path):
+        return []
+    samples = json.load(open(samples_path))["samples"]
+    g = Gen(random.Random(seed * 1000 + 99))
+    progs = []
+    for sample in samples:
+        for mesh_shape, names, world in MESHES[:2]:
+            inputs = []
+            for i, spec in enumerate(sample["inputs"]):
+                spec = dict(spec, seed=g.rng.randint(0, 10000))
+                partial_ok = i not in sample["written"] and spec.get("dtype") != "int64"
+                spec["placements"] = placement(g, len(spec["shape"]), len(mesh_shape), partial_ok)
+                inputs.append(spec)
+            steps = [op(sample["op"], *sample["args"], **sample["kwargs"])]
+            progs.append({"id": f"x{seed}_{len(progs):04d}", "world_size": world,
+                          "mesh": {"shape": list(mesh_shape), "names": names}, "inputs": inputs, "steps": steps})
+    return progs
+
+
 def renumber(steps, start, by):
     """Shifts the tensor references of `steps` from `start` on by `by`
     (inputs were added before tensor `start`)."""
@@ -1106,6 +1137,9 @@ def main():
     ap.add_argument("--more-ops", type=int, default=300, help="indexing, scatter, linalg programs, one more shard")
     ap.add_argument("--uneven-views", type=int, default=300,
                     help="uneven, nested, strided and flattened-mesh shards through views, one more shard")
+    ap.add_argument("--samples", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata",
+                                                      "validation_samples.json"),
+                    help="sample_overloads.py's samples: the validation shard, after the others")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     g = Gen(random.Random(a.seed))
@@ -1128,6 +1162,14 @@ def main():
         shard = [make(gk, f"{prefix}{a.seed}_{i:04d}") for i in range(count)]
         write_shard(os.path.join(a.out, f"programs_{a.shards + k:02d}.json"), a.seed, shard)
         summary.append(f"{len(shard)} {what} in shard {a.shards + k}")
+    validation = validation_programs(a.seed, a.samples)
+    if validation:
+        first = a.shards + len(extra)
+        per = (len(validation) + VALIDATION_SHARDS - 1) // VALIDATION_SHARDS
+        for k in range(VALIDATION_SHARDS):
+            write_shard(os.path.join(a.out, f"programs_{first + k:02d}.json"), a.seed,
+                        validation[k * per:(k + 1) * per])
+        summary.append(f"{len(validation)} validation programs in shards {first}..{first + VALIDATION_SHARDS - 1}")
     print(", ".join(summary) + f" under {a.out}")
 
 

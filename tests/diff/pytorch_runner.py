@@ -140,6 +140,8 @@ def rank0(t):
 
 def describe(t):
     """Record of one step output: placements, shape, global values."""
+    if isinstance(t, (bool, int, float)):  # equal, is_same_size: as dtensor's runner, a plain 0-d tensor
+        t = torch.tensor(float(t), dtype=torch.float64)
     if not isinstance(t, torch.Tensor):
         return {"kind": "other", "value": repr(t)}
     if isinstance(t, DTensor):
@@ -199,11 +201,16 @@ def resolve(arg, env):
     return arg
 
 
-def flatten_outputs(result):
+def flatten_outputs(result, top=True):
+    """An op's results as a flat list: tuples and lists flattened, a None
+    inside one kept (an undefined gradient), a None result (an op that
+    returns nothing, like the in-place _foreach_ ops) no output at all."""
+    if top and result is None:
+        return []
     if isinstance(result, (tuple, list)):
         out = []
         for r in result:
-            out.extend(flatten_outputs(r))
+            out.extend(flatten_outputs(r, top=False))
         return out
     return [result]
 

@@ -4,7 +4,9 @@
 # structured ones, a 10th of out= and in-place overloads, an 11th of PyTorch
 # 2.15's other pointwise ops, a 12th of convolution, pooling and norms, a
 # 13th of indexing, scatters and linear algebra, a 14th of uneven, strided and
-# flattened-mesh views), one PyTorch version's records (pytorch_runner.py, one
+# flattened-mesh views, a 15th to 18th validating every other overload 2.15 shards
+# from samples sample_overloads.py builds from the schemas, with the followed
+# version's torch), one PyTorch version's records (pytorch_runner.py, one
 # process per shard, in parallel: pytorch-<version>_NN.json), and that
 # version's known_divergences-<version>.txt (diff_runner).
 #   tests/diff/regenerate_goldens.sh 2.15      # the venv of tools/setup.sh (the followed version)
@@ -19,19 +21,22 @@ VERSION="${1:?usage: regenerate_goldens.sh VERSION (2.11 or 2.15)}"
 PYTHON="${PYTHON:-${DTENSOR_HOME:-$HOME/.cache/dtensor}/venv-torch-$VERSION.0/bin/python}"
 SEED="${SEED:-18}"
 COUNT="${COUNT:-2400}"
-SHARDS=8  # of op programs; then the structured, out=/in-place, more-pointwise, spatial, more-ops and uneven-views shards
-LAST=$((SHARDS + 5))
+SHARDS=8  # of op programs; then the structured, out=/in-place, more-pointwise, spatial, more-ops, uneven-views
+LAST=$((SHARDS + 9))  # and 4 validation shards
 OUT=tests/diff/testdata
 got="$("$PYTHON" -c "import torch; print(torch.__version__.split('+')[0])")"
 [[ $got == "$VERSION".* ]] || { echo "regenerate_goldens: $PYTHON has torch $got, not $VERSION" >&2; exit 1; }
 echo "reference: pytorch $got"
+FOLLOWED=2.15  # golden_test.cc's reference_versions().back()
+# The validation samples come from the followed version's schemas; older
+# versions record the same programs (ops they lack raise there).
+[[ $VERSION != "$FOLLOWED" ]] || "$PYTHON" tests/diff/sample_overloads.py --out "$OUT/validation_samples.json"
 python3 tests/diff/generate_programs.py --seed "$SEED" --count "$COUNT" --shards "$SHARDS" --out "$OUT"
 jobs="${JOBS:-$(nproc)}"
 for s in $(seq -f %02g 0 "$LAST"); do
   echo "$s"
 done | xargs -P "$jobs" -I{} sh -c "\"$PYTHON\" tests/diff/pytorch_runner.py $OUT/programs_{}.json $OUT/pytorch-${VERSION}_{}.json 2>/dev/null"
 bazel build //tests/diff:diff_runner
-FOLLOWED=2.15  # golden_test.cc's reference_versions().back()
 known="$OUT/known_divergences-$VERSION.txt"
 {
   echo "# Differences from PyTorch $VERSION that are neither fixed nor a deviation row (README.md, \"Open divergences\")."

@@ -35,6 +35,41 @@ TEST(RegressionTest, IsSameSizeComparesGlobalShapesWithoutCollectives) {
   });
 }
 
+// aten::equal gathered both tensors (2 all_gathers of the whole tensor on
+// the validation corpus, issue #33); PyTorch 2.15 lays both out alike for
+// free and agrees with one all_reduce. Now: each rank compares its shards,
+// a Replicate operand chunked to the other's shard, and one all_reduce(min)
+// (over the flattened mesh when two mesh dims shard). Different global
+// shapes are unequal with no collective.
+TEST(RegressionTest, EqualComparesShardsWithOneAllReduce) {
+  const at::Tensor g = at::arange(24, at::kDouble).reshape({4, 6});
+  at::Tensor changed = g.clone();
+  changed[3][5] = -1;  // on the last rank's shard only
+  run_fake_world(4, [&](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    DTensor rows = distribute_tensor(g, mesh, {Shard(0)});
+    DTensor same = distribute_tensor(g, mesh, {Replicate()});
+    DTensor other = distribute_tensor(changed, mesh, {Replicate()});
+    DTensor transposed = distribute_tensor(g.t().contiguous(), mesh, {Shard(0)});
+    testing::CollectiveCounter count(world);
+    EXPECT_TRUE(at::equal(rows, same));
+    EXPECT_FALSE(at::equal(rows, other));
+    EXPECT_EQ(count.counts(), (testing::Counts{{"all_reduce", 2}}));
+    EXPECT_FALSE(at::equal(rows, transposed));
+    EXPECT_EQ(count.total(), 2);
+  });
+  run_fake_world(4, [&](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
+    DTensor a = distribute_tensor(g, mesh, {Replicate(), Shard(1)});
+    DTensor b = distribute_tensor(changed, mesh, {Shard(0), Replicate()});
+    DTensor c = distribute_tensor(g, mesh, {Shard(0), Replicate()});
+    testing::CollectiveCounter count(world);
+    EXPECT_FALSE(at::equal(a, b));
+    EXPECT_TRUE(at::equal(a, c));
+    EXPECT_EQ(count.counts(), (testing::Counts{{"all_reduce", 2}}));
+  });
+}
+
 TEST(RegressionTest, InPlaceSqueezeRenumbersTheShard) {
   run_fake_world(4, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {4});

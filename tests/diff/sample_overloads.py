@@ -1,0 +1,323 @@
+"""Samples for the validation shard (issue #33): for every aten overload
+PyTorch 2.15's DTensor shards (tools/op_coverage/pytorch-2.15-ops.txt) that
+the other shards never call, up to three calls built from its schema, each
+checked to run on plain tensors holding the corpus's own input values
+(Note [Input values] in program.cc). Needs torch (run it with the venv of
+tools/setup.sh); generate_programs.py, plain Python, then lays the samples
+out on meshes.
+
+    $VENV/bin/python tests/diff/sample_overloads.py --out tests/diff/testdata/validation_samples.json
+
+A sample is {"op", "inputs": [input specs without placements], "args",
+"kwargs", "written": [input indices the op writes]}; overloads for which no
+schema-built call runs are listed under "unsampled" with the last error.
+"""
+import argparse
+import glob
+import json
+import os
+import warnings
+
+import torch
+
+FORMAT = "dtensor-validation-samples/1"
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# The shapes the samples try, in order; every tensor argument of a call
+# takes the same one (what pointwise, reduction and most unary ops accept).
+SHAPES = [[4, 6], [6], [2, 3, 4], [3, 5], [2, 4, 2, 3], [2, 3, 4, 4], [2, 2, 3, 4, 4]]
+# Value domains (program.cc: (raw/1009 - 0.5) * scale + offset): inside
+# (0.1, 0.9), where log, sqrt, acos, atanh, logit, ... are defined; then the
+# signed (-0.5, 0.5); int64 tensors hold [0, 3).
+DOMAINS = [{"scale": 0.8, "offset": 0.5}, {"scale": 1.0, "offset": 0.0}]
+INT_HIGH = 3
+FOREACH_SHAPES = [[4, 3], [5], [2, 6]]
+# Ops whose values are random or uninitialized: no record can compare them
+# with PyTorch's or one device's (PyTorch's ranks draw their own). Their
+# placements and consistency are tested in tests/core/ops/nn_ops_test.cc.
+NONDETERMINISTIC = ("rand", "bernoulli", "normal", "uniform", "exponential", "geometric", "log_normal",
+                    "multinomial", "dropout", "empty", "cauchy")
+SCALAR_LIST = [0.5, 2.0, -1.0]
+
+
+def values(spec, seed):
+    """The corpus's input values (program.cc, variant 0)."""
+    n = 1
+    for d in spec["shape"]:
+        n *= d
+    s = seed
+    a, b = 1 + (s * 389) % 1008, (s * 7) % 1009
+    raw = (torch.arange(n, dtype=torch.int64) * a + b) % 1009
+    if spec.get("dtype") == "int64":
+        return (raw % spec["high"]).reshape(spec["shape"])
+    return ((raw.double() / 1009 - 0.5) * spec["scale"] + spec["offset"]).reshape(spec["shape"])
+
+
+def corpus_ops():
+    """The overloads the other shards call (the validation shards, ids x*, excluded)."""
+    ops = set()
+    for path in sorted(glob.glob(os.path.join(HERE, "testdata", "programs_*.json"))):
+        for prog in json.load(open(path))["programs"]:
+            if prog["id"].startswith("x"):
+                break
+            for step in prog["steps"]:
+                if step.get("op"):
+                    ops.add(step["op"])
+    return ops
+
+
+def overload(name):
+    base, _, ov = name[len("aten::"):].partition(".")
+    return getattr(getattr(torch.ops.aten, base), ov or "default")
+
+
+def spatial_rank(op_name):
+    """2 for "max_pool2d_with_indices", 1 for "upsample_linear1d", else None."""
+    for k in (1, 2, 3):
+        if f"{k}d" in op_name:
+            return k
+    return None
+
+
+def literal(arg, shape, int_dtype, list_len, op_name):
+    """A value for a non-tensor argument without a default, or None to give up.
+    Types as torch's Python schema prints them (number = Scalar)."""
+    t, name = str(arg.type), arg.name
+    k = spatial_rank(op_name) or 1
+    if t in ("int", "SymInt"):
+        return 0 if "dim" in name else 1
+    if t in ("List[int]", "List[SymInt]"):
+        if "dim" in name:
+            return [0]
+        if name in ("size", "shape", "input_sizes", "input_size", "self_sizes"):
+            return list(shape)
+        if name == "normalized_shape":
+            return list(shape[-1:])
+        if name in ("output_size", "kernel_size"):
+            return [2] * k
+        return [1] * k
+    if t == "bool":
+        return False
+    if t == "float":
+        return 0.5
+    if t == "number":
+        return 2 if int_dtype else 0.5
+    if t == "List[number]":
+        return SCALAR_LIST[:list_len]
+    if t == "List[bool]":
+        return [True, True, True]
+    if t.startswith("Optional["):
+        return "none"  # JSON null: the argument's None
+    if t == "str":
+        return {"reduce": "sum", "approximate": "none", "rounding_mode": "trunc"}.get(name)
+    return None
+
+
+def build(op, schema, shape, domain, int_dtype):
+    """(inputs, args, kwargs, written) for one call, or None."""
+    inputs, args, kwargs, written = [], [], {}, []
+    foreach = schema.name.startswith("aten::_foreach_")
+    list_len = len(FOREACH_SHAPES) if foreach else 2
+
+    def tensor(shape_):
+        spec = {"shape": list(shape_), "seed": 0}
+        if int_dtype:
+            spec.update(dtype="int64", high=INT_HIGH)
+        else:
+            spec.update(domain)
+        inputs.append(spec)
+        return {"t": len(inputs) - 1}
+
+    for a in schema.arguments:
+        t = str(a.type)
+        is_written = a.alias_info is not None and a.alias_info.is_write
+        if a.is_out:
+            ref = tensor([0])  # resized below to what the op returns
+            written.append(ref["t"])
+            kwargs[a.name] = ref
+            continue
+        if t == "Tensor":
+            ref = tensor(shape)
+            if a.name == "scalars":  # one scalar per list element
+                inputs[ref["t"]]["shape"] = [list_len]
+            if is_written:
+                written.append(ref["t"])
+            (kwargs.__setitem__(a.name, ref) if a.kwarg_only else args.append(ref))
+            continue
+        if t in ("Tensor[]", "List[Tensor]"):
+            shapes = FOREACH_SHAPES if foreach else [shape] * list_len
+            refs = [tensor(s) for s in shapes]
+            if is_written:
+                written.extend(r["t"] for r in refs)
+            (kwargs.__setitem__(a.name, refs) if a.kwarg_only else args.append(refs))
+            continue
+        if a.has_default_value():
+            if a.kwarg_only:
+                continue
+            # Positional: its default, dropped below if nothing follows it.
+            default = a.default_value
+            if not (default is None or isinstance(default, (bool, int, float, str, list))):
+                return None
+            args.append(default)
+            continue
+        v = literal(a, shape, int_dtype, list_len, schema.name)
+        if v is None:
+            return str(a.type) + " " + a.name
+        if v == "none":
+            v = None
+        (kwargs.__setitem__(a.name, v) if a.kwarg_only else args.append(v))
+    # Trailing positional defaults are dropped (the schema fills them).
+    defaults = [a for a in schema.arguments if not a.kwarg_only]
+    while args and len(args) <= len(defaults) and defaults[len(args) - 1].has_default_value() and \
+            not isinstance(args[-1], (dict, list)) and args[-1] == defaults[len(args) - 1].default_value:
+        args.pop()
+    return inputs, args, kwargs, written
+
+
+def materialize(value, tensors):
+    if isinstance(value, dict) and "t" in value:
+        return tensors[value["t"]]
+    if isinstance(value, list):
+        return [materialize(v, tensors) for v in value]
+    return value
+
+
+def functional_of(op):
+    """The overload of the same name whose arguments are op's without its
+    outs (what sizes the out tensors), or None."""
+    schema = op._schema
+    want = [(a.name, str(a.type)) for a in schema.arguments if not a.is_out]
+    packet = getattr(torch.ops.aten, schema.name[len("aten::"):])
+    for ov in packet.overloads():
+        cand = getattr(packet, ov)
+        args = cand._schema.arguments
+        if any(a.is_out for a in args):
+            continue
+        if [(a.name, str(a.type)) for a in args] == want:
+            return cand
+    return None
+
+
+def try_call(op, inputs, args, kwargs, written):
+    """Runs the call on plain tensors, out tensors shaped as the functional
+    overload's results (an empty out crashes some kernels). Returns None or
+    the error text."""
+    tensors = [values(spec, 11 + 7 * i) for i, spec in enumerate(inputs)]
+    outs = [i for i in written if inputs[i]["shape"] == [0]]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if outs:
+                functional = functional_of(op)
+                if functional is None:
+                    return "no functional overload to size its outs"
+                plain = {k: materialize(v, tensors) for k, v in kwargs.items() if int(v["t"]) not in outs} \
+                    if all(isinstance(v, dict) and "t" in v for v in kwargs.values()) else None
+                if plain is None:
+                    return "out= with non-tensor kwargs"
+                res = functional(*materialize(args, tensors), **plain)
+                res = list(res) if isinstance(res, (tuple, list)) else [res]
+                if len(res) != len(outs):
+                    return "outs and results differ in number"
+                for i, r in zip(outs, res):
+                    if r.dtype not in (torch.float64, torch.int64):
+                        return f"out dtype {r.dtype}"
+                    inputs[i] = {"shape": list(r.shape), "seed": 0}
+                    inputs[i].update({"dtype": "int64", "high": INT_HIGH} if r.dtype == torch.int64 else DOMAINS[1])
+                    tensors[i] = torch.empty_like(r)
+            result = op(*materialize(args, tensors), **{k: materialize(v, tensors) for k, v in kwargs.items()})
+    except Exception as e:  # noqa: BLE001: any refusal means "try another shape"
+        return str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+    results = result if isinstance(result, (tuple, list)) else [result]
+    for r in results:
+        if isinstance(r, torch.Tensor) and r.dtype not in (torch.float64, torch.int64, torch.bool):
+            return f"result dtype {r.dtype}"
+    return None
+
+
+def samples_of(name, want):
+    try:
+        op = overload(name)
+    except AttributeError:
+        return [], "not in this PyTorch"
+    schema = op._schema
+    found, error, seen = [], "no schema-built call", set()
+    for shape in SHAPES:
+        for int_dtype in (False, True):
+            for domain in DOMAINS if not int_dtype else [None]:
+                built = build(op, schema, shape, domain, int_dtype)
+                if isinstance(built, str) or built is None:
+                    return found, f"an argument the sampler cannot build: {built}"
+                inputs, args, kwargs, written = built
+                err = try_call(op, inputs, args, kwargs, written)
+                if err is not None:
+                    error = err
+                    continue
+                key = json.dumps([inputs, args, kwargs], sort_keys=True)
+                if key in seen:
+                    continue
+                seen.add(key)
+                found.append({"op": name, "inputs": inputs, "args": args, "kwargs": kwargs, "written": written})
+                break  # one domain per shape and dtype
+            if len(found) >= want:
+                return found, None
+            if found and found[-1]["inputs"] and found[-1]["inputs"][0]["shape"] == shape:
+                break  # this shape ran: the next shape, not another dtype
+    return found, (None if found else error)
+
+
+def isolated(fn, *args):
+    """fn(*args) in a forked child: a call some kernel crashes on (a
+    segmentation fault on arguments it does not check) costs that overload
+    its samples, not the run."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            data = json.dumps(fn(*args)).encode()
+        except Exception as e:  # noqa: BLE001
+            data = json.dumps([[], f"sampler error: {e}"]).encode()
+        with os.fdopen(write, "wb") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not data:
+        return [], f"a schema-built call crashed PyTorch (wait status {status})"
+    found, error = json.loads(data)
+    return found, error
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--ops", default=os.path.join(ROOT, "tools", "op_coverage", "pytorch-2.15-ops.txt"))
+    ap.add_argument("--per-op", type=int, default=3)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    covered = corpus_ops()
+    names = [l.strip() for l in open(a.ops) if l.strip() and not l.startswith("#")]
+    todo = [n for n in names if n.startswith("aten::") and n not in covered]
+    samples, unsampled = [], {}
+    for name in todo:
+        if any(word in name for word in NONDETERMINISTIC):
+            unsampled[name] = "random or uninitialized values (tests/core/ops/nn_ops_test.cc)"
+            continue
+        found, error = isolated(samples_of, name, a.per_op)
+        samples.extend(found)
+        if not found:
+            unsampled[name] = error
+    with open(a.out, "w") as f:
+        json.dump({"format": FORMAT, "pytorch": torch.__version__.split("+")[0], "samples": samples,
+                   "unsampled": unsampled}, f, indent=None, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+    ops = len({s["op"] for s in samples})
+    print(f"{len(todo)} overloads no other shard calls: {ops} sampled ({len(samples)} samples), "
+          f"{len(unsampled)} unsampled -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()
