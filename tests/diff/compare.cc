@@ -212,6 +212,15 @@ std::vector<std::string> unexplained_keys(const ProgramComparison& c) {
   return out;
 }
 
+std::string program_verdict(const ProgramComparison& comparison) {
+  if (comparison.identical()) return "identical";
+  if (!comparison.agrees()) return "open";
+  for (const FieldDiff& d : comparison.diffs) {
+    if (d.deviation == "pytorch-wrong-value" || d.deviation == "pytorch-refuses") return "pytorch-wrong";
+  }
+  return "row";
+}
+
 std::set<std::string> changed_steps(const Program& program, const json& newer, const json& older) {
   std::set<std::string> out;
   for (const FieldDiff& d : compare_records(program, newer, older, json()).diffs) out.insert(step_key(program.id, d));

@@ -56,6 +56,13 @@ nlohmann::json normalized_comms(const nlohmann::json& counts);
 /// them.
 std::vector<std::string> unexplained_keys(const ProgramComparison& comparison);
 
+/// One word for a whole program's comparison, for the per-overload
+/// validation report (issue #33): "identical"; "open" (an unexplained
+/// difference); "pytorch-wrong" (PyTorch's value is wrong or it refuses what
+/// we run correctly); else "row" (another plan, cheaper or no dearer, by a
+/// tested deviation row).
+std::string program_verdict(const ProgramComparison& comparison);
+
 /// The "id step label" keys of every step where two PyTorch records of one
 /// program differ in any field, deviation rows aside: what changed from one
 /// PyTorch version to a newer one. Example: {"g18_00576 0 aten::trunc", ...}.

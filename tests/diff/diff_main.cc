@@ -7,6 +7,7 @@
 //   diff_runner ... --write-known known_divergences-2.15.txt   # appends the unexplained differences
 //   diff_runner --programs P.json --pytorch .json --newer .json --newer-version 2.15
 //       # against an older PyTorch: what the newer one changed is expected (mark_followed)
+//   diff_runner ... --by-op APPEND.txt   # appends "op verdict id" per program (program_verdict)
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -30,7 +31,7 @@ json read_json(const std::string& path) {
 int usage() {
   std::cerr << "usage: diff_runner --programs P.json [--pytorch R.json] [--records OUT.json] "
                "[--report OUT.txt] [--list N] [--list-row ROW] [--write-known APPEND.txt] "
-               "[--newer R.json --newer-version V] "
+               "[--newer R.json --newer-version V] [--by-op APPEND.txt] "
                "[--only ID] [--verbose]\n";
   return 2;
 }
@@ -102,6 +103,19 @@ int main(int argc, char** argv) {
       std::ofstream known(opt["write-known"], std::ios::app);
       for (const auto& c : comparisons) {
         for (const std::string& k : unexplained_keys(c)) known << k << "\n";
+      }
+    }
+    if (opt.count("by-op")) {
+      // The op each program validates: its first op step's.
+      std::ofstream by_op(opt["by-op"], std::ios::app);
+      std::map<std::string, const Program*> by_id;
+      for (const Program& p : programs) by_id[p.id] = &p;
+      for (const auto& c : comparisons) {
+        for (const Step& s : by_id.at(c.id)->steps) {
+          if (s.kind != "op") continue;
+          by_op << s.json.at("op").get<std::string>() << " " << program_verdict(c) << " " << c.id << "\n";
+          break;
+        }
       }
     }
     if (opt.count("list-row")) {

@@ -51,6 +51,21 @@ for s in $(seq -f %02g 0 "$LAST"); do
   bazel-bin/tests/diff/diff_runner --programs "$OUT/programs_$s.json" --pytorch "$OUT/pytorch-${VERSION}_$s.json" \
     "${newer[@]}" --write-known "$known" --report "$OUT/report_$s.txt" > /dev/null 2>&1 || true
 done
+if [[ $VERSION == "$FOLLOWED" ]]; then
+  # Per overload, how its programs compare (issue #33; tools/op_coverage --validation reads it).
+  rm -f "$OUT/by_op.tmp"
+  for s in $(seq -f %02g 0 "$LAST"); do
+    bazel-bin/tests/diff/diff_runner --programs "$OUT/programs_$s.json" --pytorch "$OUT/pytorch-${VERSION}_$s.json" \
+      --by-op "$OUT/by_op.tmp" > /dev/null 2>&1 || true
+  done
+  {
+    echo "# Per aten overload: programs whose first op it is, and how they compare with PyTorch $VERSION:"
+    echo "# identical, differing only by tested deviation rows, PyTorch wrong or refusing, open. Written by regenerate_goldens.sh."
+    awk '{n[$1]++; c[$1 " " $2]++} END {for (op in n) print op, n[op], c[op " identical"]+0, c[op " row"]+0, c[op " pytorch-wrong"]+0, c[op " open"]+0}' \
+      "$OUT/by_op.tmp" | sort
+  } > "$OUT/validation-$VERSION.txt"
+  rm -f "$OUT/by_op.tmp"
+fi
 cat "$OUT"/report_*.txt | grep "^[0-9]* programs" 
 rm -f "$OUT"/report_*.txt
 echo "unexplained differences listed: $(grep -vc '^#' "$known")"

@@ -8,6 +8,8 @@
 //       # what PyTorch's DTensor shards (a list from tools/op_coverage/pytorch_ops.py)
 //       # and this build does not, by kind of overload; and the reverse
 //   op_coverage --against LIST --max-missing 46   # exit 1 when more than 46 lack a rule (CI's gate)
+//   op_coverage --against LIST --validation $PWD/tests/diff/testdata/validation-2.15.txt
+//       # per kind of overload, how its differential programs compare with PyTorch (issue #33)
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -156,11 +159,61 @@ size_t print_against(const std::string& path, const std::map<std::string, bool>&
   return missing;
 }
 
+// --validation: tests/diff/testdata/validation-<version>.txt (written by
+// tests/diff/regenerate_goldens.sh): "op programs identical row
+// pytorch-wrong open" per overload. Prints, per kind of overload, how many
+// of PyTorch's overloads that have a rule here the corpus calls, with how
+// many programs, and how they compare; then the ones it does not call.
+void print_validation(const std::string& path, const std::string& against, const std::set<std::string>& covered) {
+  struct Counts {
+    int programs = 0, identical = 0, row = 0, pytorch_wrong = 0, open = 0;
+  };
+  std::map<std::string, Counts> by_op;
+  for (const std::string& line : read_op_list(path)) {
+    std::istringstream in(line);
+    std::string op;
+    Counts c;
+    in >> op >> c.programs >> c.identical >> c.row >> c.pytorch_wrong >> c.open;
+    by_op[op] = c;
+  }
+  struct Kind {
+    int overloads = 0, validated = 0, three = 0, agree = 0, with_row = 0, pytorch_wrong = 0, open = 0;
+  };
+  std::map<std::string, Kind> kinds;
+  std::vector<std::string> unvalidated;
+  for (const std::string& name : read_op_list(against)) {
+    if (!covered.count(name)) continue;
+    Kind& k = kinds[overload_kind(name)];
+    ++k.overloads;
+    auto it = by_op.find(name);
+    if (it == by_op.end()) {
+      unvalidated.push_back(name);
+      continue;
+    }
+    const Counts& c = it->second;
+    ++k.validated;
+    k.three += c.programs >= 3 ? 1 : 0;
+    k.open += c.open > 0 ? 1 : 0;
+    k.pytorch_wrong += c.open == 0 && c.pytorch_wrong > 0 ? 1 : 0;
+    k.with_row += c.open == 0 && c.pytorch_wrong == 0 && c.row > 0 ? 1 : 0;
+    k.agree += c.programs == c.identical ? 1 : 0;
+  }
+  std::cout << "\n== validation against PyTorch (" << path << ")\n"
+            << "  per kind: overloads PyTorch shards with a rule here / called by the corpus / by 3+ programs;\n"
+            << "  of those called: all identical / a tested deviation row / PyTorch wrong or refusing / open\n";
+  for (const auto& [kind, k] : kinds) {
+    std::cout << "  " << kind << ": " << k.overloads << " / " << k.validated << " / " << k.three << ";  " << k.agree
+              << " / " << k.with_row << " / " << k.pytorch_wrong << " / " << k.open << "\n";
+  }
+  std::cout << "\n== PyTorch shards, rule here, no program calls it (" << unvalidated.size() << ")\n";
+  for (const auto& n : unvalidated) std::cout << "  " << n << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool list_missing = false;
-  std::string only_family, against;
+  std::string only_family, against, validation;
   long max_missing = -1;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--missing") == 0) {
@@ -169,10 +222,13 @@ int main(int argc, char** argv) {
       only_family = argv[++i];
     } else if (std::strcmp(argv[i], "--against") == 0 && i + 1 < argc) {
       against = argv[++i];
+    } else if (std::strcmp(argv[i], "--validation") == 0 && i + 1 < argc) {
+      validation = argv[++i];
     } else if (std::strcmp(argv[i], "--max-missing") == 0 && i + 1 < argc) {
       max_missing = std::strtol(argv[++i], nullptr, 10);
     } else {
-      std::cerr << "usage: op_coverage [--missing] [--family NAME] [--against PYTORCH_OPS.txt [--max-missing N]]\n";
+      std::cerr << "usage: op_coverage [--missing] [--family NAME] [--against PYTORCH_OPS.txt [--max-missing N] "
+                   "[--validation VALIDATION.txt]]\n";
       return 2;
     }
   }
@@ -241,6 +297,7 @@ int main(int argc, char** argv) {
     std::set<std::string> any_rule = covered;
     any_rule.insert(derived.begin(), derived.end());
     const size_t missing = print_against(against, ops, any_rule);
+    if (!validation.empty()) print_validation(validation, against, any_rule);
     if (max_missing >= 0 && missing > static_cast<size_t>(max_missing)) {
       std::cerr << "op_coverage: " << missing << " of the overloads in " << against
                 << " reach DTensor without a rule, more than --max-missing " << max_missing
