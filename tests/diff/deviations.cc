@@ -65,6 +65,10 @@ bool pytorch_wrong_at(const DiffContext& c, int output) {
   const json& ours = c.ours.at("outputs")[static_cast<size_t>(output)];
   const json& theirs = c.theirs.at("outputs")[static_cast<size_t>(output)];
   if (ours.is_null() || theirs.is_null()) return false;
+  // A wrong shape (PyTorch's t_ leaves a DTensor's shape as it was) is a wrong value too.
+  if (ours.at("shape") == ref->at("shape") && theirs.at("shape") != ref->at("shape")) {
+    return values_agree(ours.at("values"), ref->at("values"));
+  }
   return values_agree(ours.at("values"), ref->at("values")) &&
          !values_agree(theirs.at("values"), ref->at("values"));
 }
@@ -73,7 +77,7 @@ bool pytorch_wrong_at(const DiffContext& c, int output) {
 // the collectives and placements of such a step differ with it (PyTorch's
 // cheaper plan is the wrong one), so they are excused on that step too.
 bool pytorch_wrong_value(const DiffContext& c) {
-  if (c.field == "values") return pytorch_wrong_at(c, c.output);
+  if (c.field == "values" || c.field == "shape") return pytorch_wrong_at(c, c.output);
   if ((c.field != "comms" && c.field != "placements") || c.step < 0) return false;
   if (!c.ours.contains("outputs") || !c.theirs.contains("outputs")) return false;
   const size_t n = std::min(c.ours.at("outputs").size(), c.theirs.at("outputs").size());

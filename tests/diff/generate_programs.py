@@ -1092,9 +1092,12 @@ def validation_programs(seed, samples_path):
     if not os.path.exists(samples_path):
         return []
     samples = json.load(open(samples_path))["samples"]
-    g = Gen(random.Random(seed * 1000 + 99))
-    progs = []
+    progs, seen = [], {}
     for sample in samples:
+        # Placements drawn from a stream of the sample's own (its op and its
+        # rank among that op's samples): adding samples moves no other's.
+        k = seen[sample["op"]] = seen.get(sample["op"], -1) + 1
+        g = Gen(random.Random(f"{seed}:{sample['op']}:{k}"))
         for mesh_shape, names, world in MESHES[:2]:
             inputs = []
             for i, spec in enumerate(sample["inputs"]):
