@@ -88,10 +88,21 @@ bool is_in_place(const c10::FunctionSchema& schema) {
 // a Shard(1) out: clone only follows its input), PyTorch 2.15 still runs it,
 // its placeholders filled from out's shards too, and moves the inputs
 // (all_to_all here). So the derived rule asks the functional rule again as
-// if every input of out's rank were already laid out like out: that plan's
-// input placements are valid whatever the inputs hold, and the dispatcher
-// redistributes them there.
+// if the inputs were laid out otherwise: first every input of out's rank
+// like out; then all but the first so (gather.out: the index like out, self
+// whole); then the first input in each layout of Shard and Replicate
+// placements (max.dim_max over dim 0 into a Shard(0) out wants the input
+// Shard(1)). A plan found so is valid whatever the inputs hold, and the
+// dispatcher redistributes them to it.
 std::optional<ShardingPlan> plan_as_if_laid_out_like_out(const ShardingRule& rule, const OpCall& f) {
+  auto attempt = [&](const OpCall& presumed) -> std::optional<ShardingPlan> {
+    try {
+      ShardingPlan plan = rule(presumed);
+      if (!plan.output_placements.empty() && plan.output_placements[0] == *f.out_placements) return plan;
+    } catch (const c10::Error&) {
+    }
+    return std::nullopt;
+  };
   OpCall presumed = f;
   bool changed = false;
   for (DTensorSpec& in : presumed.inputs) {
@@ -100,12 +111,34 @@ std::optional<ShardingPlan> plan_as_if_laid_out_like_out(const ShardingRule& rul
       changed = true;
     }
   }
-  if (!changed) return std::nullopt;
-  try {
-    return rule(presumed);
-  } catch (const c10::Error&) {
-    return std::nullopt;
+  if (changed) {
+    if (auto plan = attempt(presumed)) return plan;
   }
+  if (f.inputs.empty()) return std::nullopt;
+  // The others like out, the first as it is (gather.out: the index follows
+  // out, self stays whole).
+  presumed.inputs[0].placements = f.inputs[0].placements;
+  if (changed && presumed.inputs[0].placements != *f.out_placements) {
+    if (auto plan = attempt(presumed)) return plan;
+  }
+  // Every layout of the first input over Shard(d) and Replicate, mesh dim by
+  // mesh dim (at most (ndim + 1)^mesh_ndim rule calls, once per cache miss).
+  const int64_t ndim = static_cast<int64_t>(f.inputs[0].meta.shape.size());
+  const size_t dims = f.inputs[0].placements.size();
+  size_t layouts = 1;
+  for (size_t d = 0; d < dims; ++d) layouts *= static_cast<size_t>(ndim + 1);
+  for (size_t code = 0; code < layouts; ++code) {
+    presumed = f;
+    size_t rest = code;
+    for (size_t d = 0; d < dims; ++d) {
+      const int64_t choice = static_cast<int64_t>(rest % static_cast<size_t>(ndim + 1));
+      rest /= static_cast<size_t>(ndim + 1);
+      presumed.inputs[0].placements[d] = choice == ndim ? Placement(Replicate()) : Placement(Shard(choice));
+    }
+    if (presumed.inputs[0].placements == f.inputs[0].placements) continue;
+    if (auto plan = attempt(presumed)) return plan;
+  }
+  return std::nullopt;
 }
 
 }  // namespace

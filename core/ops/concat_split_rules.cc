@@ -183,6 +183,26 @@ DimRule gather_scatter_rule() {
   };
 }
 
+// gather(self, dim, index): as gather_scatter_rule, and also the index
+// sharded on the gathered dim with self whole: out[i][j] = self[index[i][j]][j]
+// reads, along `dim`, only its index element, so the output is sharded like
+// the index there (along another dim, j is a global position: self would
+// have to be sharded alike, which gather_scatter_rule offers). A candidate
+// PyTorch 2.15 has (x18_2003 gathers the index for an out laid out so).
+DimRule gather_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    std::vector<DimStrategy> candidates = gather_scatter_rule()(call, mesh_dim);
+    const int64_t dim = dim_arg(call, 1, detail::input_ndim(call, 0));
+    const Placement& index = placement_of(call, 1, mesh_dim);
+    if (index.is_shard(dim)) candidates.push_back(DimStrategy{{Replicate(), index}, {index}});
+    if (call.out_placements != nullptr) {
+      const Placement& out = (*call.out_placements)[static_cast<size_t>(mesh_dim)];
+      if (out.is_shard(dim) && !(index == out)) candidates.push_back(DimStrategy{{Replicate(), out}, {out}});
+    }
+    return candidates;
+  };
+}
+
 // index_add(self, dim, index, source, alpha) (index_select's backward): self
 // and source sharded alike on a dim other than `dim`, the index whole; linear
 // in (self, source), so both Partial(sum) stay Partial.
@@ -245,7 +265,8 @@ void register_concat_split_rules(ShardingRegistry& registry) {
   registry.add({"aten::flip"}, per_mesh_dim(keep_untouched_dims(flip_dims, /*linear=*/true)));
   registry.add({"aten::roll"}, per_mesh_dim(keep_untouched_dims(roll_dims, /*linear=*/true)));
   registry.add({"aten::index_select"}, per_mesh_dim(index_select_rule()));
-  registry.add({"aten::gather", "aten::scatter.src", "aten::scatter_.src", "aten::scatter.value",
+  registry.add({"aten::gather"}, per_mesh_dim(gather_rule()));
+  registry.add({"aten::scatter.src", "aten::scatter_.src", "aten::scatter.value",
                 "aten::scatter_.value", "aten::scatter_add", "aten::scatter_add_"},
                per_mesh_dim(gather_scatter_rule()));
   registry.add({"aten::index_add", "aten::index_add_"}, per_mesh_dim(index_add_rule()));

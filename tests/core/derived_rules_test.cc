@@ -162,6 +162,53 @@ TEST(DerivedRulesTest, OutFormsOfCompositeOrMultiOutputOps) {
   });
 }
 
+// Note [Out tensors laid out unlike the inputs]: outs no strategy of the
+// functional rule reaches from the inputs' layouts, as the validation shards
+// found them (PyTorch 2.15 runs each; counts measured there): clone.out of a
+// Shard(0) input into a Shard(1) out, 1 all_to_all; max.dim_max over the
+// sharded dim into Shard(0) outs (the input moved to Shard(1)), 1 all_to_all;
+// gather.out along dim 0 of a whole self by a [S(0), R] index into an
+// [R, S(0)] out on 2 x 2 (the index gathered, then chunked), 1 all_gather.
+TEST(DerivedRulesTest, OutsLaidOutUnlikeTheInputsMoveTheInputs) {
+  const at::Tensor g = testing::seeded_randn({4, 8}, 5);
+  run_fake_world(4, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    DTensor x = distribute_tensor(g, mesh, {Shard(0)});
+    DTensor out = distribute_tensor(at::zeros({4, 8}, at::kDouble), mesh, {Shard(1)});
+    DTensor values = distribute_tensor(at::zeros({8}, at::kDouble), mesh, {Shard(0)});
+    DTensor indices = distribute_tensor(at::zeros({8}, at::kLong), mesh, {Shard(0)});
+    debug::CommDebugMode comm;
+    {
+      auto guard = comm.enter();
+      at::clone_out(out, x);
+    }
+    EXPECT_EQ(comm.get_comm_counts(), (trace::KindCounts{{"all_to_all_single", 1}}));
+    EXPECT_EQ(out.placements(), Placements{Shard(1)});
+    EXPECT_TRUE(at::equal(out.full_tensor(), g));
+    {
+      auto guard = comm.enter();
+      at::max_out(values, indices, x, 0);
+    }
+    EXPECT_EQ(comm.get_comm_counts(), (trace::KindCounts{{"all_to_all_single", 1}}));
+    EXPECT_TRUE(at::equal(values.full_tensor(), std::get<0>(g.max(0))));
+    EXPECT_TRUE(at::equal(indices.full_tensor(), std::get<1>(g.max(0))));
+  });
+  const at::Tensor self = at::arange(6, at::kLong), index = at::tensor({5, 0, 3, 3, 1, 2}, at::kLong);
+  run_fake_world(4, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
+    DTensor s = distribute_tensor(self, mesh, {Replicate(), Replicate()});
+    DTensor i = distribute_tensor(index, mesh, {Shard(0), Replicate()});
+    DTensor out = distribute_tensor(at::zeros({6}, at::kLong), mesh, {Replicate(), Shard(0)});
+    debug::CommDebugMode comm;
+    {
+      auto guard = comm.enter();
+      at::gather_out(out, s, 0, i);
+    }
+    EXPECT_EQ(comm.get_comm_counts(), (trace::KindCounts{{"all_gather_into_tensor", 1}}));
+    EXPECT_TRUE(at::equal(out.full_tensor(), self.gather(0, index)));
+  });
+}
+
 TEST(DerivedRulesTest, BadOutIsAClearError) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
