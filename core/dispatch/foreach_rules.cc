@@ -64,6 +64,9 @@ std::optional<ElementMapping> element_mapping(const c10::OperatorHandle& op) {
   if (irregular != irregular_mappings().end()) {
     ElementMapping m = irregular->second;
     m.scalars_tensor.assign(ours.size(), false);
+    for (int64_t& a : m.from) {
+      if (a >= static_cast<int64_t>(ours.size())) a = -1;  // an argument this LibTorch's overload lacks
+    }
     if (!c10::Dispatcher::singleton().findOp(parse_op_name(m.overload))) return std::nullopt;
     return m;
   }

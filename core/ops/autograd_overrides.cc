@@ -327,8 +327,10 @@ void foreach_norm_autograd(const c10::OperatorHandle& op, torch::jit::Stack* sta
   const size_t first = stack->size() - op.schema().arguments().size();
   const std::vector<at::Tensor> xs = (*stack)[first].toTensorVector();
   const c10::Scalar ord = (*stack)[first + 1].toScalar();
+  // dtype (LibTorch 2.x; 1.13's overload has only self and ord).
+  const bool has_dtype = op.schema().arguments().size() > 2 && !(*stack)[first + 2].isNone();
   const c10::optional<c10::ScalarType> dtype =
-      (*stack)[first + 2].isNone() ? c10::nullopt : c10::optional<c10::ScalarType>((*stack)[first + 2].toScalarType());
+      has_dtype ? c10::optional<c10::ScalarType>((*stack)[first + 2].toScalarType()) : c10::nullopt;
   const bool grad = std::any_of(xs.begin(), xs.end(), needs_grad);
   if (!grad && std::none_of(xs.begin(), xs.end(), has_shard)) {
     at::AutoDispatchBelowADInplaceOrView guard;

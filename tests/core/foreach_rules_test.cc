@@ -8,8 +8,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/utils.h>
+#include <torch/version.h>
 
 #include "backends/fake/fake_world.h"
+#include "core/compat/torch_compat.h"
 #include "core/dispatch/foreach_rules.h"
 #include "core/dtensor.h"
 #include "debug/comm_debug_mode.h"
@@ -35,7 +37,9 @@ TEST(ForeachRulesTest, PerTensorOverloadIsFoundByArgumentTypes) {
   EXPECT_EQ(element_of("aten::_foreach_add_", "List"), "aten::add.Tensor");
   EXPECT_EQ(element_of("aten::_foreach_mul", "ScalarList"), "aten::mul.Scalar");
   EXPECT_EQ(element_of("aten::_foreach_sqrt", ""), "aten::sqrt");
+#if DTENSOR_TORCH_AT_LEAST(2, 1)
   EXPECT_EQ(element_of("aten::_foreach_addcdiv_", "Tensor"), "aten::addcdiv");  // scalars -> value
+#endif
   EXPECT_EQ(element_of("aten::_foreach_norm", "Scalar"), "aten::linalg_vector_norm");
   EXPECT_EQ(element_of("aten::add", "Tensor"), std::nullopt);
 }
@@ -161,6 +165,9 @@ TEST(ForeachRulesTest, NormsShareOneReductionPerMeshDim) {
 // dimension of length 2": its pointwise rule broadcasts `scalars` against
 // every element); the scalars tensor is Replicate here.
 TEST(ForeachRulesTest, AddcdivWithAScalarsTensorScalesEachElementByItsOwn) {
+#if !DTENSOR_TORCH_AT_LEAST(2, 1)
+  GTEST_SKIP() << "LibTorch " << TORCH_VERSION << " has no _foreach_addcdiv_.Tensor";
+#else
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
     const std::vector<at::Tensor> g = globals();
@@ -192,6 +199,7 @@ TEST(ForeachRulesTest, AddcdivWithAScalarsTensorScalesEachElementByItsOwn) {
       }
     }
   });
+#endif
 }
 
 TEST(ForeachRulesTest, AnInPlaceElementThatCannotKeepItsPlacementIsAClearError) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/nn/functional.h>
 #include <torch/utils.h>
+#include <torch/version.h>
 
 #include "backends/fake/fake_world.h"
 #include "core/compat/torch_compat.h"
@@ -115,6 +116,9 @@ bool runs_on_cpu(const std::function<void()>& fn) {
 // S(1), (S(2), S(1)) -> P(sum), none. b [4, 64, 8] (R, S(2)): 2 floats per
 // rank break the 16-byte alignment, so b is gathered, R.
 TEST(MatrixOpsTest, GroupedMmFollowsPyTorchsStrategies) {
+#if !DTENSOR_TORCH_AT_LEAST(2, 11)
+  GTEST_SKIP() << "LibTorch " << TORCH_VERSION << " has no _grouped_mm";
+#else
   const auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
   const at::Tensor a2 = at::randn({8, 64}, gen), a3 = at::randn({4, 8, 64}, gen), b3 = at::randn({4, 64, 32}, gen),
                    narrow = at::randn({4, 64, 8}, gen), offs = at::tensor({2, 4, 6, 8}, at::kInt);
@@ -149,6 +153,7 @@ TEST(MatrixOpsTest, GroupedMmFollowsPyTorchsStrategies) {
       EXPECT_TRUE(at::allclose(out.full_tensor(), want, 1e-4, 1e-4));
     });
   }
+#endif
 }
 
 // _scaled_mm of float8 operands on 4 ranks, as PyTorch 2.15 (measured): a
@@ -157,6 +162,9 @@ TEST(MatrixOpsTest, GroupedMmFollowsPyTorchsStrategies) {
 // and [1, 16] follow a's S(0) (a Replicate scale_a is chunked for free). No
 // collective in any case.
 TEST(MatrixOpsTest, ScaledMmPlacesItsScalesAsPyTorch) {
+#if !DTENSOR_TORCH_AT_LEAST(2, 11)
+  GTEST_SKIP() << "LibTorch " << TORCH_VERSION << " has no float8 _scaled_mm";
+#else
   const auto gen = at::make_generator<at::CPUGeneratorImpl>(8);
   const at::Tensor a = at::randn({16, 32}, gen).to(at::kFloat8_e4m3fn);
   const at::Tensor b = at::randn({16, 32}, gen).to(at::kFloat8_e4m3fn).t();
@@ -188,6 +196,7 @@ TEST(MatrixOpsTest, ScaledMmPlacesItsScalesAsPyTorch) {
       EXPECT_TRUE(at::allclose(out.full_tensor(), want, 1e-3, 1e-3));
     });
   }
+#endif
 }
 
 TEST(MatrixOpsTest, UnevenShards) {
