@@ -204,11 +204,16 @@ DimRule convolution_backward_rule() {
 }
 
 // Pooling keeps an input already placed so (PyTorch 2.15's strategies allow
-// uneven sharding); dim 0 is the batch only for a batched input.
-void add_pooling(ShardingRegistry& registry, const std::string& name, int spatial_rank, bool linear) {
-  PlanCheck check = [spatial_rank](const OpCall& call, const std::vector<Placements>& inputs) {
+// uneven sharding); dim 0 is the batch only for a batched input, except that
+// the adaptive poolings also take an unbatched input's channels as their
+// leading dim and accept it empty (LibTorch 2.15: adaptive_avg_pool2d and
+// adaptive_max_pool2d of a [0, 1, 5] input run; the fixed-window poolings
+// refuse it; x18_0938, x18_0951).
+void add_pooling(ShardingRegistry& registry, const std::string& name, int spatial_rank, bool linear,
+                 bool leading_may_be_empty = false) {
+  PlanCheck check = [spatial_rank, leading_may_be_empty](const OpCall& call, const std::vector<Placements>& inputs) {
     const bool batched = detail::input_ndim(call, 0) >= spatial_rank + 2;
-    return detail::no_empty_pieces(call, inputs, /*batch_may_be_empty=*/batched);
+    return detail::no_empty_pieces(call, inputs, /*batch_may_be_empty=*/batched || leading_may_be_empty);
   };
   registry.add({name}, detail::single_dim_rule(pooling_rule(spatial_rank, linear), {/*allow_uneven=*/true, std::move(check)}));
 }
@@ -222,12 +227,12 @@ void register_spatial_rules(ShardingRegistry& registry) {
   // The 1-d average poolings are composites of the 2-d ones in LibTorch, but
   // their out= forms are not: those derive their rules from these.
   add_pooling(registry, "aten::avg_pool1d", 1, /*linear=*/true);
-  add_pooling(registry, "aten::adaptive_avg_pool1d", 1, /*linear=*/true);
+  add_pooling(registry, "aten::adaptive_avg_pool1d", 1, /*linear=*/true, /*leading_may_be_empty=*/true);
   for (int d = 2; d <= 3; ++d) {
     const std::string nd = std::to_string(d) + "d";
     add_pooling(registry, "aten::avg_pool" + nd, d, /*linear=*/true);
-    add_pooling(registry, "aten::_adaptive_avg_pool" + nd, d, /*linear=*/true);
-    add_pooling(registry, "aten::adaptive_max_pool" + nd, d, /*linear=*/false);
+    add_pooling(registry, "aten::_adaptive_avg_pool" + nd, d, /*linear=*/true, /*leading_may_be_empty=*/true);
+    add_pooling(registry, "aten::adaptive_max_pool" + nd, d, /*linear=*/false, /*leading_may_be_empty=*/true);
     add_pooling(registry, "aten::max_pool" + nd + "_with_indices", d, /*linear=*/false);
     add_pooling(registry, "aten::fractional_max_pool" + nd, d, /*linear=*/false);
     // PyTorch 2.15 shards only max_pool2d's backward; the others (what every

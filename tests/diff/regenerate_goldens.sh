@@ -14,6 +14,7 @@
 # Against an older version than the followed one, steps the followed version
 # changed are expected to differ (diff_runner --newer).
 #   PYTHON=/path/to/python SEED=18 COUNT=2400 tests/diff/regenerate_goldens.sh 2.15
+#   LISTS_ONLY=1 tests/diff/regenerate_goldens.sh 2.15   # after a fix: the lists from the checked-in records
 # A new SEED or COUNT changes the programs: regenerate every version then.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,18 +25,20 @@ COUNT="${COUNT:-2400}"
 SHARDS=8  # of op programs; then the structured, out=/in-place, more-pointwise, spatial, more-ops, uneven-views
 LAST=$((SHARDS + 9))  # and 4 validation shards
 OUT=tests/diff/testdata
-got="$("$PYTHON" -c "import torch; print(torch.__version__.split('+')[0])")"
-[[ $got == "$VERSION".* ]] || { echo "regenerate_goldens: $PYTHON has torch $got, not $VERSION" >&2; exit 1; }
-echo "reference: pytorch $got"
 FOLLOWED=2.15  # golden_test.cc's reference_versions().back()
-# The validation samples come from the followed version's schemas; older
-# versions record the same programs (ops they lack raise there).
-[[ $VERSION != "$FOLLOWED" ]] || "$PYTHON" tests/diff/sample_overloads.py --out "$OUT/validation_samples.json"
-python3 tests/diff/generate_programs.py --seed "$SEED" --count "$COUNT" --shards "$SHARDS" --out "$OUT"
-jobs="${JOBS:-$(nproc)}"
-for s in $(seq -f %02g 0 "$LAST"); do
-  echo "$s"
-done | xargs -P "$jobs" -I{} sh -c "\"$PYTHON\" tests/diff/pytorch_runner.py $OUT/programs_{}.json $OUT/pytorch-${VERSION}_{}.json 2>/dev/null"
+if [[ -z ${LISTS_ONLY:-} ]]; then
+  got="$("$PYTHON" -c "import torch; print(torch.__version__.split('+')[0])")"
+  [[ $got == "$VERSION".* ]] || { echo "regenerate_goldens: $PYTHON has torch $got, not $VERSION" >&2; exit 1; }
+  echo "reference: pytorch $got"
+  # The validation samples come from the followed version's schemas; older
+  # versions record the same programs (ops they lack raise there).
+  [[ $VERSION != "$FOLLOWED" ]] || "$PYTHON" tests/diff/sample_overloads.py --out "$OUT/validation_samples.json"
+  python3 tests/diff/generate_programs.py --seed "$SEED" --count "$COUNT" --shards "$SHARDS" --out "$OUT"
+  jobs="${JOBS:-$(nproc)}"
+  for s in $(seq -f %02g 0 "$LAST"); do
+    echo "$s"
+  done | xargs -P "$jobs" -I{} sh -c "\"$PYTHON\" tests/diff/pytorch_runner.py $OUT/programs_{}.json $OUT/pytorch-${VERSION}_{}.json 2>/dev/null"
+fi
 bazel build //tests/diff:diff_runner
 known="$OUT/known_divergences-$VERSION.txt"
 {
