@@ -177,11 +177,15 @@ TEST(MatrixOpsTest, ScaledMmPlacesItsScalesAsPyTorch) {
     at::Tensor sa, sb;
     Placement psa, out;
   };
-  const std::vector<Case> cases = {{Shard(0), Replicate(), one, one, Replicate(), Shard(0)},
-                                   {Replicate(), Shard(1), one, one, Replicate(), Shard(1)},
-                                   {Shard(1), Shard(0), one, one, Replicate(), Partial()},
-                                   {Shard(0), Replicate(), rows, cols, Shard(0), Shard(0)},
-                                   {Shard(0), Replicate(), rows, cols, Replicate(), Shard(0)}};
+  std::vector<Case> cases = {{Shard(0), Replicate(), one, one, Replicate(), Shard(0)},
+                             {Replicate(), Shard(1), one, one, Replicate(), Shard(1)},
+                             {Shard(1), Shard(0), one, one, Replicate(), Partial()}};
+  // Row-wise scales on the CPU are newer than tensor-wise ones (2.11: "only
+  // supports per-tensor scaling for CPU backend").
+  if (runs_on_cpu([&] { at::_scaled_mm(a, b, rows, cols, std::nullopt, std::nullopt, at::kFloat); })) {
+    cases.push_back({Shard(0), Replicate(), rows, cols, Shard(0), Shard(0)});
+    cases.push_back({Shard(0), Replicate(), rows, cols, Replicate(), Shard(0)});
+  }
   for (const Case& c : cases) {
     SCOPED_TRACE(c.pa.to_string() + " x " + c.pb.to_string() + " scale_a " + c.psa.to_string());
     const at::Tensor want = at::_scaled_mm(a, b, c.sa, c.sb, std::nullopt, std::nullopt, at::kFloat);
