@@ -147,9 +147,10 @@ TEST(DerivedRulesTest, OutFormsOfCompositeOrMultiOutputOps) {
     DTensor self = distribute_tensor(ga, mesh, {Shard(1)});
     DTensor where = distribute_tensor(rows, mesh, {Replicate()});
     DTensor put_values = distribute_tensor(ones, mesh, {Shard(1)});
+    c10::List<c10::optional<at::Tensor>> indices_list;
+    indices_list.push_back(c10::optional<at::Tensor>(where));
     EXPECT_EQ(counted([&] {
-                at::_index_put_impl_out(put, self, {std::optional<at::Tensor>(where)}, put_values,
-                                        /*accumulate=*/true, false);
+                at::_index_put_impl_out(put, self, indices_list, put_values, /*accumulate=*/true, false);
               }),
               trace::KindCounts{});
     EXPECT_TRUE(at::allclose(put.full_tensor(), ga.index_put({rows}, ones, /*accumulate=*/true)));
