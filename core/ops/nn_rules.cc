@@ -398,11 +398,10 @@ void multinomial_kernel(const LocalCall& local, std::vector<c10::IValue>* stack)
 // device's rrelu for the same seed (it draws only for negative elements).
 const char* kRreluWithNoise = "dtensor::rrelu_with_noise";
 
-bool writes(const c10::Argument& a) { return a.alias_info() != nullptr && a.alias_info()->isWrite(); }
-
-// rrelu_with_noise writes noise; its out= form noise and out; the functional
-// form neither.
-bool writes_noise(const OpCall& call) { return writes(call.op->schema().arguments()[1]); }
+// rrelu_with_noise writes noise in training (LibTorch 2.x says so in its
+// schema, 1.13's kernel does it unannounced); its out= form noise and out;
+// the functional form, which returns the noise, neither.
+bool writes_noise(const OpCall& call) { return call.op->schema().returns().size() == 1; }
 bool has_out(const OpCall& call) { return call.op->schema().arguments().back().name() == "out"; }
 
 ShardingRule rrelu_with_noise_rule() {
@@ -411,9 +410,11 @@ ShardingRule rrelu_with_noise_rule() {
     std::vector<size_t> written;  // inputs the op writes (in training): noise, out
     size_t noise = call.inputs.size();
     for (size_t i = 0; i < call.inputs.size(); ++i) {
-      const c10::Argument& arg = call.op->schema().arguments()[call.positions[i].arg_index];
-      if (call.positions[i].arg_index == 1) noise = i;
-      if (writes(arg) && (training || arg.name() == "out")) written.push_back(i);
+      const size_t arg = call.positions[i].arg_index;
+      if (arg == 1) noise = i;
+      if ((arg == 1 && training && writes_noise(call)) || call.op->schema().arguments()[arg].name() == "out") {
+        written.push_back(i);
+      }
     }
     // The layout of everything: the written tensor's; with none written,
     // per mesh dim a shard self or noise has (self's first), else Replicate

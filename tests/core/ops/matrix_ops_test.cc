@@ -99,7 +99,7 @@ TEST(MatrixOpsTest, ScaledDotProductAttentionOnBatchAndHeads) {
 // Uneven shards (torch.chunk sizes, some ranks empty): 6 over 4 is 2, 2, 2, 0.
 // Whether this LibTorch runs `fn` on plain CPU tensors (_grouped_mm and a
 // CPU float8 _scaled_mm are recent).
-bool runs_on_cpu(const std::function<void()>& fn) {
+[[maybe_unused]] bool runs_on_cpu(const std::function<void()>& fn) {
   try {
     fn();
     return true;
