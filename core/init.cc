@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "core/dispatch/foreach_rules.h"
 #include "core/dispatch/op_dispatcher.h"
 #include "core/dispatch/sharding_registry.h"
 #include "core/ops/builtin_rules.h"
@@ -20,6 +21,7 @@ void init() {
   static std::once_flag once;
   std::call_once(once, [] {
     register_builtin_rules(ShardingRegistry::global());
+    register_foreach_kernels(ShardingRegistry::global());
     register_dtensor_kernel();
   });
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "core/collectives.h"
 #include "core/dispatch/derived_rules.h"
 #include "core/dispatch/op_name.h"
 #include "core/dispatch/strided_inputs.h"
@@ -14,6 +15,7 @@ namespace dtensor {
 namespace {
 
 constexpr const char* kForeach = "aten::_foreach_";
+constexpr const char* kForeachByElement = "dtensor::foreach_by_element";
 
 
 // The type of one element of a list argument, or the argument's own type.
@@ -132,6 +134,10 @@ std::optional<ShardingRule> derive_foreach_rule(const c10::OperatorHandle& op, c
     ShardingPlan plan;
     plan.input_placements.assign(call.inputs.size(), Placements());
     plan.output_placements.assign(call.outputs.size(), Placements());
+    // Per element, the placements it wants of each shared (non-list) input.
+    std::vector<std::vector<Placements>> shared_wants(static_cast<size_t>(n),
+                                                      std::vector<Placements>(call.inputs.size()));
+    bool per_element = false;
     // Inputs no element call sees (a scalars tensor) are read whole.
     for (size_t i = 0; i < call.inputs.size(); ++i) {
       const size_t arg = call.positions[i].arg_index;
@@ -191,15 +197,92 @@ std::optional<ShardingRule> derive_foreach_rule(const c10::OperatorHandle& op, c
       for (size_t s = 0; s < from.size(); ++s) {
         Placements& joined = plan.input_placements[from[s]];
         const Placements& wanted = element_plan.input_placements[s];
-        TORCH_CHECK(joined.empty() || joined == wanted, call.describe(), ": its elements want the shared ",
-                    "tensor argument laid out as both ", to_string(joined), " and ", to_string(wanted),
-                    "; redistribute it to one of them first");
-        joined = wanted;
+        const DTensorSpec& input = call.inputs[from[s]];
+        if (call.positions[from[s]].list_index < 0) shared_wants[static_cast<size_t>(e)][from[s]] = wanted;
+        if (!joined.empty() && joined != wanted) {
+          // A shared Replicate argument reaches each element's layout by
+          // local slicing: keep it Replicate and slice it per element.
+          const bool replicated = std::all_of(input.placements.begin(), input.placements.end(),
+                                              [](const Placement& p) { return p.is_replicate(); });
+          TORCH_CHECK(replicated && call.positions[from[s]].list_index < 0, call.describe(),
+                      ": its elements want the shared tensor argument laid out as both ", to_string(joined),
+                      " and ", to_string(wanted), "; redistribute it to one of them first");
+          per_element = true;
+          joined = input.placements;
+          continue;
+        }
+        if (!per_element || call.positions[from[s]].list_index >= 0) joined = wanted;
       }
       if (!in_place) plan.output_placements[static_cast<size_t>(e)] = element_plan.output_placements[0];
     }
+    if (per_element) {
+      plan.element_input_placements = std::move(shared_wants);
+      plan.local_kernel = kForeachByElement;
+    }
     return plan;
   });
+}
+
+// kForeachByElement: element e's call of the per-tensor op, on this rank's
+// local arguments, with each shared Replicate input sliced to the layout
+// element e wants; an in-place foreach op copies each result into its self.
+void foreach_by_element(const LocalCall& local, std::vector<c10::IValue>* stack) {
+  const OpCall& call = local.call;
+  const std::optional<ElementMapping> m = element_mapping(*call.op);
+  TORCH_CHECK(m.has_value(), call.describe(), ": no per-tensor overload to run element by element");
+  const c10::OperatorHandle element_op = *c10::Dispatcher::singleton().findOp(parse_op_name(m->overload));
+  const auto& element_args = element_op.schema().arguments();
+  const bool in_place = call.op->schema().returns().empty();
+  // The call input a non-list argument is, by argument index.
+  std::map<size_t, size_t> shared_input;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    if (call.positions[i].list_index < 0) shared_input[call.positions[i].arg_index] = i;
+  }
+  const std::vector<c10::IValue>& args = *stack;
+  size_t n = 0;
+  for (const c10::IValue& a : args) {
+    if (a.isTensorList()) {
+      n = a.toTensorVector().size();
+      break;
+    }
+  }
+  std::vector<at::Tensor> results;
+  for (size_t e = 0; e < n; ++e) {
+    std::vector<c10::IValue> sub;
+    for (size_t j = 0; j < element_args.size(); ++j) {
+      const int64_t a = j < m->from.size() ? m->from[j] : -1;
+      if (a < 0) {
+        sub.push_back(*element_args[j].default_value());
+        continue;
+      }
+      const c10::IValue& v = args[static_cast<size_t>(a)];
+      if (m->scalars_tensor[static_cast<size_t>(a)]) {
+        sub.emplace_back(v.toTensor()[static_cast<int64_t>(e)].item());
+      } else if (v.isTensorList()) {
+        sub.emplace_back(v.toTensorVector()[e]);
+      } else if (v.isTensor() && shared_input.count(static_cast<size_t>(a))) {
+        const size_t i = shared_input.at(static_cast<size_t>(a));
+        const Placements& want = local.plan.element_input_placements[e][i];
+        sub.emplace_back(want.empty() ? v.toTensor() : collectives::slice_of_full(v.toTensor(), call.mesh, want));
+      } else {
+        sub.push_back(v);
+      }
+    }
+    element_op.callBoxed(&sub);
+    at::Tensor result = sub.front().toTensor();
+    if (in_place) {
+      args[0].toTensorVector()[e].copy_(result);
+
+    } else {
+      results.push_back(std::move(result));
+    }
+  }
+  stack->clear();
+  if (!in_place) stack->emplace_back(results);
+}
+
+void register_foreach_kernels(ShardingRegistry& registry) {
+  registry.add_local_kernel(kForeachByElement, foreach_by_element);
 }
 
 }  // namespace dtensor

@@ -27,10 +27,14 @@ namespace dtensor {
 // with that element's arguments, and the plans are joined: every element
 // chooses its own placements, as PyTorch's per-element strategies do. An
 // in-place `_foreach_*_` keeps every written element's placements (each
-// element call keeps its self). Refused with a clear error: elements that
-// want different placements of one shared tensor argument, and element plans
-// that run a local kernel or override arguments (written for one element's
-// arguments).
+// element call keeps its self). Elements that want one shared Replicate
+// tensor argument (a 0-d `other`) laid out differently each get it so, as
+// PyTorch redistributes it per element: a Replicate tensor reaches any
+// layout by local slicing (collectives::slice_of_full), and the plan's local
+// kernel (kForeachByElement) runs the per-tensor op element by element.
+// Refused with a clear error: elements that want different placements of a
+// shared argument that is not Replicate, and element plans that run a local
+// kernel or override arguments (written for one element's arguments).
 
 /// The per-tensor overload `op`'s elements take their rule from
 /// ("aten::add.Tensor" for "aten::_foreach_add.List" and its in-place form),
@@ -40,5 +44,9 @@ std::optional<std::string> foreach_element_overload(const c10::OperatorHandle& o
 /// The joined rule of Note [Foreach rules], or nullopt when the per-tensor
 /// overload has no rule in `registry`.
 std::optional<ShardingRule> derive_foreach_rule(const c10::OperatorHandle& op, const ShardingRegistry& registry);
+
+/// Registers the local kernel of foreach plans run element by element
+/// (ShardingPlan::element_input_placements) in `registry`.
+void register_foreach_kernels(ShardingRegistry& registry);
 
 }  // namespace dtensor

@@ -70,6 +70,12 @@ struct ShardingPlan {
   /// size), so it is exact for any layout of the rows, _StridedShard
   /// included (Note [Operators on strided shards]). Example: squeeze.
   bool local_kernel_any_layout = false;
+  /// A _foreach_ plan whose elements want one shared Replicate argument
+  /// (_foreach_add.Tensor's 0-d `other`) laid out differently (Note [Foreach
+  /// rules]): per element, per input, the placements that element takes it
+  /// in, sliced locally (empty: the input as planned). Its local kernel runs
+  /// the per-tensor op element by element.
+  std::vector<std::vector<Placements>> element_input_placements;
   /// Per mesh dim, the strategy chosen and the cheapest rejected one, for
   /// the origins of implicit redistributions (Note [Collective origins] in
   /// core/redistribution_origin.h); filled by expand_per_mesh_dim, empty for

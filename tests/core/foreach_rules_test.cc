@@ -202,6 +202,49 @@ TEST(ForeachRulesTest, AddcdivWithAScalarsTensorScalesEachElementByItsOwn) {
 #endif
 }
 
+// A shared Replicate argument the elements want laid out differently:
+// _foreach_add.Tensor(xs, other) with xs [P(sum), R, P(avg)] and a 0-d other.
+// The P(sum) element takes other as P(sum) (other / n on each rank), the
+// others as it is; PyTorch 2.15 redistributes a shared argument per element
+// (x18_0166: outputs [P(sum), R, P(avg)], no collective), and so does the
+// element-by-element kernel here (Note [Foreach rules]). The in-place form
+// likewise.
+TEST(ForeachRulesTest, ASharedReplicateArgumentIsSlicedPerElement) {
+#if !DTENSOR_TORCH_AT_LEAST(2, 1)
+  GTEST_SKIP() << "LibTorch " << TORCH_VERSION << " has no _foreach_add.Tensor";
+#else
+  run_fake_world(4, [](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    const std::vector<at::Tensor> local = {testing::seeded_randn({4, 3}, 1), testing::seeded_randn({5}, 2),
+                                           testing::seeded_randn({2, 6}, 3)};
+    const std::vector<Placements> layouts = {{Partial()}, {Replicate()}, {Partial(ReduceOp::kAvg)}};
+    std::vector<at::Tensor> xs;
+    for (size_t i = 0; i < local.size(); ++i) {
+      xs.push_back(i == 1 ? distribute_tensor(local[i], mesh, layouts[i])
+                          : DTensor::from_local(local[i], mesh, layouts[i]));
+    }
+    std::vector<at::Tensor> full;
+    for (const at::Tensor& x : xs) full.push_back(DTensor(x).full_tensor().clone());  // a Replicate one aliases
+    DTensor other = distribute_tensor(at::full({}, 0.75, at::kDouble), mesh, {Replicate()});
+    debug::CommDebugMode comm;
+    std::vector<at::Tensor> sums = [&] {
+      auto guard = comm.enter();
+      return at::_foreach_add(xs, other);
+    }();
+    EXPECT_EQ(comm.get_total_counts(), 0);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      EXPECT_EQ(DTensor(sums[i]).placements(), layouts[i]) << i;
+      EXPECT_TRUE(at::allclose(DTensor(sums[i]).full_tensor(), full[i] + 0.75)) << i;
+    }
+    at::_foreach_add_(xs, other);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      EXPECT_EQ(DTensor(xs[i]).placements(), layouts[i]) << i;
+      EXPECT_TRUE(at::allclose(DTensor(xs[i]).full_tensor(), full[i] + 0.75)) << i;
+    }
+  });
+#endif
+}
+
 TEST(ForeachRulesTest, AnInPlaceElementThatCannotKeepItsPlacementIsAClearError) {
   run_fake_world(2, [](World&) {
     auto mesh = DeviceMesh::init(c10::kCPU, {2});
