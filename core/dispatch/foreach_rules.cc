@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "core/collectives.h"
@@ -56,7 +57,7 @@ const std::map<std::string, ElementMapping>& irregular_mappings() {
   return *table;
 }
 
-std::optional<ElementMapping> element_mapping(const c10::OperatorHandle& op) {
+std::optional<ElementMapping> find_element_mapping(const c10::OperatorHandle& op) {
   if (!op.hasSchema()) return std::nullopt;
   const c10::FunctionSchema& schema = op.schema();
   const std::string base = per_tensor_name(schema.name());
@@ -95,6 +96,19 @@ std::optional<ElementMapping> element_mapping(const c10::OperatorHandle& op) {
     if (match) return m;
   }
   return std::nullopt;
+}
+
+// find_element_mapping scans every operator name; the rule (once per cache
+// miss) and the element-by-element kernel (every call) ask it again for the
+// same operators, so the answers are kept per operator.
+std::optional<ElementMapping> element_mapping(const c10::OperatorHandle& op) {
+  static std::mutex mutex;
+  static auto* known = new std::map<std::string, std::optional<ElementMapping>>();
+  const std::string name = full_op_name(op.operator_name());
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known->find(name);
+  if (it == known->end()) it = known->emplace(name, find_element_mapping(op)).first;
+  return it->second;
 }
 
 }  // namespace

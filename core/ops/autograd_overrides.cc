@@ -318,7 +318,7 @@ bool has_shard(const at::Tensor& t) {
   DTensorImpl* impl = dtensor_impl(t);
   if (impl == nullptr) return false;
   for (const Placement& p : impl->spec().placements) {
-    if (p.is_shard() || p.is_strided_shard()) return true;
+    if (p.splits_dim()) return true;
   }
   return false;
 }
@@ -350,7 +350,7 @@ void foreach_norm_autograd(const c10::OperatorHandle& op, torch::jit::Stack* sta
     // mesh dims that shard them), each group reduced once.
     auto partial_dims = [](const at::Tensor& x) {
       std::vector<bool> dims;
-      for (const Placement& q : dtensor_impl(x)->spec().placements) dims.push_back(q.is_shard() || q.is_strided_shard());
+      for (const Placement& q : dtensor_impl(x)->spec().placements) dims.push_back(q.splits_dim());
       return dims;
     };
     std::vector<std::vector<size_t>> groups;

@@ -40,10 +40,7 @@ std::vector<DimStrategy> matmul_candidates(int64_t batch) {
 Placement bias_placement(const TensorMeta& bias, const TensorMeta& out, const Placement& p) {
   if (p.is_partial()) return p;
   if (!p.is_shard()) return Replicate();
-  const int64_t offset = static_cast<int64_t>(out.shape.size() - bias.shape.size());
-  const int64_t d = p.shard_dim() - offset;
-  if (d < 0 || bias.shape[static_cast<size_t>(d)] == 1) return Replicate();
-  return Shard(d);
+  return detail::broadcast_operand_shard(bias.shape, static_cast<int64_t>(out.shape.size()), p.shard_dim());
 }
 
 DimRule mm_rule(int64_t batch) {

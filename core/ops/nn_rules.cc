@@ -425,8 +425,7 @@ ShardingRule rrelu_with_noise_rule() {
       TORCH_CHECK(written.empty() || !p.is_partial(), call.describe(), ": it writes a tensor laid out as ",
                   to_string(target), ", which cannot hold a Partial result; redistribute it to Replicate first");
       const Placement& q = noise < call.inputs.size() ? call.inputs[noise].placements[d] : p;
-      auto splits = [](const Placement& x) { return x.is_shard() || x.is_strided_shard(); };
-      if (written.empty() && !splits(p)) p = splits(q) ? q : Replicate();
+      if (written.empty() && !p.splits_dim()) p = q.splits_dim() ? q : Replicate();
     }
     for (size_t i : written) {
       TORCH_CHECK(call.inputs[i].placements == target, call.describe(), ": it writes both noise and out, laid out ",

@@ -107,7 +107,7 @@ void unscale_and_agree(const LocalCall& c, std::vector<c10::IValue>* stack) {
     bool sharded = false;
     for (size_t i = 0; i < c.call.inputs.size(); ++i) {
       const Placement& p = c.call.inputs[i].placements[static_cast<size_t>(d)];
-      sharded = sharded || (c.call.positions[i].arg_index == 0 && (p.is_shard() || p.is_strided_shard()));
+      sharded = sharded || (c.call.positions[i].arg_index == 0 && p.splits_dim());
     }
     if (sharded && c.call.mesh.size(d) > 1) {
       found_inf.copy_(collectives::all_reduce(found_inf, c.call.mesh, d, ReduceOp::kMax));

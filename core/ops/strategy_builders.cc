@@ -157,6 +157,12 @@ void discourage_tiny_shards(const OpCall& call, int mesh_dim, std::vector<DimStr
 // gathers it (g18_01431: reduce_scatter + all_gather, PyTorch one
 // all_reduce), a `full_tensor` gathers it (g18_00123, g18_00424). We offer
 // the same candidates as PyTorch.
+Placement broadcast_operand_shard(const std::vector<int64_t>& operand, int64_t out_ndim, int64_t out_dim) {
+  const int64_t d = out_dim - (out_ndim - static_cast<int64_t>(operand.size()));
+  if (d < 0 || operand[static_cast<size_t>(d)] == 1) return Replicate();
+  return Shard(d);
+}
+
 void drop_shards_unless_an_input_is_sharded(const OpCall& call, std::vector<DimStrategy>& candidates) {
   for (const DTensorSpec& spec : call.inputs) {
     for (const Placement& p : spec.placements) {

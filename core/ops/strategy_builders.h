@@ -57,6 +57,13 @@ void drop_partial_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<Di
 /// operand (-> S(0)) rather than moving the first to S(1) (-> P(sum)).
 void discourage_tiny_shards(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates);
 
+/// The placement of an operand of shape `operand`, broadcast against an
+/// output of `out_ndim` dims, that lines up with the output sharded on
+/// `out_dim`: Shard of the matching operand dim, or Replicate where the
+/// operand lacks that dim or broadcasts along it (size 1).
+/// Example: broadcast_operand_shard({4}, 2, 1) == Shard(0); ({1, 4}, 2, 0) == Replicate().
+Placement broadcast_operand_shard(const std::vector<int64_t>& operand, int64_t out_ndim, int64_t out_dim);
+
 /// Drops every candidate that shards an input when no input of the call is
 /// sharded on any mesh dim (See Note [Matrix products shard only what is
 /// sharded]).

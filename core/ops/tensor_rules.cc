@@ -67,8 +67,7 @@ DimRule copy_rule() {
       const auto& src = call.inputs[i].meta.shape;
       Placement p = self;
       if (self.is_shard()) {
-        int64_t d = self.shard_dim() - static_cast<int64_t>(dst.size() - src.size());
-        p = (d >= 0 && src[static_cast<size_t>(d)] != 1) ? Shard(d) : Replicate();
+        p = detail::broadcast_operand_shard(src, static_cast<int64_t>(dst.size()), self.shard_dim());
       }
       // A Partial self takes src as the same Partial, broadcast or not: every
       // rank writes a piece and the pieces reduce to src (R -> P(sum) divides
@@ -89,10 +88,9 @@ DimRule copy_functional_rule() {
     const auto& dst = call.inputs[0].meta.shape;
     const auto& src = call.inputs[1].meta.shape;
     std::vector<DimStrategy> candidates{detail::all_replicate(call)};
-    for (int64_t d = 0; d < static_cast<int64_t>(dst.size()); ++d) {
-      const int64_t s = d - static_cast<int64_t>(dst.size() - src.size());
-      const Placement p = (s >= 0 && src[static_cast<size_t>(s)] != 1) ? Shard(s) : Replicate();
-      candidates.push_back(DimStrategy{{Shard(d), p}, {Shard(d)}});
+    const int64_t ndim = static_cast<int64_t>(dst.size());
+    for (int64_t d = 0; d < ndim; ++d) {
+      candidates.push_back(DimStrategy{{Shard(d), detail::broadcast_operand_shard(src, ndim, d)}, {Shard(d)}});
     }
     const Placement& from = placement_of(call, 1, mesh_dim);
     if (from.is_partial()) candidates.push_back(DimStrategy{{Replicate(), from}, {from}});
@@ -171,12 +169,11 @@ void register_tensor_rules(ShardingRegistry& registry) {
     const Placements& a = call.inputs[0].placements;
     const Placements& b = call.inputs[1].placements;
     Placements target(a.size(), Replicate());
-    auto splits = [](const Placement& p) { return p.is_shard() || p.is_strided_shard(); };
     const bool same_shape = call.inputs[0].meta.shape == call.inputs[1].meta.shape;
     for (size_t d = 0; d < a.size() && same_shape; ++d) {
-      if (splits(a[d])) {
+      if (a[d].splits_dim()) {
         target[d] = a[d];
-      } else if (splits(b[d])) {
+      } else if (b[d].splits_dim()) {
         target[d] = b[d];
       }
     }
@@ -195,7 +192,7 @@ void register_tensor_rules(ShardingRegistry& registry) {
       std::vector<int> sharded;
       for (int d = 0; d < call.mesh_ndim(); ++d) {
         const Placement& p = c.plan.input_placements[0][static_cast<size_t>(d)];
-        if ((p.is_shard() || p.is_strided_shard()) && call.mesh.size(d) > 1) sharded.push_back(d);
+        if (p.splits_dim() && call.mesh.size(d) > 1) sharded.push_back(d);
       }
       if (sharded.size() == 1) {
         agreed = collectives::all_reduce(agreed, call.mesh, sharded[0], ReduceOp::kMin);

@@ -305,9 +305,9 @@ def main():
     a = ap.parse_args()
     covered = corpus_ops()
     names = [l.strip() for l in open(a.ops) if l.strip() and not l.startswith("#")]
-    todo = [n for n in names if n.startswith("aten::") and n not in covered]
+    uncalled = [n for n in names if n.startswith("aten::") and n not in covered]
     samples, unsampled = [], {}
-    for name in todo:
+    for name in uncalled:
         if any(word in name for word in NONDETERMINISTIC):
             unsampled[name] = "random or uninitialized values (tests/core/ops/nn_ops_test.cc)"
             continue
@@ -323,7 +323,7 @@ def main():
                    "unsampled": unsampled}, f, indent=None, separators=(",", ":"), sort_keys=True)
         f.write("\n")
     ops = len({s["op"] for s in samples})
-    print(f"{len(todo)} overloads no other shard calls: {ops} sampled ({len(samples)} samples), "
+    print(f"{len(uncalled)} overloads no other shard calls: {ops} sampled ({len(samples)} samples), "
           f"{len(unsampled)} unsampled -> {a.out}")
 
 
