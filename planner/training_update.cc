@@ -51,6 +51,9 @@ TrainingUpdate::TrainingUpdate(torch::nn::Module& model, const DeviceMesh& dp_me
 TrainingUpdate::~TrainingUpdate() = default;
 
 void TrainingUpdate::warm_up() {
+  // Without grad: creating gradients is no forward pass (Note [Skipped
+  // boundaries] would warn about a parallelized module's parameters).
+  at::NoGradGuard no_grad;
   for (at::Tensor& p : model_.parameters()) p.mutable_grad() = at::zeros_like(p);
   step();
   optimizer_->zero_grad(/*set_to_none=*/false);

@@ -2,7 +2,8 @@
 // #37): the planner's per-rank peak for the example Transformer (a solo-mode
 // trace on the CPU, exact bytes) within 10% of what every rank of a CUDA fake
 // world running the same step peaks at in LibTorch's caching allocator, for
-// tensor parallelism, FSDP and FSDP + TP + SP. transformer_plan_test.cc
+// tensor parallelism, FSDP and FSDP + TP + SP, without and with activation
+// checkpointing (full, selective op). transformer_plan_test.cc
 // checks the same against CPU ranks (the same counting, so exact there).
 // Built on tests/backends/nccl/mini_test.h.
 //   cuda_planner_check                     # needs a GPU; exits 77 without one
@@ -32,7 +33,8 @@ TEST(CudaPlanner, EachRanksPeakMatchesTheEstimate) {
     const char* mesh;
     const char* plan;
   };
-  for (const Case& c : {Case{"tp=4", "sp,adam"}, Case{"dp=4", "nosp,adam,fsdp"}, Case{"dp=2,tp=2", "sp,adam,fsdp"}}) {
+  for (const Case& c : {Case{"tp=4", "sp,adam"}, Case{"dp=4", "nosp,adam,fsdp"}, Case{"dp=2,tp=2", "sp,adam,fsdp"},
+                        Case{"dp=4", "nosp,adam,fsdp,ac=full"}, Case{"dp=2,tp=2", "sp,adam,fsdp,ac=op"}}) {
     SCOPED_TRACE(std::string(c.mesh) + " " + c.plan);
     const PlanConfig plan = parse_plan(parse_mesh(c.mesh), c.plan);
     EstimateOptions options;

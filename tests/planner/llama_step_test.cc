@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -185,6 +187,35 @@ TEST(LlamaStepTest, ActivationCheckpointingPlans) {
 
 // Note [Step time estimate]: with a calibration, matmuls run at the measured
 // rate of their nearest shape and memory-bound ops at the measured bandwidth.
+// The calibrations measured on lent GPUs (planner/calibration/): each parses,
+// names its GPU, and every rate lies below the datasheet peak the default
+// topology carries (dense bf16 989 TFLOP/s, fp32 without tensor cores 67, for
+// the H100 SXM and H200 alike; HBM 3.35 TB/s for the H100, 4.8 TB/s for the
+// H200) and above a tenth of it.
+TEST(LlamaStepTest, CheckedInCalibrationsAreBelowTheDatasheetPeaks) {
+  struct File {
+    const char* path;
+    const char* gpu;
+    double hbm_peak_gbps;
+  };
+  for (const File& f : {File{"planner/calibration/h100-sxm-80gb.calib", "NVIDIA H100 80GB HBM3", 3350},
+                        File{"planner/calibration/h200-141gb.calib", "NVIDIA H200", 4800}}) {
+    SCOPED_TRACE(f.path);
+    std::ifstream in(f.path);
+    ASSERT_TRUE(in.good());
+    const Calibration c = parse_calibration(std::string(std::istreambuf_iterator<char>(in), {}));
+    EXPECT_EQ(c.gpu, f.gpu);
+    EXPECT_GT(c.hbm_gbps, 0.5 * f.hbm_peak_gbps);
+    EXPECT_LT(c.hbm_gbps, f.hbm_peak_gbps);
+    EXPECT_GE(c.matmuls.size(), 66u);  // 33 shapes in bf16 and fp32
+    for (const MatmulRate& r : c.matmuls) {
+      const double peak = r.dtype == "bf16" ? default_topology().peak_tflops : 67.0;
+      EXPECT_LT(r.tflops, peak) << r.dtype << " " << r.m << " x " << r.n << " x " << r.k;
+      EXPECT_GT(r.tflops, peak / 10) << r.dtype << " " << r.m << " x " << r.n << " x " << r.k;
+    }
+  }
+}
+
 TEST(LlamaStepTest, CalibrationSetsTheComputeRates) {
   const ModelConfig m = parse_model(kSmall);
   const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam");

@@ -2,7 +2,8 @@
 // Transformer (a solo-mode trace of rank 0) against the CPU fake world
 // running the same step on every rank: per-rank peak memory within 10% of
 // the measured one, comm bytes exactly what each rank's CommDebugMode
-// recorded; TP, TP + SP, DP x TP, FSDP and FSDP + TP + SP.
+// recorded; TP, TP + SP, DP x TP, FSDP and FSDP + TP + SP, and activation
+// checkpointing (full, selective op) with TP and FSDP.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,6 +22,7 @@ struct Case {
   const char* mesh;
   bool sp;
   bool fsdp = false;
+  const char* ac = "none";  // activation checkpointing: none, full, op
 };
 
 class TransformerPlanTest : public ::testing::TestWithParam<Case> {};
@@ -45,7 +47,7 @@ TEST_P(TransformerPlanTest, EstimateMatchesTheFakeWorld) {
   const Case c = GetParam();
   const ModelConfig model = parse_model("transformer:layers=2,dim=32,heads=4,vocab=16,seq=8,batch=4");
   const PlanConfig plan =
-      parse_plan(parse_mesh(c.mesh), std::string(c.sp ? "sp,adam" : "nosp,adam") + (c.fsdp ? ",fsdp" : ""));
+      parse_plan(parse_mesh(c.mesh), std::string(c.sp ? "sp,adam" : "nosp,adam") + (c.fsdp ? ",fsdp" : "") + ",ac=" + c.ac);
   EstimateOptions options;
   options.max_traced_layers = 0;  // trace every layer, as the fake world runs them
   options.solo_device = c10::kCPU;
@@ -61,7 +63,7 @@ TEST_P(TransformerPlanTest, EstimateMatchesTheFakeWorld) {
     SCOPED_TRACE("rank " + std::to_string(m.rank));
     ASSERT_TRUE(m.peak_bytes.has_value());
     const double error = std::fabs(static_cast<double>(e.total_bytes - *m.peak_bytes)) / static_cast<double>(*m.peak_bytes);
-    std::cout << c.mesh << (c.sp ? " sp" : " nosp") << (c.fsdp ? " fsdp" : "") << " rank " << m.rank << ": estimate " << e.total_bytes
+    std::cout << c.mesh << (c.sp ? " sp" : " nosp") << (c.fsdp ? " fsdp" : "") << " ac=" << c.ac << " rank " << m.rank << ": estimate " << e.total_bytes
               << " B, measured " << *m.peak_bytes << " B (" << 100 * error << "%), peak at " << m.peak_location << "\n";
     EXPECT_LE(error, 0.10) << "estimate " << e.total_bytes << " bytes, measured peak " << *m.peak_bytes << " at "
                            << m.peak_location;
@@ -75,13 +77,14 @@ TEST_P(TransformerPlanTest, EstimateMatchesTheFakeWorld) {
 INSTANTIATE_TEST_SUITE_P(Meshes, TransformerPlanTest,
                          ::testing::Values(Case{"tp=4", false}, Case{"tp=4", true}, Case{"dp=2,tp=2", false},
                                            Case{"dp=2,tp=2", true}, Case{"dp=4", false, true},
-                                           Case{"dp=2,tp=2", true, true}),
+                                           Case{"dp=2,tp=2", true, true}, Case{"dp=4", false, true, "full"},
+                                           Case{"dp=2,tp=2", true, true, "op"}, Case{"tp=4", true, false, "full"}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name = info.param.mesh;
                            for (char& ch : name) {
                              if (ch == '=' || ch == ',') ch = '_';
                            }
-                           return name + (info.param.sp ? "_sp" : "_nosp") + (info.param.fsdp ? "_fsdp" : "");
+                           return name + (info.param.sp ? "_sp" : "_nosp") + (info.param.fsdp ? "_fsdp" : "") + "_ac_" + info.param.ac;
                          });
 
 }  // namespace

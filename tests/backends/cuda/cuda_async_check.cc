@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -102,6 +103,7 @@ struct BusyLinearImpl : torch::nn::Module {
     linear = register_module("linear", torch::nn::Linear(dim, dim));
   }
   at::Tensor forward(const at::Tensor& x) {
+    if (on_enter) on_enter();
     at::Tensor y = linear(x);
 #ifdef DTENSOR_TORCH_HAS_CUDA
     if (busy_cycles > 0) at::cuda::sleep(busy_cycles);
@@ -110,6 +112,7 @@ struct BusyLinearImpl : torch::nn::Module {
   }
   torch::nn::Linear linear{nullptr};
   int64_t busy_cycles;
+  std::function<void()> on_enter;  // the test's probe: the layer's parameters are gathered
 };
 TORCH_MODULE(BusyLinear);
 
@@ -149,15 +152,17 @@ double sleep_cycles_per_ms() {
 }
 #endif
 
-// Two fully_shard layers (and the root) on 2 ranks. On CUDA ranks the test
-// first keeps each rank's side stream busy for kSideBusyMs, and the first
+// Two fully_shard layers (and the root) on 2 ranks, after a first step. On
+// CUDA ranks the test first keeps each rank's side stream busy for
+// kSideBusyMs, and the first
 // layer keeps the compute stream busy for kFirstBusyMs after its matmul. The
 // first layer's all_gather then waits for the side stream's work, so the
 // compute stream finishes no earlier than kSideBusyMs + kFirstBusyMs: the
 // gathers are on the side stream. The second layer's all_gather, issued by
 // the host while the first layer's kernels still run, does not wait for
-// them, so the side stream is done long before the compute stream: it waits
-// only for the mark the root took (Note [FSDP streams]). On every device
+// them, so the side stream's work up to the second layer's forward is done
+// long before the compute stream's: it waits only for the mark the root took
+// (Note [FSDP streams]). On every device
 // the output and gradients equal one device's.
 TEST(CudaFsdpStreams, AllGathersRunBesideTheCompute) {
   constexpr int64_t kDim = 64;
@@ -182,15 +187,33 @@ TEST(CudaFsdpStreams, AllGathersRunBesideTheCompute) {
     fully_shard(*model->second, mesh);
     fully_shard(*model, mesh);
     const at::Tensor input = x.to(world.device());
+    // A first step loads the kernels: CUDA loads a module at its first launch
+    // (lazy loading, the default), which waits for the device to idle, so
+    // the host of a first step would reach the second layer only after the
+    // first layer's compute, whatever the streams.
+    const int64_t busy_cycles = model->first->busy_cycles;
+    model->first->busy_cycles = 0;
+    nn::call(model, input).sum().backward();
+    for (at::Tensor& p : model->parameters()) p.mutable_grad().reset();
+    model->first->busy_cycles = busy_cycles;
 #ifdef DTENSOR_TORCH_HAS_CUDA
-    std::optional<at::cuda::CUDAEvent> start, compute_done, side_done;
+    std::optional<at::cuda::CUDAEvent> start, compute_done, side_done, side_at_second;
     std::optional<c10::cuda::CUDAStream> compute, side;
+    double host_second_ms = 0;
     if (world.device().is_cuda()) {
       compute = c10::cuda::getCurrentCUDAStream();
       side = c10::cuda::CUDAStream(c10::cuda::CUDAStream::UNCHECKED, thread_side_stream().value());
       start.emplace(cudaEventDefault);
       compute_done.emplace(cudaEventDefault);
       side_done.emplace(cudaEventDefault);
+      side_at_second.emplace(cudaEventDefault);
+      // Entering the second layer's forward, its all_gather is enqueued on
+      // the side stream: the event marks where that gather ends.
+      const auto host_start = std::chrono::steady_clock::now();
+      model->second->on_enter = [&, host_start] {
+        host_second_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
+        side_at_second->record(*side);
+      };
       start->record(*compute);
       start->block(*side);
       c10::cuda::CUDAStreamGuard on_side(*side);
@@ -216,10 +239,13 @@ TEST(CudaFsdpStreams, AllGathersRunBesideTheCompute) {
     if (world.device().is_cuda()) {
       compute_done->synchronize();
       side_done->synchronize();
-      const double compute_ms = start->elapsed_time(*compute_done), side_ms = start->elapsed_time(*side_done);
-      std::printf("rank %lld: compute stream %.1f ms, side stream %.1f ms after the start (side busy %.0f, "
-                  "first layer busy %.0f)\n", static_cast<long long>(world.rank()), compute_ms, side_ms,
-                  kSideBusyMs, kFirstBusyMs);
+      const double compute_ms = start->elapsed_time(*compute_done), side_ms = start->elapsed_time(*side_at_second),
+                   side_end_ms = start->elapsed_time(*side_done);
+      std::printf("rank %lld: compute stream %.1f ms, side stream %.1f ms after the start at the second layer's "
+                  "forward (%.1f ms at the end of forward; side busy %.0f, first layer busy %.0f); the host "
+                  "entered the second layer %.1f ms after the start\n",
+                  static_cast<long long>(world.rank()), compute_ms, side_ms, side_end_ms, kSideBusyMs,
+                  kFirstBusyMs, host_second_ms);
       EXPECT_TRUE(compute_ms >= 0.9 * (kSideBusyMs + kFirstBusyMs))
           << "rank " << world.rank() << ": the compute stream took " << compute_ms
           << " ms; it should have waited for the first layer's all_gather behind the side stream's "
