@@ -4,6 +4,8 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <sstream>
 
 #include "core/torch_errors.h"
@@ -26,6 +28,17 @@ struct DeviceMesh::Impl {
   // init / from_ranks / flatten) and which of that mesh's dims each dim is.
   std::shared_ptr<const Impl> root;
   std::vector<int> root_dims;
+  // The meshes flatten() made of this (root) mesh's dims, by the root dims
+  // they flatten in their order (Note [Flattened meshes]). Guarded by
+  // flattened_mutex; has_flattened lets redistributions skip the lookup.
+  struct Flattened {
+    std::vector<int> root_dims;
+    std::string name;
+    std::shared_ptr<const Impl> mesh;
+  };
+  mutable std::mutex flattened_mutex;
+  mutable std::vector<Flattened> flattened;
+  mutable std::atomic<bool> has_flattened{false};
   // Note [Mesh hash computed once]: DTensorSpec::hash() (every sharding-cache
   // lookup) hashes the mesh; over all ranks that is O(world size) per op
   // (65,536 ranks in solo mode: most of a traced step). Set when built.
@@ -152,6 +165,17 @@ DeviceMesh DeviceMesh::from_tensor(c10::DeviceType device_type, const at::Tensor
   return from_ranks(device_type, ranks.sizes().vec(), std::move(list), std::move(dim_names));
 }
 
+// Note [Flattened meshes]
+// flatten() registers the mesh it makes with the root mesh (the mesh that
+// init / from_ranks built and every slice of it shares), under the root dims
+// it flattens, as PyTorch's DeviceMesh._flatten records it in the root's
+// _flatten_mapping. Flattening the same dims under the same name again
+// returns the registered mesh (no new communicator). A redistribution over
+// several mesh dims of a mesh whose root has such a flattened mesh may then
+// run one collective over it instead of one per mesh dim (Note [Merged
+// collectives over a flattened mesh] in core/redistribute.cc): the registry
+// is what PyTorch 2.15 looks up for that. Each rank holds its own meshes, so
+// the registry is per rank; its mutex guards only this rank's threads.
 DeviceMesh DeviceMesh::flatten(std::string name) const {
   const Impl& m = impl("DeviceMesh::flatten");
   TORCH_CHECK(m.member, "DeviceMesh::flatten on rank ", m.world->rank(), ": this rank is not in ",
@@ -159,13 +183,43 @@ DeviceMesh DeviceMesh::flatten(std::string name) const {
   if (name.empty() && m.shape.has_dim_names()) {
     for (const std::string& dim : m.shape.dim_names()) name += (name.empty() ? "" : "_") + dim;
   }
+  const Impl& root = m.root ? *m.root : m;
+  std::vector<int> root_dims = m.root_dims;
+  if (!m.root) {
+    for (int d = 0; d < m.shape.ndim(); ++d) root_dims.push_back(d);
+  }
+  std::lock_guard<std::mutex> lock(root.flattened_mutex);
+  for (const Impl::Flattened& f : root.flattened) {
+    if (f.root_dims == root_dims && f.name == name) return DeviceMesh(f.mesh);
+  }
   MeshShape flat = rethrow_as_torch_error(
       [&] {
         return MeshShape::create({m.shape.num_ranks()},
                                  name.empty() ? std::vector<std::string>{} : std::vector<std::string>{name});
       },
       "DeviceMesh::flatten");
-  return build(std::move(flat), m.mesh_ranks, m.device.type(), *m.world);
+  DeviceMesh made = build(std::move(flat), m.mesh_ranks, m.device.type(), *m.world);
+  root.flattened.push_back(Impl::Flattened{std::move(root_dims), std::move(name), made.impl_});
+  root.has_flattened.store(true, std::memory_order_release);
+  return made;
+}
+
+std::optional<DeviceMesh> DeviceMesh::flattened_over(const std::vector<int>& mesh_dims) const {
+  const Impl& m = impl("DeviceMesh::flattened_over");
+  const Impl& root = m.root ? *m.root : m;
+  if (!root.has_flattened.load(std::memory_order_acquire)) return std::nullopt;
+  std::vector<int> root_dims;
+  for (int d : mesh_dims) root_dims.push_back(m.root ? m.root_dims[static_cast<size_t>(d)] : d);
+  std::lock_guard<std::mutex> lock(root.flattened_mutex);
+  for (const Impl::Flattened& f : root.flattened) {
+    if (f.root_dims == root_dims) return DeviceMesh(f.mesh);
+  }
+  return std::nullopt;
+}
+
+bool DeviceMesh::has_flattened_meshes() const {
+  const Impl& m = impl("DeviceMesh::has_flattened_meshes");
+  return (m.root ? *m.root : m).has_flattened.load(std::memory_order_acquire);
 }
 
 const DeviceMesh::Impl& DeviceMesh::impl(const char* caller) const {

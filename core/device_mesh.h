@@ -11,6 +11,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,7 +98,17 @@ class DeviceMesh {
   /// this mesh (e.g. the data-parallel gradient reduction over dp x cp). The
   /// dim is called `name`, by default the dim names joined by "_" ("dp_cp"),
   /// unnamed for an unnamed mesh. Only members may call it.
+  /// Registers the result with the root mesh (Note [Flattened meshes] in
+  /// device_mesh.cc): the same dims and name again return that mesh.
   DeviceMesh flatten(std::string name = "") const;
+  /// The mesh flatten() made of exactly `mesh_dims` of this mesh (dims of
+  /// this mesh, in the order they were flattened, which for PyTorch's lookup
+  /// is ascending), through any slice of the same root; nullopt when none was
+  /// made. Example: after `mesh[{"dp", "tp"}].flatten()`,
+  /// `mesh.flattened_over({0, 1})` is that mesh.
+  std::optional<DeviceMesh> flattened_over(const std::vector<int>& mesh_dims) const;
+  /// True when flatten() was called on this mesh's root or a slice of it.
+  bool has_flattened_meshes() const;
 
   /// "DeviceMesh(cpu, (dp=2, tp=2))".
   std::string to_string() const;

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/redistribution_origin.h"
 #include "core/torch_errors.h"
+#include "layout/merged_collectives.h"
 #include "layout/redistribute_plan.h"
 #include "layout/shard_layout.h"
 
@@ -117,6 +118,33 @@ at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const Re
       return local;
   }
   TORCH_INTERNAL_ASSERT(false, "unknown redistribute step");
+}
+
+// Steps [merged.first, merged.first + merged.count) of a plan as one
+// collective over `flat`, the mesh the user flattened their mesh dims into
+// (Note [Merged collectives over a flattened mesh] in
+// layout/merged_collectives.h). `after` is the placements after the run.
+at::Tensor run_merged(const at::Tensor& local, const DTensorSpec& before, const Placements& after,
+                      const RedistributeStep& head, const MergedCollective& merged, const DeviceMesh& flat) {
+  at::Tensor out;
+  switch (merged.kind) {
+    case StepKind::kAllGather: {
+      const int64_t d = head.from.shard_dim();
+      const int64_t extent = local_shape(before.meta.shape, before.mesh.mesh_shape(), after,
+                                         before.mesh.get_coordinate())[static_cast<size_t>(d)];
+      out = collectives::all_gather_dim(local, flat, 0, d, extent);
+      break;
+    }
+    case StepKind::kReduceScatter:
+      out = collectives::reduce_scatter_dim(local, flat, 0, head.to.shard_dim(), merged.op);
+      break;
+    case StepKind::kAllReduce:
+      out = collectives::all_reduce(local, flat, 0, merged.op);
+      break;
+    default:
+      TORCH_INTERNAL_ASSERT(false, "run_merged: ", step_kind_name(merged.kind), " does not merge");
+  }
+  return merged.divide_by > 1 ? out / merged.divide_by : out;
 }
 
 // Note [Redistribute plan cache]
@@ -256,10 +284,27 @@ at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
   at::Tensor current = local;
   DTensorSpec spec = from;
   RedistributionProgress progress(from.placements, to);  // See Note [Collective origins]
-  for (const RedistributeStep& step : plan->steps) {
+  // One atomic load unless the user flattened part of this mesh.
+  std::vector<MergedCollective> merged;
+  if (from.mesh.has_flattened_meshes() && plan->num_collectives() > 1) {
+    merged = merged_collectives(*plan, from.meta.shape, from.mesh.mesh_shape(), from.mesh.get_coordinate(),
+                                [&](const std::vector<int>& dims) { return from.mesh.flattened_over(dims).has_value(); });
+  }
+  std::size_t next_merged = 0;
+  for (std::size_t k = 0; k < plan->steps.size();) {
+    const RedistributeStep& step = plan->steps[k];
     progress.step(step.mesh_dim, step.from, step.to);
+    if (next_merged < merged.size() && merged[next_merged].first == k) {
+      const MergedCollective& run = merged[next_merged++];
+      const Placements& after = plan->steps[k + run.count - 1].after;
+      current = run_merged(current, spec, after, step, run, *from.mesh.flattened_over(run.mesh_dims));
+      spec.placements = after;
+      k += run.count;
+      continue;
+    }
     current = run_step(current, spec, step);
     spec.placements = step.after;
+    ++k;
   }
   return current;
 }

@@ -263,5 +263,91 @@ TEST(RedistributeCountsTest, FullTensorWithPartialGradPlacementsReduceScatters) 
   });
 }
 
+
+// Note [Merged collectives over a flattened mesh]: once the user flattened
+// mesh dims, a run of same-kind steps over them is one collective over the
+// flattened mesh, as PyTorch 2.15 (counts checked by running it), and the
+// result still equals distributing straight to `to`, uneven shapes included.
+struct FlattenedCase {
+  std::vector<int64_t> mesh;          // dims named a, b, c
+  std::vector<std::string> flatten;  // the dims the user flattened
+  std::vector<int64_t> shape;
+  const char* from;
+  const char* to;
+  Counts expected;
+  bool on_sub_mesh = false;  // the tensor lives on mesh[flatten], not on the root
+};
+
+TEST(RedistributeCountsTest, RunsOverAFlattenedMeshAreOneCollective) {
+  const std::vector<int64_t> m2{2, 2}, m3{2, 2, 2};
+  const std::vector<std::string> ab{"a", "b"}, bc{"b", "c"}, ac{"a", "c"}, abc{"a", "b", "c"};
+  const std::vector<FlattenedCase> table{
+      {m2, ab, {8, 4}, "S(0),S(0)", "R,R", {{kAG, 1}}},
+      {m2, ab, {3, 2}, "S(0),S(0)", "R,R", {{kAG, 1}}},  // nested pieces 1, 1, 1, 0: the flat chunks
+      // Nested pieces 2, 1, 2, 1 are not the flat chunks 2, 2, 2, 0: PyTorch
+      // 2.15 gathers once and returns wrong rows; we gather per mesh dim.
+      {m2, ab, {6, 2}, "S(0),S(0)", "R,R", {{kAG, 2}}},
+      {m2, ab, {5, 2}, "S(0),S(0)", "R,R", {{kAG, 2}}},
+      {m2, ab, {8, 4}, "S(0),S(1)", "R,R", {{kAG, 2}}},  // different changes do not merge
+      {m2, ab, {8, 4}, "P,P", "R,R", {{kAR, 1}}},
+      {m2, ab, {5, 3}, "P,P(avg)", "R,R", {{kAR, 1}}},   // sum, then / 2
+      {m2, ab, {8, 4}, "P(max),P(max)", "R,R", {{kAR, 1}}},
+      {m2, ab, {8, 4}, "P,P(avg)", "S(0),S(0)", {{kRS, 1}}},
+      {m2, ab, {6, 2}, "P,P", "S(0),S(0)", {{kRS, 2}}},   // 6 rows over 4 ranks: PyTorch keeps two
+      {m2, ab, {8, 4}, "P,P", "S(0),S(1)", {{kRS, 2}}},
+      {m3, bc, {8, 4}, "S(0),S(0),S(0)", "S(0),R,R", {{kAG, 1}}},
+      // All three gather: no mesh flattens all three, so none merges (PyTorch
+      // tries the whole run only).
+      {m3, bc, {8, 4}, "S(0),S(0),S(0)", "R,R,R", {{kAG, 3}}},
+      {m3, ac, {8, 4}, "S(0),R,S(0)", "R,R,R", {{kAG, 1}}},  // non-adjacent dims
+      {m3, abc, {8, 4}, "P,P,P", "R,R,R", {{kAR, 1}}},
+      {m3, bc, {8, 4}, "S(0),S(0)", "R,R", {{kAG, 1}}, /*on_sub_mesh=*/true},
+  };
+  for (const FlattenedCase& c : table) {
+    const Placements from = parse_placements(c.from), to = parse_placements(c.to);
+    const at::Tensor global = at::randn(c.shape, at::kDouble);
+    run_fake_world(num_ranks(c.mesh), [&](World& world) {
+      SCOPED_TRACE("mesh " + std::string(c10::str(c10::IntArrayRef(c.mesh))) + " flattening " +
+                   c10::Join(",", c.flatten) + " " + trace(from, to, c.shape) + " rank " +
+                   std::to_string(world.rank()));
+      const std::vector<std::string> names =
+          c.mesh.size() == 2 ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a", "b", "c"};
+      auto root = DeviceMesh::init(c10::kCPU, c.mesh, names);
+      DeviceMesh flat = root[c.flatten].flatten();
+      EXPECT_TRUE(root[c.flatten].flatten().same_object(flat)) << "flattening again returns the registered mesh";
+      const DeviceMesh mesh = c.on_sub_mesh ? root[c.flatten] : root;
+      // P(max) cannot be distributed: every rank holding the value is one.
+      DTensor x = from.front().is_partial() && from.front().reduce_op() == ReduceOp::kMax
+                      ? DTensor::from_local(global, mesh, from)
+                      : distribute_tensor(global, mesh, from);
+      CollectiveCounter counter(world);
+      DTensor y = redistribute_or_internal(x, to);
+      EXPECT_EQ(counter.counts(), c.expected);
+      EXPECT_EQ(y.placements(), to);
+      EXPECT_TRUE(at::allclose(y.local_tensor(), distribute_tensor(global, mesh, to).local_tensor(), 1e-12, 1e-12));
+    });
+  }
+}
+
+// Without a flattened mesh, or with one over other dims, nothing merges.
+TEST(RedistributeCountsTest, NoFlattenedMeshNoMerge) {
+  run_fake_world(8, [](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2, 2, 2}, {"a", "b", "c"});
+    const at::Tensor global = at::arange(32, at::kDouble).reshape({8, 4});
+    DTensor x = distribute_tensor(global, mesh, parse_placements("R,S(0),S(0)"));
+    CollectiveCounter before(world);
+    EXPECT_TRUE(at::equal(x.full_tensor(), global));
+    EXPECT_EQ(before.counts(), (Counts{{kAG, 2}}));
+    mesh[{"a", "b"}].flatten();
+    CollectiveCounter other_dims(world);
+    EXPECT_TRUE(at::equal(x.full_tensor(), global));
+    EXPECT_EQ(other_dims.counts(), (Counts{{kAG, 2}}));
+    mesh[{"b", "c"}].flatten();
+    CollectiveCounter merged(world);
+    EXPECT_TRUE(at::equal(x.full_tensor(), global));
+    EXPECT_EQ(merged.counts(), (Counts{{kAG, 1}}));
+  });
+}
+
 }  // namespace
 }  // namespace dtensor

@@ -3,7 +3,10 @@
 // and placement pairs (Partial of every reduce op included), redistributing a
 // DTensor gives on every rank exactly the local tensor distribute_tensor of the
 // full tensor gives for the target placements; Partial targets reassemble the
-// exact full tensor; refused transitions throw naming the placements.
+// exact full tensor; refused transitions throw naming the placements. Half
+// the cases run on a mesh whose every set of two or more dims was flattened,
+// so runs of steps merge into one collective over a flattened mesh (Note
+// [Merged collectives over a flattened mesh]) wherever they may.
 // Values are integers times 840^k (840 = lcm(1..8)) in float64, so every
 // division by a mesh size and every reduction is exact: results compare with
 // at::equal, no tolerance. Replay with DTENSOR_TEST_SEED=<seed>.
@@ -15,6 +18,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/fake/fake_world.h"
@@ -22,6 +26,7 @@
 #include "core/dtensor.h"
 #include "layout/shard_layout.h"
 #include "core/redistribute.h"
+#include "testing/collective_counter.h"
 #include "tests/core/test_util.h"
 #include "tests/reliability/property_util.h"
 
@@ -73,31 +78,64 @@ struct Tally {
   int refused = 0;
   int partial_targets = 0;
   int empty_tensors = 0;
+  int on_flattened_meshes = 0;
+  int merged = 0;  // fewer collectives ran than the plan has steps that communicate
 };
+
+// A mesh of `shape` (dims named d0, d1, ...) with, when `flattened`, every
+// set of two or more of its dims flattened (ascending, as PyTorch looks them up).
+DeviceMesh property_mesh(const std::vector<int64_t>& shape, bool flattened) {
+  std::vector<std::string> names;
+  for (size_t d = 0; d < shape.size(); ++d) names.push_back("d" + std::to_string(d));
+  DeviceMesh mesh = DeviceMesh::init(c10::kCPU, shape, names);
+  if (!flattened) return mesh;
+  for (uint32_t set = 0; set < (1u << shape.size()); ++set) {
+    std::vector<std::string> dims;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (set & (1u << d)) dims.push_back(names[d]);
+    }
+    if (dims.size() >= 2) mesh[dims].flatten();
+  }
+  return mesh;
+}
 
 // One case on this rank; throws std::runtime_error describing the case on a
 // violated property (the world then fails on every rank).
-void run_case(PropertyRng& rng, int64_t world_size, std::map<std::vector<int64_t>, DeviceMesh>& meshes,
-              Tally& tally, const std::string& where) {
+void run_case(PropertyRng& rng, int64_t world_size,
+              std::map<std::pair<std::vector<int64_t>, bool>, DeviceMesh>& meshes, Tally& tally,
+              const std::string& where) {
   const MeshShape shape_of_mesh = random_mesh_of(rng, world_size, /*max_ndim=*/4);
-  auto it = meshes.find(shape_of_mesh.shape());
+  const bool flattened = coin(rng, 0.5);
+  auto it = meshes.find({shape_of_mesh.shape(), flattened});
   if (it == meshes.end()) {
-    it = meshes.emplace(shape_of_mesh.shape(), DeviceMesh::init(c10::kCPU, shape_of_mesh.shape())).first;
+    it = meshes.emplace(std::make_pair(shape_of_mesh.shape(), flattened), property_mesh(shape_of_mesh.shape(), flattened))
+             .first;
   }
   const DeviceMesh& mesh = it->second;
+  if (flattened) ++tally.on_flattened_meshes;
   const std::vector<int64_t> shape = random_shape(rng, /*max_ndim=*/3, /*max_extent=*/9);
   const int64_t ndim = static_cast<int64_t>(shape.size());
   const ReduceOp source_op = random_reduce_op(rng);
-  const Placements from = random_placements(rng, shape_of_mesh, ndim, {source_op}, false);
+  Placements from = random_placements(rng, shape_of_mesh, ndim, {source_op}, false);
   std::vector<ReduceOp> target_ops = {ReduceOp::kSum, ReduceOp::kAvg};
   if (coin(rng, 0.3)) target_ops.push_back(source_op);
-  const Placements to = random_placements(rng, shape_of_mesh, ndim, target_ops, false);
+  Placements to = random_placements(rng, shape_of_mesh, ndim, target_ops, false);
+  if (flattened && ndim > 0 && coin(rng, 0.8)) {
+    // The same change on every mesh dim (S(d) -> R, P -> R, P -> S(d), sum
+    // and avg mixed), which merges over the flattened mesh when even.
+    const int64_t d = uniform(rng, 0, ndim - 1);
+    const bool partial = coin(rng, 0.5), to_shard = partial && coin(rng, 0.5);
+    for (size_t i = 0; i < from.size(); ++i) {
+      from[i] = partial ? Partial(coin(rng, 0.5) ? ReduceOp::kSum : ReduceOp::kAvg) : Shard(d);
+      to[i] = to_shard ? Shard(d) : Replicate();
+    }
+  }
   std::vector<double> values(static_cast<size_t>(shape_numel(shape)));
   const double scale = std::pow(840.0, shape_of_mesh.ndim());
   for (auto& v : values) v = static_cast<double>(uniform(rng, -8, 8)) * scale;
   const std::string what = where + " rank " + std::to_string(mesh.global_rank()) + ": " +
                            to_string(from) + " -> " + to_string(to) + ", shape " + shape_string(shape) +
-                           " on " + shape_of_mesh.to_string();
+                           " on " + shape_of_mesh.to_string() + (flattened ? " (every dim set flattened)" : "");
   auto fail = [&](const std::string& why) { throw std::runtime_error(what + ": " + why); };
 
   const at::Tensor full = at::tensor(values, at::kDouble).reshape(shape);
@@ -137,7 +175,13 @@ void run_case(PropertyRng& rng, int64_t world_size, std::map<std::vector<int64_t
     out = DTensor::from_local(redistribute_local(source.local_tensor(), source.spec(), to), mesh, to,
                               from_local_options);
   } else {
+    testing::CollectiveCounter counter(mesh.world());
     out = source.redistribute(to);
+    const int64_t planned = redistribute_plan(source.spec(), norm_to)->num_collectives();
+    if (counter.total() < planned) {
+      if (!flattened) fail("issued " + std::to_string(counter.total()) + " of " + std::to_string(planned) + " collectives");
+      ++tally.merged;
+    }
   }
   if (out.placements() != norm_to) fail("result placements are " + to_string(out.placements()));
   if (out.sizes().vec() != shape) fail("result global shape is " + shape_string(out.sizes().vec()));
@@ -168,7 +212,7 @@ TEST_P(RedistributePropertyTest, ExecutedPlansReproduceDistributeTensorExactly) 
   try {
     run_fake_world(world_size, [&](World& world) {
       PropertyRng rng(seed);  // the same stream on every rank: the same cases
-      std::map<std::vector<int64_t>, DeviceMesh> meshes;
+      std::map<std::pair<std::vector<int64_t>, bool>, DeviceMesh> meshes;
       for (int c = 0; c < cases; ++c) {
         run_case(rng, world_size, meshes, tallies[static_cast<size_t>(world.rank())],
                  "seed " + std::to_string(seed) + " case " + std::to_string(c));
@@ -179,10 +223,13 @@ TEST_P(RedistributePropertyTest, ExecutedPlansReproduceDistributeTensorExactly) 
   }
   const Tally& t = tallies[0];
   std::printf("redistribute property: world %lld, seed %llu: %d cases, %d refused, %d Partial targets, "
-              "%d empty tensors\n",
+              "%d empty tensors, %d on flattened meshes, %d with merged collectives\n",
               static_cast<long long>(world_size), static_cast<unsigned long long>(seed), t.cases,
-              t.refused, t.partial_targets, t.empty_tensors);
+              t.refused, t.partial_targets, t.empty_tensors, t.on_flattened_meshes, t.merged);
   EXPECT_EQ(t.cases, cases);
+  if (world_size >= 4) {
+    EXPECT_GT(t.merged, 0) << "no case merged collectives: the flattened meshes went untested";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, RedistributePropertyTest,
