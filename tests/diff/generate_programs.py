@@ -1077,6 +1077,73 @@ def uneven_view_program(g, pid):
     return {"id": pid, "world_size": world, "mesh": mesh, "inputs": inputs, "steps": steps}
 
 
+# ---------------------------------------------------------------- collectives over a flattened mesh
+# PyTorch 2.15 runs consecutive same-kind redistribute steps over mesh dims
+# the user flattened (mesh["dp", "tp"]._flatten()) as one collective over the
+# flattened mesh (_optimize_transform_infos); the tensors stay on the root
+# mesh (mesh.flattened). Placements are often the same on every mesh dim, so
+# that runs of one change occur, on even and uneven extents.
+
+FLATTENED_ROOTS = [((2, 2), ["dp", "tp"], [[["dp", "tp"]]]),
+                   ((2, 3), ["dp", "tp"], [[["dp", "tp"]]]),
+                   ((3, 2), ["dp", "tp"], [[["dp", "tp"]]]),
+                   ((2, 2, 2), ["a", "b", "c"], [[["a", "b"]], [["b", "c"]], [["a", "c"]], [["a", "b", "c"]],
+                                                 [["a", "b"], ["b", "c"]], [["b", "c"], ["a", "b", "c"]]])]
+FLATTENED_EXTENTS = [2, 4, 8, 12, 3, 5, 6, 9]
+
+
+def same_change_placements(g, ndim, mesh_ndim):
+    r = g.rng.random()
+    if r < 0.35:
+        return [f"S({g.rng.randrange(ndim)})"] * mesh_ndim
+    if r < 0.6:
+        return [g.rng.choice(["P(sum)", "P(sum)", "P(avg)"]) for _ in range(mesh_ndim)]
+    if r < 0.68:
+        return ["P(max)"] * mesh_ndim
+    return placement(g, ndim, mesh_ndim, True)
+
+
+def flattened_root_program(g, pid):
+    mesh_shape, names, choices = g.rng.choice(FLATTENED_ROOTS)
+    flattened = g.rng.choice(choices)
+    world, k = eval_prod(mesh_shape), len(mesh_shape)
+    shape = [g.rng.choice(FLATTENED_EXTENTS) for _ in range(g.rng.randint(1, 3))]
+    x = g.t(shape)
+    x["placements"] = same_change_placements(g, len(shape), k)
+    inputs, steps = [x], []
+    r = g.rng.random()
+    if r < 0.25:  # a pointwise op with a second input: sharding propagation redistributes
+        y = g.t(shape)
+        y["placements"] = same_change_placements(g, len(shape), k)
+        inputs.append(y)
+        steps.append(op(g.rng.choice(["aten::add.Tensor", "aten::mul.Tensor"]), T(0), T(1)))
+    elif r < 0.45:  # a matmul contracting a dim sharded on every mesh dim: Partial on every mesh dim
+        m, kk, n = g.rng.choice(FLATTENED_EXTENTS), g.rng.choice([4, 8, 12, 6]), g.rng.choice([2, 4, 3])
+        x.update(shape=[m, kk], placements=["S(1)"] * k)
+        w = g.t([kk, n])
+        w["placements"] = ["S(0)"] * k
+        inputs.append(w)
+        steps.append(op("aten::mm", T(0), T(1)))
+        shape = [m, n]
+    elif r < 0.6:
+        steps.append(op("aten::sum.dim_IntList", T(0), [g.rng.randrange(len(shape))]))
+        shape = [e for i, e in enumerate(shape) if i != steps[-1]["args"][1][0]]
+    last = len(inputs) + len(steps) - 1
+    if g.rng.random() < 0.6 and shape:
+        d = g.rng.randrange(len(shape))
+        target = g.rng.choice([["R"] * k, [f"S({d})"] * k, redistribute_target(g, len(shape), k, ["R"] * k)])
+        steps.append({"kind": "redistribute", "t": last, "placements": target})
+        last = len(inputs) + len(steps) - 1
+    if g.rng.random() < 0.7:
+        steps.append({"kind": "full_tensor", "t": last})
+    if g.rng.random() < 0.4:
+        for spec in inputs:
+            spec["requires_grad"] = True
+        steps.append({"kind": "backward", "t": last, "grads": list(range(len(inputs)))})
+    mesh = {"shape": list(mesh_shape), "names": names, "flattened": flattened}
+    return {"id": pid, "world_size": world, "mesh": mesh, "inputs": inputs, "steps": steps}
+
+
 # ---------------------------------------------------------------- validation of every overload
 # Issue #33: every overload PyTorch 2.15 shards that the shards above never
 # call, from the samples sample_overloads.py builds from its schema (checked
@@ -1140,6 +1207,8 @@ def main():
     ap.add_argument("--more-ops", type=int, default=300, help="indexing, scatter, linalg programs, one more shard")
     ap.add_argument("--uneven-views", type=int, default=300,
                     help="uneven, nested, strided and flattened-mesh shards through views, one more shard")
+    ap.add_argument("--flattened-roots", type=int, default=300,
+                    help="redistributions on meshes with flattened dims, one more shard after the validation shards")
     ap.add_argument("--samples", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata",
                                                       "validation_samples.json"),
                     help="sample_overloads.py's samples: the validation shard, after the others")
@@ -1173,6 +1242,14 @@ def main():
             write_shard(os.path.join(a.out, f"programs_{first + k:02d}.json"), a.seed,
                         validation[k * per:(k + 1) * per])
         summary.append(f"{len(validation)} validation programs in shards {first}..{first + VALIDATION_SHARDS - 1}")
+    # Shards added after the validation shards (so their numbers stay).
+    late = [(flattened_root_program, "f", a.flattened_roots, "flattened-mesh redistribution programs")]
+    first = a.shards + len(extra) + VALIDATION_SHARDS
+    for k, (make, prefix, count, what) in enumerate(late):
+        gk = Gen(random.Random(a.seed * 1000 + len(extra) + k + 1))
+        shard = [make(gk, f"{prefix}{a.seed}_{i:04d}") for i in range(count)]
+        write_shard(os.path.join(a.out, f"programs_{first + k:02d}.json"), a.seed, shard)
+        summary.append(f"{len(shard)} {what} in shard {first + k}")
     print(", ".join(summary) + f" under {a.out}")
 
 

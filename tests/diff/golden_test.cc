@@ -28,7 +28,7 @@ using nlohmann::json;
 // 8 of op programs, then one each of structured programs, out=/in-place
 // overloads, PyTorch 2.15's other pointwise ops, convolution / pooling /
 // normalization, and indexing / scatters / linear algebra (generate_programs.py).
-constexpr int kShards = 18;
+constexpr int kShards = 19;
 
 std::string testdata(const std::string& name) { return data_file("tests/diff/testdata/" + name); }
 

@@ -77,6 +77,10 @@ std::vector<Program> parse_programs(const json& doc) {
     for (int64_t s : p.mesh_shape) ranks *= s;
     if (ranks != p.world_size) bad(p.id, "mesh size " + std::to_string(ranks) + " != world_size");
     if (mesh.contains("flatten")) p.mesh_flatten = mesh.at("flatten").get<std::vector<std::string>>();
+    if (mesh.contains("flattened")) {
+      p.mesh_flattened = mesh.at("flattened").get<std::vector<std::vector<std::string>>>();
+      if (!p.mesh_flatten.empty()) bad(p.id, "mesh.flattened and mesh.flatten together");
+    }
     const size_t mesh_ndim = placement_mesh_shape(p).size();
     const json& inputs = field(j, "inputs", p.id);
     for (size_t i = 0; i < inputs.size(); ++i) {

@@ -45,6 +45,10 @@ struct Program {
   /// mesh.flatten: names of mesh dims whose `_flatten()` the tensors live
   /// on (empty: the whole mesh).
   std::vector<std::string> mesh_flatten;
+  /// mesh.flattened: sets of mesh dim names the program flattens first while
+  /// its tensors stay on the mesh, so that redistributions over them may
+  /// merge (Note [Merged collectives over a flattened mesh]).
+  std::vector<std::vector<std::string>> mesh_flattened;
   std::vector<InputSpec> inputs;
   std::vector<Step> steps;
 };

@@ -362,10 +362,15 @@ def program_mesh(prog, meshes):
     spec = prog["mesh"]
     shape, names = tuple(spec["shape"]), tuple(spec.get("names") or ())
     flat = tuple(spec.get("flatten") or ())
-    if (shape, names, flat) not in meshes:
+    # mesh.flattened: dims flattened while the tensors stay on the root.
+    flattened = tuple(tuple(dims) for dims in spec.get("flattened") or ())
+    key = (shape, names, flat, flattened)
+    if key not in meshes:
         root = DeviceMesh("cpu", torch.arange(prog["world_size"]).reshape(shape), mesh_dim_names=names or None)
-        meshes[(shape, names, flat)] = root[flat]._flatten() if flat else root
-    return meshes[(shape, names, flat)]
+        for dims in flattened:
+            root[dims]._flatten()
+        meshes[key] = root[flat]._flatten() if flat else root
+    return meshes[key]
 
 
 def rank_coordinates(prog):

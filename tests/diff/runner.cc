@@ -11,6 +11,7 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -273,29 +274,42 @@ StepResult run_step(const Step& step, std::vector<at::Tensor>& env, const Device
   return {};
 }
 
-// The global value of a (possibly Partial) input; false when mixed.
+// The global value of a (possibly Partial) input; false when its Partial
+// mesh dims mix reduce ops other than sum and avg (whose order matters).
 bool reference_input(const InputSpec& spec, const std::vector<int64_t>& mesh_shape, at::Tensor* out) {
   Placements placements = parse(spec.placements);
-  std::optional<ReduceOp> op;
-  int64_t variants = 1;
+  std::vector<ReduceOp> ops;       // per Partial mesh dim, in mesh order
+  std::vector<int64_t> variants;   // its size: variant k is row-major over these
   for (size_t d = 0; d < placements.size(); ++d) {
     if (!placements[d].is_partial()) continue;
-    if (op && *op != placements[d].reduce_op()) return false;
-    op = placements[d].reduce_op();
-    variants *= mesh_shape[d];
+    ops.push_back(placements[d].reduce_op());
+    variants.push_back(mesh_shape[d]);
   }
+  const bool one_op = std::all_of(ops.begin(), ops.end(), [&](ReduceOp op) { return op == ops.front(); });
+  const bool sum_avg = std::all_of(ops.begin(), ops.end(), [](ReduceOp op) { return op == ReduceOp::kSum || op == ReduceOp::kAvg; });
+  if (!one_op && !sum_avg) return false;
+  int64_t count = 1;
+  for (int64_t n : variants) count *= n;
   std::vector<at::Tensor> vs;
-  for (int64_t k = 0; k < variants; ++k) vs.push_back(global_values(spec, k));
+  for (int64_t k = 0; k < count; ++k) vs.push_back(global_values(spec, k));
   at::Tensor all = at::stack(vs);
-  if (!op) {
+  if (ops.empty()) {
     *out = vs[0];
-  } else if (*op == ReduceOp::kSum) {
+  } else if (!one_op) {  // sum and avg: each Partial mesh dim reduced by its own op
+    std::vector<int64_t> shape = variants;
+    shape.insert(shape.end(), vs[0].sizes().begin(), vs[0].sizes().end());
+    all = all.reshape(shape);
+    for (int64_t i = static_cast<int64_t>(ops.size()) - 1; i >= 0; --i) {
+      all = ops[static_cast<size_t>(i)] == ReduceOp::kSum ? all.sum(i) : all.mean(i);
+    }
+    *out = all;
+  } else if (ops.front() == ReduceOp::kSum) {
     *out = all.sum(0);
-  } else if (*op == ReduceOp::kAvg) {
+  } else if (ops.front() == ReduceOp::kAvg) {
     *out = all.mean(0);
-  } else if (*op == ReduceOp::kMax) {
+  } else if (ops.front() == ReduceOp::kMax) {
     *out = std::get<0>(all.max(0));
-  } else if (*op == ReduceOp::kMin) {
+  } else if (ops.front() == ReduceOp::kMin) {
     *out = std::get<0>(all.min(0));
   } else {
     *out = all.prod(0);
@@ -362,6 +376,7 @@ json run_on_rank(const Program& program) {
   std::vector<std::string> names = program.mesh_names;
   DeviceMesh mesh = DeviceMesh::init(c10::kCPU, program.mesh_shape, names);
   if (!program.mesh_flatten.empty()) mesh = mesh[program.mesh_flatten].flatten();
+  for (const std::vector<std::string>& dims : program.mesh_flattened) mesh[dims].flatten();
   json record = {{"id", program.id}, {"steps", json::array()}};
   std::vector<at::Tensor> env;
   try {
