@@ -43,14 +43,16 @@ struct Line {
   }
 };
 
+// How far apart two sizes are for "the nearest measured shape": |log(a / b)|.
+double log_ratio(int64_t a, int64_t b) {
+  return std::fabs(std::log(static_cast<double>(std::max<int64_t>(a, 1)) / static_cast<double>(std::max<int64_t>(b, 1))));
+}
+
 }  // namespace
 
 double Calibration::matmul_tflops(const std::string& dtype, int64_t m, int64_t n, int64_t k) const {
   const MatmulRate* best = nullptr;
   double best_distance = std::numeric_limits<double>::infinity();
-  auto log_ratio = [](int64_t a, int64_t b) {
-    return std::fabs(std::log(static_cast<double>(std::max<int64_t>(a, 1)) / static_cast<double>(std::max<int64_t>(b, 1))));
-  };
   for (const MatmulRate& r : matmuls) {
     if (r.dtype != dtype) continue;
     const double d = log_ratio(r.m, m) + log_ratio(r.n, n) + log_ratio(r.k, k);
@@ -61,6 +63,19 @@ double Calibration::matmul_tflops(const std::string& dtype, int64_t m, int64_t n
                                 " has no " + dtype + " matmul; run tools/calibrate_gpu.sh again");
   }
   return best->tflops;
+}
+
+std::optional<double> Calibration::attention_tflops(const std::string& dtype, int64_t seq, int64_t head_dim,
+                                                    bool forward) const {
+  const AttentionRate* best = nullptr;
+  double best_distance = std::numeric_limits<double>::infinity();
+  for (const AttentionRate& r : attention) {
+    if (r.dtype != dtype) continue;
+    const double d = log_ratio(r.seq, seq) + log_ratio(r.head_dim, head_dim);
+    if (d < best_distance) best_distance = d, best = &r;
+  }
+  if (best == nullptr) return std::nullopt;
+  return forward ? best->forward_tflops : best->backward_tflops;
 }
 
 Calibration parse_calibration(const std::string& text) {

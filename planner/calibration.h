@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,8 @@ namespace dtensor::planner {
 //   adam_us_per_mparam 95.2                # an Adam step, microseconds per million fp32 parameters
 // Lines may come in any order; every matmul line is kept (one per shape).
 // GB means 1e9 bytes. The estimate (Note [Step time estimate]) reads the
-// matmul rates and pointwise_gbps; the attention and Adam rows are measured
-// for the per-kernel model still to come (issue #37) and are not read yet.
+// matmul rates, the attention rates (fused attention kernels, by sequence
+// length) and pointwise_gbps; the Adam row is not read yet.
 
 struct MatmulRate {
   std::string dtype;  // "bf16", "fp16", "fp32"
@@ -51,6 +52,10 @@ struct Calibration {
   /// the sum of |log| ratios of the three sizes). Throws std::invalid_argument
   /// when no matmul of `dtype` was measured.
   double matmul_tflops(const std::string& dtype, int64_t m, int64_t n, int64_t k) const;
+  /// The causal attention rate (forward or backward) of the measured `dtype`
+  /// row nearest to sequence length `seq` and head dim `head_dim` (the same
+  /// distance), or nullopt when no attention of `dtype` was measured.
+  std::optional<double> attention_tflops(const std::string& dtype, int64_t seq, int64_t head_dim, bool forward) const;
 };
 
 /// Parses Note [Calibration file format]. Throws std::invalid_argument naming

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -18,7 +19,12 @@ namespace dtensor::planner {
 // Compute: every local op the step ran on this rank (CommDebugMode with
 // record_local_ops sees the local kernels inside DTensor ops, with local
 // shapes). The matmul family (aten::mm, addmm, bmm, baddbmm) counts 2mkn
-// FLOPs over Topology::peak_tflops; memory-bound kernels (pointwise,
+// FLOPs over Topology::peak_tflops; the fused attention kernels
+// (_scaled_dot_product_{flash,efficient,cudnn}_attention and their
+// backwards) count causal attention's FLOPs, 2 B H L^2 D forward and 2.5
+// times that backward (calibrate_gpu's convention), over the peak too, or at
+// the calibration's attention rate of the nearest sequence length (without
+// one, its matmul rate for [L, D] x [D, L]); memory-bound kernels (pointwise,
 // softmax, norms, embedding, their backwards, optimizer arithmetic: see
 // kMemoryBoundOps) count 2x their input bytes (read + write) over
 // Topology::hbm_gbps. Composite ops (matmul, linear, layer_norm, ...) are not
@@ -49,12 +55,14 @@ namespace dtensor::planner {
 // layer on meta tensors). Every layer of these models is identical, so each
 // additive quantity of a step (bytes of parameters, gradients, optimizer
 // state, activations at the peak, collectives and their bytes, FLOPs) is
-// a + (L - 1) * (b - a) for the traces a (1 layer) and b (2 layers). The
+// a + (L - 2) * (b - a) for the traces a (2 layers) and b (3 layers). The
 // collective counts and bytes so obtained are exactly what a full trace
 // would record (each layer records the same collectives); the peak is exact
-// when it scales with depth (activations kept for backward, which it does
-// once the model has more than a layer). The peak's location is the 2-layer
-// trace's. With activation checkpointing of every layer (ac=full, ac=op) the
+// when it scales with depth (activations kept for backward). Not from 1 and
+// 2 layers: a 1-layer model's peak lacks what a layer next to another layer
+// holds (under fully_shard, the previous layer's parameters gathered ahead
+// during backward: Llama 70B's 1.6 GiB, which made the per-layer slope 14
+// times too large). The peak's location is the 3-layer trace's. With activation checkpointing of every layer (ac=full, ac=op) the
 // layers are still identical. With every n-th layer checkpointed (ac=n) they
 // are of two kinds: the step is extrapolated twice, with no layer and with
 // every layer checkpointed, and blended by the fraction of checkpointed
@@ -108,14 +116,45 @@ MatmulShape matmul_shape(const std::string& name, const std::vector<std::vector<
 // The calibration's name of the model's dtype, by element size.
 const char* calibrated_dtype(int64_t element_size) { return element_size == 2 ? "bf16" : "fp32"; }
 
-// Microseconds of one matmul, and of `bytes` of memory-bound traffic, on
-// `topology`'s accelerator (Note [Step time estimate]).
+// A fused attention kernel (Note [Step time estimate]): its causal FLOPs,
+// whether it is the forward, and its sequence length and head dim; flops 0
+// for other kernels. The planner's programs run causal attention.
+struct AttentionShape {
+  double flops = 0;
+  bool forward = true;
+  int64_t seq = 0, head_dim = 0;
+};
+
+AttentionShape attention_shape(const std::string& name, const std::vector<std::vector<int64_t>>& in) {
+  const std::string n = base_name(name);
+  const std::string prefix = "_scaled_dot_product_";
+  if (n.compare(0, prefix.size(), prefix) != 0 || n.find("attention") == std::string::npos) return {};
+  const bool forward = n.size() < 9 || n.compare(n.size() - 9, 9, "_backward") != 0;
+  // Forward: (query, key, value, ...); backward: (grad_out, query, key, value, ...).
+  const size_t q = forward ? 0 : 1;
+  if (in.size() < q + 2 || in[q].size() != 4 || in[q + 1].size() != 4) return {};
+  const std::vector<int64_t>& query = in[q];
+  const std::vector<int64_t>& key = in[q + 1];
+  const double causal_forward = 2.0 * static_cast<double>(query[0]) * static_cast<double>(query[1]) *
+                                static_cast<double>(query[2]) * static_cast<double>(key[2]) * static_cast<double>(query[3]);
+  return AttentionShape{forward ? causal_forward : 2.5 * causal_forward, forward, query[2], query[3]};
+}
+
+// Microseconds of one matmul, of one fused attention kernel, and of `bytes`
+// of memory-bound traffic, on `topology`'s accelerator (Note [Step time estimate]).
 double matmul_us(const MatmulShape& s, const Topology& topology, int64_t element_size) {
   if (s.flops <= 0) return 0;
   const double tflops = topology.calibration
                             ? topology.calibration->matmul_tflops(calibrated_dtype(element_size), s.m, s.n, s.k)
                             : topology.peak_tflops;
   return s.flops / (tflops * 1e6);
+}
+double attention_us(const AttentionShape& a, const Topology& topology, int64_t element_size) {
+  if (!topology.calibration) return a.flops / (topology.peak_tflops * 1e6);
+  const char* dtype = calibrated_dtype(element_size);
+  // Without a measured attention row, the rate of its matmuls' shape ([L, D] x [D, L]).
+  const std::optional<double> tflops = topology.calibration->attention_tflops(dtype, a.seq, a.head_dim, a.forward);
+  return a.flops / (tflops.value_or(topology.calibration->matmul_tflops(dtype, a.seq, a.seq, a.head_dim)) * 1e6);
 }
 double memory_bound_us(double bytes, const Topology& topology) {
   const double gbps = topology.calibration && topology.calibration->pointwise_gbps > 0
@@ -152,9 +191,13 @@ void add_ops(const trace::CommTrace& trace, int64_t element_size, const Topology
     if (op.dtensor) continue;  // its local kernels are recorded as local ops
     PhaseCompute* phase = op.phase == trace::Phase::kForward ? fwd : bwd;
     const MatmulShape mm = matmul_shape(op.name, op.input_shapes);
+    const AttentionShape attention = attention_shape(op.name, op.input_shapes);
     if (mm.flops >= 0) {
       phase->flops += mm.flops;
       phase->us += matmul_us(mm, topology, element_size);
+    } else if (attention.flops > 0) {
+      phase->flops += attention.flops;
+      phase->us += attention_us(attention, topology, element_size);
     } else if (memory_bound_ops().count(base_name(op.name)) && !is_scalar_wrapper(op.name)) {
       double elems = 0;
       for (const auto& s : op.input_shapes) elems += product(s);
@@ -209,19 +252,19 @@ StepTotals step_totals(const StepMeasure& m, const ModelConfig& model, const Pla
 
 StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t layers) {
   if (a.comm.size() != b.comm.size()) {
-    throw std::logic_error("planner: the 1- and 2-layer traces issue different kinds of collectives; "
+    throw std::logic_error("planner: the 2- and 3-layer traces issue different kinds of collectives; "
                            "trace every layer (--trace-layers 0)");
   }
   for (size_t i = 0; i < a.comm.size(); ++i) {
     const CommRow &x = a.comm[i], &y = b.comm[i];
     if (x.kind != y.kind || x.mesh_dim != y.mesh_dim || x.phase != y.phase) {
-      throw std::logic_error("planner: the 1- and 2-layer traces' collectives differ (" + x.kind + " over " +
+      throw std::logic_error("planner: the 2- and 3-layer traces' collectives differ (" + x.kind + " over " +
                              x.mesh_dim + " vs " + y.kind + " over " + y.mesh_dim + "); trace every layer");
     }
   }
-  // a + (L - 1) * (b - a) is (1 - w) a + w b with w = L - 1 (exact in
+  // a + (L - 2) * (b - a) is (1 - w) a + w b with w = L - 2 (exact in
   // doubles for these integers, far below 2^53).
-  return blend_totals(a, b, static_cast<double>(layers - 1));
+  return blend_totals(a, b, static_cast<double>(layers - 2));
 }
 
 StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w) {
@@ -289,15 +332,15 @@ PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model,
                            const Topology& topology, const EstimateOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   PlanEstimate e;
-  if (options.max_traced_layers <= 0 || model.layers <= options.max_traced_layers) {
+  if (options.max_traced_layers <= 0 || model.layers <= std::max<int64_t>(options.max_traced_layers, 3)) {
     e = estimate_from_totals(step_totals(trace_solo_step(program, model, plan, options.solo_device), model, plan, topology), model.layers,
                              model, plan, topology);
   } else {
-    ModelConfig one = model, two = model;
-    one.layers = 1, two.layers = 2;
+    ModelConfig two = model, three = model;
+    two.layers = 2, three.layers = 3;
     auto scaled = [&](const PlanConfig& p) {
-      const StepTotals a = step_totals(trace_solo_step(program, one, p, options.solo_device), one, p, topology);
-      const StepTotals b = step_totals(trace_solo_step(program, two, p, options.solo_device), two, p, topology);
+      const StepTotals a = step_totals(trace_solo_step(program, two, p, options.solo_device), two, p, topology);
+      const StepTotals b = step_totals(trace_solo_step(program, three, p, options.solo_device), three, p, topology);
       return extrapolate_layers(a, b, model.layers);
     };
     if (plan.checkpoint_every > 1 && !plan.checkpoint_ops) {
@@ -308,9 +351,9 @@ PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model,
       every.checkpoint_every = 1;
       const double checkpointed = static_cast<double>(model.layers / plan.checkpoint_every);
       e = estimate_from_totals(blend_totals(scaled(plain), scaled(every), checkpointed / static_cast<double>(model.layers)),
-                               2, model, plan, topology);
+                               3, model, plan, topology);
     } else {
-      e = estimate_from_totals(scaled(plan), 2, model, plan, topology);
+      e = estimate_from_totals(scaled(plan), 3, model, plan, topology);
     }
   }
   e.trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

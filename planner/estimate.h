@@ -1,7 +1,7 @@
 // The planner's estimate of one plan: per-rank memory, comm bytes per
 // collective kind and mesh dim, FLOPs and an alpha-beta + roofline step time,
 // from one traced step (step_trace.h). Models deeper than a few layers are
-// traced at 1 and 2 layers and extrapolated (Note [Per-layer scaling]).
+// traced at 2 and 3 layers and extrapolated (Note [Per-layer scaling]).
 //   PlanEstimate e = estimate_plan(llama_step_program(), parse_model("llama-70b"), plan, default_topology());
 //   e.fits();  e.step_us_overlap;
 #pragma once
@@ -47,13 +47,13 @@ struct StepTotals {
 StepTotals step_totals(const StepMeasure& measure, const ModelConfig& model, const PlanConfig& plan,
                        const Topology& topology);
 
-/// a + (layers - 1) * (b - a): totals of a `layers`-layer model from its
-/// 1-layer (a) and 2-layer (b) traces. Rows must match (same kinds and dims).
+/// a + (layers - 2) * (b - a): totals of a `layers`-layer model from its
+/// 2-layer (a) and 3-layer (b) traces. Rows must match (same kinds and dims).
 StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t layers);
 /// (1 - w) a + w b, field by field (comm rows matched by phase, kind and mesh
 /// dim; integers rounded): a model whose layers are of two kinds, a fraction
 /// w of them like b's (every n-th layer checkpointed, Note [Per-layer
-/// scaling]); extrapolate_layers is w = layers - 1.
+/// scaling]); extrapolate_layers is w = layers - 2.
 StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w);
 
 /// The estimate of one plan.
@@ -85,9 +85,10 @@ struct PlanEstimate {
 
 /// Options of estimate_plan.
 struct EstimateOptions {
-  /// Models with more layers than this are traced at 1 and 2 layers and
-  /// extrapolated (Note [Per-layer scaling]); 0 always traces every layer.
-  int64_t max_traced_layers = 2;
+  /// Models with more layers than this (and than 3) are traced at 2 and 3
+  /// layers and extrapolated (Note [Per-layer scaling]); 0 always traces
+  /// every layer.
+  int64_t max_traced_layers = 3;
   /// The solo world's device: meta, or CPU for programs that need real
   /// kernels (small models only).
   c10::DeviceType solo_device = c10::kMeta;

@@ -87,22 +87,28 @@ Llama build(const ModelConfig& m, const DeviceMesh& tp, c10::ScalarType dtype) {
   return l;
 }
 
-// Grouped-query attention on [b, s, dim] (tp-sharded on dim when tp > 1):
-// query heads of one kv head are folded into the sequence dim, so one bmm
-// serves the group (the FLOPs of repeating k/v, without the copies).
+// Grouped-query attention on [b, s, dim] (tp-sharded on dim when tp > 1)
+// through the fused causal attention kernel, as torchtitan runs SDPA on a GPU
+// (flash): k and v heads repeated to the query heads (torchtitan's
+// repeat_kv), [b, heads, s, hd], heads sharded over tp. The kernel keeps
+// its output and logsumexp for backward, not the [s, s] scores: activation
+// memory grows with s, not s^2 (on meta tensors through the meta kernels of
+// core/ops/meta_kernels.cc).
 at::Tensor attention(const ModelConfig& m, const at::Tensor& x, const Layer& y) {
   const int64_t b = x.size(0), s = x.size(1), hd = m.dim / m.heads, kvh = m.kv_heads, rep = m.heads / m.kv_heads;
-  at::Tensor q = at::matmul(x, param(y.attention, "wq")), k = at::matmul(x, param(y.attention, "wk")),
-             v = at::matmul(x, param(y.attention, "wv"));
-  q = q.view({b, s, kvh, rep, hd}).permute({2, 0, 3, 1, 4}).reshape({kvh * b, rep * s, hd});
-  k = k.view({b, s, kvh, hd}).permute({2, 0, 1, 3}).reshape({kvh * b, s, hd});
-  v = v.view({b, s, kvh, hd}).permute({2, 0, 1, 3}).reshape({kvh * b, s, hd});
-  at::Tensor scores = at::bmm(q, k.transpose(1, 2)).mul(1.0 / std::sqrt(static_cast<double>(hd)));
-  at::Tensor out = at::bmm(at::softmax(scores, -1), v)
-                       .view({kvh, b, rep, s, hd})
-                       .permute({1, 3, 0, 2, 4})
-                       .reshape({b, s, m.dim});
-  return at::matmul(out, param(y.attention, "wo"));  // Partial over tp
+  auto heads_first = [&](const at::Tensor& t, int64_t heads) { return t.view({b, s, heads, hd}).transpose(1, 2); };
+  auto repeat_kv = [&](const at::Tensor& t) {
+    if (rep == 1) return t;
+    return t.view({b, s, kvh, 1, hd}).expand({b, s, kvh, rep, hd}).reshape({b, s, kvh * rep * hd});
+  };
+  const at::Tensor q = heads_first(at::matmul(x, param(y.attention, "wq")), m.heads);
+  const at::Tensor k = heads_first(repeat_kv(at::matmul(x, param(y.attention, "wk"))), m.heads);
+  const at::Tensor v = heads_first(repeat_kv(at::matmul(x, param(y.attention, "wv"))), m.heads);
+  // The CPU's flash kernel is its own op (a solo world on CPU tensors runs it).
+  const at::Tensor out = DTensor(q).local_tensor().device().is_cpu()
+                             ? std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, true))
+                             : std::get<0>(at::_scaled_dot_product_flash_attention(q, k, v, 0.0, /*is_causal=*/true));
+  return at::matmul(out.transpose(1, 2).reshape({b, s, m.dim}), param(y.attention, "wo"));  // Partial over tp
 }
 
 // Note [Embedding on meta tensors]
@@ -211,12 +217,18 @@ StepProgram llama_step_program() {
           }
           return h;
         };
+        // The block's inputs after its pre-forward hooks: fully_shard's
+        // post-backward hook hangs on them, so the layer's gradients are
+        // reduce-scattered and its parameters resharded right after its
+        // backward (the original `h` would bypass it, keeping every layer's
+        // unsharded parameters and gradients to the end of backward).
+        const nn::TensorList& in = block.inputs();
         if (plan.checkpoint_ops) {
-          h = nn::checkpoint(body, {h}, nn::torchtitan_op_policy());
+          h = nn::checkpoint(body, in, nn::torchtitan_op_policy());
         } else if (plan.checkpointed(static_cast<int64_t>(i))) {
-          h = nn::checkpoint(body, {h});
+          h = nn::checkpoint(body, in);
         } else {
-          h = body({h});
+          h = body(in);
         }
         h = block.output(h);
       }

@@ -46,7 +46,7 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
                         activation checkpointing); rank those that fit
   --sweep-ac LIST       sweep: activation checkpointing modes (default none,op,full)
   --top N               sweep: plans shown (default 10)
-  --trace-layers N      trace all layers up to N, else 1 and 2 and scale (default 2; 0: all)
+  --trace-layers N      trace all layers up to N (at least 3), else 2 and 3 and scale (default 3; 0: all)
   --json FILE           also write the report as JSON ("-": stdout only JSON)
 exit status: 0 fits, 1 does not fit (sweep: none fits), 2 usage or run error
 )";
@@ -54,7 +54,7 @@ exit status: 0 fits, 1 does not fit (sweep: none fits), 2 usage or run error
 struct Args {
   std::string model, mesh, plan = "nosp,adam,micro=1", topology, calibration, json, sweep_ac = "none,op,full";
   double cap_gib = 0;
-  int64_t sweep = 0, top = 10, trace_layers = 2;
+  int64_t sweep = 0, top = 10, trace_layers = 3;
 };
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {

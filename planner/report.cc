@@ -30,7 +30,7 @@ std::string plan_report_text(const PlanEstimate& e) {
       << " micro-step" << (e.micro_steps == 1 ? "" : "s") << " of " << e.plan.micro_batch << " sequence"
       << (e.plan.micro_batch == 1 ? "" : "s") << ")\n";
   out << "traced     " << e.traced_layers << " of " << e.model.layers << " layers"
-      << (e.traced_layers < e.model.layers ? " (1 and 2 traced, scaled per layer)" : "") << " in "
+      << (e.traced_layers < e.model.layers ? " (2 and 3 traced, scaled per layer)" : "") << " in "
       << fmt("%.3f", e.trace_seconds) << " s\n\n";
   out << "memory per rank          bytes\n";
   auto mem = [&](const char* name, double bytes) { out << "  " << pad(name, 22) << rpad(format_bytes(bytes, 2), 12) << "\n"; };
@@ -54,7 +54,7 @@ std::string plan_report_text(const PlanEstimate& e) {
   }
   const double n = static_cast<double>(e.micro_steps);
   out << "\ncompute    " << fmt("%.3g", n * (e.totals.forward_flops + e.totals.backward_flops) + e.totals.update_flops)
-      << " matmul FLOP, "
+      << " matmul and attention FLOP, "
       << format_bytes(n * (e.totals.forward_pointwise_bytes + e.totals.backward_pointwise_bytes) +
                       e.totals.update_pointwise_bytes, 2)
       << " memory-bound traffic -> " << ms(e.compute_us);

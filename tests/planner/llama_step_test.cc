@@ -114,20 +114,51 @@ TEST(LlamaStepTest, FullyShardedPlans) {
   EXPECT_NEAR(with.step_us_serial, with.compute_us + with.blocking_comm_us + with.prefetched_comm_us, 1e-6 * with.step_us_serial);
 }
 
-TEST(LlamaStepTest, TwoLayerExtrapolationEqualsTheFullTrace) {
-  const ModelConfig m = parse_model(kSmall);
+TEST(LlamaStepTest, ExtrapolationFromTwoAndThreeLayersEqualsTheFullTrace) {
+  ModelConfig m = parse_model(kSmall);
+  m.layers = 5;
   const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam");
   const Topology topo = default_topology();
   const PlanEstimate full = estimate_plan(llama_step_program(), m, p, topo, {/*max_traced_layers=*/0});
-  const PlanEstimate scaled = estimate_plan(llama_step_program(), m, p, topo, {/*max_traced_layers=*/2});
-  EXPECT_EQ(full.traced_layers, 3);
-  EXPECT_EQ(scaled.traced_layers, 2);
+  const PlanEstimate scaled = estimate_plan(llama_step_program(), m, p, topo, {/*max_traced_layers=*/3});
+  EXPECT_EQ(full.traced_layers, 5);
+  EXPECT_EQ(scaled.traced_layers, 3);
   EXPECT_EQ(scaled.totals.parameter_bytes, full.totals.parameter_bytes);
   EXPECT_EQ(scaled.totals.optimizer_bytes, full.totals.optimizer_bytes);
   expect_same_comm(scaled.totals, full.totals);
   EXPECT_NEAR(scaled.totals.forward_flops, full.totals.forward_flops, 1e-9 * full.totals.forward_flops);
   EXPECT_NEAR(scaled.totals.backward_flops, full.totals.backward_flops, 1e-9 * full.totals.backward_flops);
   EXPECT_GT(full.totals.forward_flops, 0);
+  // The peak lands in a different layer's backward: within 2%.
+  EXPECT_NEAR(static_cast<double>(*scaled.activation_bytes), static_cast<double>(*full.activation_bytes),
+              0.02 * static_cast<double>(*full.activation_bytes));
+}
+
+// Under fully_shard with every layer checkpointed, a layer keeps its input
+// and nothing else: its parameters are resharded and its gradients reduced
+// right after its backward (the block's hooked inputs carry fully_shard's
+// post-backward hook). The activations at the peak grow by one layer input
+// per layer, and the extrapolated estimate equals the full trace.
+TEST(LlamaStepTest, FullyShardedCheckpointedLayersKeepOnlyTheirInputs) {
+  const Topology topo = default_topology();
+  const PlanConfig p = parse_plan(parse_mesh("dp=4"), "nosp,adam,fsdp,ac=full");
+  std::map<int64_t, PlanEstimate> by_layers;
+  for (int64_t layers : {4, 6}) {
+    ModelConfig m = parse_model(kSmall);
+    m.layers = layers;
+    by_layers.emplace(layers, estimate_plan(llama_step_program(), m, p, topo, {/*max_traced_layers=*/0}));
+    const PlanEstimate scaled = estimate_plan(llama_step_program(), m, p, topo, {/*max_traced_layers=*/3});
+    EXPECT_NEAR(static_cast<double>(*scaled.activation_bytes),
+                static_cast<double>(*by_layers.at(layers).activation_bytes),
+                0.02 * static_cast<double>(*by_layers.at(layers).activation_bytes)) << layers << " layers";
+  }
+  // Per layer: its input (and the norms' small saved tensors), far below its
+  // parameters and gradients (9 times the input here), which it kept before.
+  const ModelConfig m = parse_model(kSmall);
+  const int64_t layer_input = m.batch / 4 * m.seq * m.dim * m.element_size();
+  const int64_t per_layer = (*by_layers.at(6).activation_bytes - *by_layers.at(4).activation_bytes) / 2;
+  EXPECT_GE(per_layer, layer_input);
+  EXPECT_LE(per_layer, layer_input * 5 / 4);
 }
 
 // Activation checkpointing plans (PlanConfig::checkpoint_every / _ops): the
@@ -174,7 +205,7 @@ TEST(LlamaStepTest, ActivationCheckpointingPlans) {
   const ModelConfig deep = parse_model("llama:layers=8,dim=64,ffn=256,heads=8,kv_heads=4,vocab=32,seq=256,batch=8,dtype=float32");
   const PlanConfig every2 = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam,ac=2");
   const PlanEstimate traced = estimate_plan(llama_step_program(), deep, every2, topo, {/*max_traced_layers=*/0});
-  const PlanEstimate scaled = estimate_plan(llama_step_program(), deep, every2, topo, {/*max_traced_layers=*/2});
+  const PlanEstimate scaled = estimate_plan(llama_step_program(), deep, every2, topo, {/*max_traced_layers=*/3});
   expect_same_comm(scaled.totals, traced.totals);
   EXPECT_NEAR(scaled.totals.backward_flops, traced.totals.backward_flops, 1e-9 * traced.totals.backward_flops);
   EXPECT_NEAR(static_cast<double>(*scaled.activation_bytes), static_cast<double>(*traced.activation_bytes),
