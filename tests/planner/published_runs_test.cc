@@ -1,0 +1,91 @@
+// The capacity planner against published training runs (issue #37):
+// planner/published/runs.txt lists real runs (torchtitan, llm-foundry) with
+// their configuration, topology, calibration and measured tokens per second
+// per GPU; this test estimates each and prints published against estimated.
+// It checks what holds today: every run of a model the planner has exactly
+// fits its memory estimate, and each estimate equals the one pinned in runs.txt
+// within 1% (so a change of the model shows up as a change of this table).
+// The issue's bar, within 15% of the published throughput, is printed, not
+// yet asserted: the model computes at the calibrated kernel rates with
+// ideal overlap, and real runs lose more (README, "Capacity planning").
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "planner/estimate.h"
+#include "planner/llama_step.h"
+
+namespace dtensor::planner {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+struct PublishedRun {
+  std::string id, model;
+  bool exact = true;  // the model is the run's (not an approximation of another architecture)
+  std::string mesh, plan, topology, calibration;
+  double published = 0, published_gib = 0, pinned = 0;
+};
+
+std::vector<PublishedRun> read_runs() {
+  std::vector<PublishedRun> runs;
+  std::istringstream in(read_text("planner/published/runs.txt"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (trim(line).empty() || trim(line)[0] == '#') continue;
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string field; std::getline(fields, field, '|');) f.push_back(trim(field));
+    EXPECT_EQ(f.size(), 10u) << line;
+    if (f.size() != 10) continue;
+    EXPECT_TRUE(f[2] == "exact" || f[2] == "approx") << line;
+    runs.push_back(PublishedRun{f[0], f[1], f[2] == "exact", f[3], f[4], f[5], f[6], std::stod(f[7]),
+                                f[8] == "-" ? 0 : std::stod(f[8]), std::stod(f[9])});
+  }
+  return runs;
+}
+
+TEST(PublishedRunsTest, EstimatesAgainstPublishedThroughput) {
+  const std::vector<PublishedRun> runs = read_runs();
+  ASSERT_GE(runs.size(), 8u);
+  std::printf("%-38s %10s %10s %8s %9s %9s\n", "run", "published", "estimate", "error", "GiB est", "GiB pub");
+  for (const PublishedRun& r : runs) {
+    SCOPED_TRACE(r.id);
+    const ModelConfig model = parse_model(r.model);
+    const PlanConfig plan = parse_plan(parse_mesh(r.mesh), r.plan);
+    Topology topology = parse_topology(read_text("planner/topologies/" + r.topology + ".topo"));
+    topology.calibration = std::make_shared<const Calibration>(
+        parse_calibration(read_text("planner/calibration/" + r.calibration + ".calib")));
+    const PlanEstimate e = estimate_plan(llama_step_program(), model, plan, topology);
+    const double tokens_per_gpu = static_cast<double>(model.batch * model.seq) / static_cast<double>(plan.mesh.world_size());
+    const double estimate = tokens_per_gpu / (e.step_us_overlap / 1e6);
+    const double error = estimate / r.published - 1;
+    const double gib = static_cast<double>(e.total_bytes) / (1ull << 30);
+    std::printf("%-38s %10.0f %10.0f %+7.1f%% %9.1f %9s\n", r.id.c_str(), r.published, estimate, 100 * error, gib,
+                r.published_gib > 0 ? std::to_string(r.published_gib).substr(0, 4).c_str() : "-");
+    if (r.exact) {
+      EXPECT_TRUE(e.fits()) << "the run was trained, but the planner says it needs " << gib << " GiB";
+    }
+    EXPECT_NEAR(estimate, r.pinned, 0.01 * r.pinned)
+        << "the estimate moved from the pinned " << r.pinned << " tokens/s/GPU; if on purpose, update runs.txt";
+  }
+}
+
+}  // namespace
+}  // namespace dtensor::planner
