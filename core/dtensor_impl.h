@@ -40,6 +40,8 @@ class DTensorImpl final : public c10::TensorImpl {
     return local_;
   }
   const DTensorSpec& spec() const { return *spec_; }
+  /// The spec object itself: its identity keys Note [Identity fast path].
+  const std::shared_ptr<const DTensorSpec>& shared_spec() const { return spec_; }
 
   /// The work local() waits for once before the shard is first read (an
   /// async redistribution's end); shallow copies share it.

@@ -70,6 +70,10 @@ struct ShardingPlan {
   /// size), so it is exact for any layout of the rows, _StridedShard
   /// included (Note [Operators on strided shards]). Example: squeeze.
   bool local_kernel_any_layout = false;
+  /// The local kernel reads nothing of LocalCall::call but its arguments
+  /// (the rule put what it needs in the plan): a call decided by Note
+  /// [Identity fast path] need not copy its input specs for it.
+  bool local_kernel_reads_no_specs = false;
   /// A _foreach_ plan whose elements want one shared Replicate argument
   /// (_foreach_add.Tensor's 0-d `other`) laid out differently (Note [Foreach
   /// rules]): per element, per input, the placements that element takes it

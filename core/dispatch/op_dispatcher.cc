@@ -89,6 +89,11 @@ DTensorSpec replicated_spec(const at::Tensor& t, const DeviceMesh& mesh) {
 struct CallScratch {
   std::vector<c10::IValue> args;         // the schema arguments, as passed
   OpCall call;
+  // Per input, its DTensor's spec object, or null for a plain tensor
+  // (Replicate): call.inputs copies them only when needed (Note [Identity
+  // fast path] in sharding_propagator.h).
+  std::vector<const std::shared_ptr<const DTensorSpec>*> spec_refs;
+  bool inputs_copied = false;            // call.inputs holds this call's specs
   size_t num_inputs = 0;                 // specs of call.inputs set by this call
   std::vector<at::Tensor> locals;        // local tensor per input, parallel to call.inputs
   std::vector<int64_t> key;              // Note [Sharding cache key]
@@ -106,6 +111,8 @@ class ScratchLease {
   ~ScratchLease() {
     CallScratch& s = *scratch_;
     s.args.clear();
+    s.spec_refs.clear();
+    s.inputs_copied = false;
     s.locals.clear();
     s.key.clear();
     s.local_stack.clear();
@@ -168,14 +175,14 @@ void add_input(CallScratch& s, const at::Tensor& t, size_t arg, int64_t list_ind
   if (!t.defined()) return;
   const OpCall& call = s.call;
   if (DTensorImpl* impl = dtensor_impl(t)) {
-    TORCH_CHECK(impl->spec().mesh == call.mesh, call.name, ": DTensor arguments live on different "
-                "meshes (", impl->spec().mesh.to_string(), " and ", call.mesh.to_string(),
-                "); redistribute them onto one mesh first");
+    const DeviceMesh& mesh = impl->spec().mesh;
+    TORCH_CHECK(mesh.same_object(call.mesh) || mesh == call.mesh, call.name, ": DTensor arguments live on different "
+                "meshes (", mesh.to_string(), " and ", call.mesh.to_string(), "); redistribute them onto one mesh first");
     // A parallelized module's parameter: Note [Skipped boundaries].
     if (const nn::ModuleBoundary* boundary = impl->boundary()) {
       nn::check_module_boundary(*boundary, call.name, call.mesh.global_rank());
     }
-    set_next_input(s, impl->spec());
+    s.spec_refs.push_back(&impl->shared_spec());
     s.locals.push_back(impl->local());
   } else {
     // As PyTorch's DTensor dispatch: a one-element plain tensor (0-dim or
@@ -188,44 +195,66 @@ void add_input(CallScratch& s, const at::Tensor& t, size_t arg, int64_t list_ind
                 " mixed with DTensors (rank ", call.mesh.global_rank(), "). Make it a DTensor "
                 "(distribute_tensor(t, mesh, {Replicate()}) or DTensor::from_local), or wrap "
                 "the call in a dtensor::ImplicitReplicationGuard to treat it as replicated");
-    set_next_input(s, replicated_spec(t, call.mesh));
+    s.spec_refs.push_back(nullptr);
     s.locals.push_back(t);
   }
   s.call.positions.push_back(TensorArgPosition{arg, list_index});
 }
 
+// Fills call.inputs with this call's input specs (a plain tensor's:
+// Replicate), reusing the kept specs' vectors. Once per call.
+void copy_input_specs(CallScratch& s) {
+  if (s.inputs_copied) return;
+  for (size_t i = 0; i < s.spec_refs.size(); ++i) {
+    if (s.spec_refs[i] != nullptr) {
+      set_next_input(s, **s.spec_refs[i]);  // assigned into the kept spec: no allocation
+    } else {
+      set_next_input(s, replicated_spec(s.locals[i], s.call.mesh));
+    }
+  }
+  s.call.inputs.resize(s.num_inputs);  // fewer inputs than the last call at this depth
+  s.inputs_copied = true;
+}
+
 // Non-tensor arguments that can change a sharding decision, as integers.
+// The common kinds are tested first, and lists are read in place: this runs
+// for every argument of every DTensor op (Note [Identity fast path]).
 void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
-  if (v.isInt()) {
-    key->insert(key->end(), {1, v.toInt()});
-  } else if (v.isBool()) {
-    key->insert(key->end(), {2, v.toBool() ? 1 : 0});
-  } else if (v.isBoolList()) {  // e.g. native_layer_norm_backward's output mask
-    key->push_back(11);
-    for (bool b : v.toBoolList()) key->push_back(b ? 1 : 0);
-    key->push_back(-11);
+  if (v.isTensor()) {
+    key->push_back(8);  // tensors are keyed by their specs
+  } else if (v.isInt()) {
+    key->push_back(1);
+    key->push_back(v.toInt());
   } else if (v.isIntList()) {
     key->push_back(3);
-    for (int64_t x : v.toIntVector()) key->push_back(x);
+    for (const c10::IValue& x : v.toListRef()) key->push_back(x.toInt());
     key->push_back(-3);
+  } else if (v.isBool()) {
+    key->push_back(2);
+    key->push_back(v.toBool() ? 1 : 0);
   } else if (v.isDouble()) {
-    key->insert(key->end(), {4, v.toDouble() == 0.0 ? 1 : 0});  // only whether it is 0: Note [Sharding cache key]
+    key->push_back(4);
+    key->push_back(v.toDouble() == 0.0 ? 1 : 0);  // only whether it is 0: Note [Sharding cache key]
+  } else if (v.isNone()) {
+    key->push_back(6);
+  } else if (v.isTensorList()) {
+    key->push_back(8);  // keyed by their specs
   } else if (v.isScalar()) {
     at::Scalar s = v.toScalar();
     key->insert(key->end(), {5, static_cast<int64_t>(s.type()), s.equal(0) ? 1 : 0});
-  } else if (v.isNone()) {
-    key->push_back(6);
+  } else if (v.isBoolList()) {  // e.g. native_layer_norm_backward's output mask
+    key->push_back(11);
+    for (const c10::IValue& b : v.toListRef()) key->push_back(b.toBool() ? 1 : 0);
+    key->push_back(-11);
   } else if (v.isString()) {
     key->push_back(7);
     for (char c : v.toStringRef()) key->push_back(c);
-  } else if (v.isList() && !v.isTensorList()) {
+  } else if (v.isList()) {
     // Tensor?[] (index's indices): which entries are None decides which
     // dims are indexed; the tensors themselves are keyed by their specs.
     key->push_back(12);
     for (const c10::IValue& e : v.toListRef()) key->push_back(e.isNone() ? 0 : 1);
     key->push_back(-12);
-  } else if (v.isTensor() || v.isTensorList()) {
-    key->push_back(8);  // tensors are keyed by their specs
   } else if (v.isDevice()) {
     key->insert(key->end(), {9, static_cast<int64_t>(v.toDevice().type())});
   } else {
@@ -250,13 +279,12 @@ void unwrap_args(CallScratch& s) {
       }
     }
   }
-  s.call.inputs.resize(s.num_inputs);  // fewer inputs than the last call at this depth
 }
 
 // The flattened index of the tensor input written in place (first `a!` arg).
 int64_t written_input(const OpCall& call, const OpInfo& info) {
   if (info.written_args.empty()) return -1;
-  for (size_t i = 0; i < call.inputs.size(); ++i) {
+  for (size_t i = 0; i < call.positions.size(); ++i) {
     const size_t arg = call.positions[i].arg_index;
     if (std::find(info.written_args.begin(), info.written_args.end(), arg) != info.written_args.end()) {
       return static_cast<int64_t>(i);
@@ -271,7 +299,7 @@ void local_args(const OpCall& call, const ShardingPlan& plan, const std::vector<
   std::vector<c10::IValue>& stack = *out;
   stack.assign(call.args->begin(), call.args->end());
   for (const auto& [index, value] : plan.local_arg_overrides) stack[index] = value;
-  for (size_t i = 0; i < call.inputs.size(); ++i) {
+  for (size_t i = 0; i < call.positions.size(); ++i) {
     const TensorArgPosition& pos = call.positions[i];
     c10::IValue& slot = stack[pos.arg_index];
     if (pos.list_index < 0) {
@@ -331,16 +359,32 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   unwrap_args(s);
   std::vector<at::Tensor>& locals = s.locals;
   call.self_input = written_input(call, info);
-  notify_op_observers(call);
   // See Note [Logging costs nothing when off] in core/log.h.
   const bool logging = log_enabled(LogLevel::kInfo);
-  const uint64_t misses_before = logging ? propagation_cache_stats().misses : 0;
+  // Note [Identity fast path]: observers and the log read the input specs.
+  const bool by_identity = !logging && !has_op_observers();
   // Held, not referenced: See Note [Cache eviction].
-  const std::shared_ptr<const PropagationResult> shared = propagate(call, s.key);
+  std::shared_ptr<const PropagationResult> shared;
+  if (by_identity) shared = propagate_by_identity(op, s.key, s.spec_refs);
+  if (shared == nullptr) {
+    copy_input_specs(s);
+    notify_op_observers(call);
+    const uint64_t misses_before = logging ? propagation_cache_stats().misses : 0;
+    shared = propagate(call, s.key);
+    if (logging) log_op_decision(call, *shared, propagation_cache_stats().misses == misses_before);
+    if (by_identity) remember_by_identity(op, s.key, s.spec_refs, shared);
+  }
   const PropagationResult& result = *shared;
   const ShardingPlan& plan = result.plan;
-  if (logging) log_op_decision(call, result, propagation_cache_stats().misses == misses_before);
-  for (size_t i = 0; i < call.inputs.size(); ++i) {
+  if (!s.inputs_copied) {
+    // A decision that redistributes an input, or a local kernel, reads the specs.
+    bool needs_specs = result.local_kernel && !plan.local_kernel_reads_no_specs;
+    for (size_t i = 0; i < s.spec_refs.size() && !needs_specs; ++i) {
+      needs_specs = plan.input_placements[i] != (*s.spec_refs[i])->placements;
+    }
+    if (needs_specs) copy_input_specs(s);
+  }
+  for (size_t i = 0; i < call.inputs.size() && s.inputs_copied; ++i) {
     if (plan.input_placements[i] != call.inputs[i].placements) {
       // The local op would write a redistributed copy of the written tensor.
       TORCH_INTERNAL_ASSERT(static_cast<int64_t>(i) != call.self_input || plan.self_placements_change,
@@ -367,6 +411,7 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   } catch (const c10::Error& e) {
     // LibTorch's own message names neither the op nor the DTensor operands
     // (2.x: "expected m1 and m2 to have the same dtype, but got: float != double").
+    copy_input_specs(s);  // describe() reads them
     C10_THROW_ERROR(Error, c10::str(call.describe(), ": the local op failed on this rank's shards: ",
                                     e.what_without_backtrace()));
   }

@@ -21,6 +21,8 @@ ScopedOpObserver::~ScopedOpObserver() {
   list.erase(std::remove(list.begin(), list.end(), observer_), list.end());
 }
 
+bool has_op_observers() { return !observers().empty(); }
+
 void notify_op_observers(const OpCall& call) {
   auto& list = observers();
   if (list.empty()) return;

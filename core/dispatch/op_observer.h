@@ -30,5 +30,7 @@ class ScopedOpObserver {
 
 /// Called by the dispatcher; cheap when nothing observes.
 void notify_op_observers(const OpCall& call);
+/// True when an observer is registered on this thread.
+bool has_op_observers();
 
 }  // namespace dtensor

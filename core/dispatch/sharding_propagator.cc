@@ -6,6 +6,8 @@
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <unordered_map>
 
@@ -61,12 +63,28 @@ bool matches(const CacheKey& key, const void* op, const std::vector<int64_t>& ar
 // outlives its eviction. A hit costs one reference-count increment.
 constexpr size_t kDefaultCacheEntries = 8192;
 
+// One slot of Note [Identity fast path]'s table.
+struct IdentitySlot {
+  const void* op = nullptr;
+  std::vector<std::shared_ptr<const DTensorSpec>> inputs;  // held: their addresses stay theirs
+  std::vector<int64_t> args;
+  uint64_t registry_generation = 0;
+  uint32_t rule_modes = 0;
+  std::shared_ptr<const PropagationResult> result;
+};
+constexpr size_t kIdentitySlots = 256;  // a power of two
+
 struct ThreadCache {
   // hash -> entries with that hash (almost always one).
   std::unordered_multimap<size_t, CacheEntry> entries;
   PropagationCacheStats stats;
   size_t capacity = kDefaultCacheEntries;
+  std::array<IdentitySlot, kIdentitySlots> by_identity;
 };
+
+IdentitySlot& identity_slot(ThreadCache& cache, const void* op) {
+  return cache.by_identity[(reinterpret_cast<uintptr_t>(op) >> 4) & (kIdentitySlots - 1)];
+}
 
 ThreadCache& thread_cache() {
   thread_local ThreadCache cache;
@@ -243,13 +261,51 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
   return shared;
 }
 
+std::shared_ptr<const PropagationResult> propagate_by_identity(
+    const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,
+    const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs) {
+  ThreadCache& cache = thread_cache();
+  const void* key = &op.schema();
+  const IdentitySlot& slot = identity_slot(cache, key);
+  if (slot.op != key || slot.inputs.size() != inputs.size() || slot.args != arg_key ||
+      slot.registry_generation != ShardingRegistry::global().generation() || slot.rule_modes != RuleModeGuard::bits()) {
+    return nullptr;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr || slot.inputs[i].get() != inputs[i]->get()) return nullptr;
+  }
+  ++cache.stats.hits;
+  return slot.result;
+}
+
+void remember_by_identity(const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,
+                          const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs,
+                          std::shared_ptr<const PropagationResult> result) {
+  IdentitySlot& slot = identity_slot(thread_cache(), &op.schema());
+  slot.op = nullptr;  // unusable until complete
+  slot.inputs.clear();
+  for (const std::shared_ptr<const DTensorSpec>* spec : inputs) {
+    if (spec == nullptr) return;  // a plain tensor input: its spec is made per call
+    slot.inputs.push_back(*spec);
+  }
+  slot.args = arg_key;
+  slot.registry_generation = ShardingRegistry::global().generation();
+  slot.rule_modes = RuleModeGuard::bits();
+  slot.result = std::move(result);
+  slot.op = &op.schema();
+}
+
 PropagationCacheStats propagation_cache_stats() {
   PropagationCacheStats stats = thread_cache().stats;
   stats.size = thread_cache().entries.size();
   return stats;
 }
 
-void clear_propagation_cache() { thread_cache().entries.clear(); }
+void clear_propagation_cache() {
+  ThreadCache& cache = thread_cache();
+  cache.entries.clear();
+  for (IdentitySlot& slot : cache.by_identity) slot = IdentitySlot{};
+}
 
 void set_propagation_cache_capacity(size_t entries) {
   TORCH_CHECK(entries >= 1, "set_propagation_cache_capacity: the cache must hold at least one entry");

@@ -42,6 +42,31 @@ struct PropagationResult {
 /// Example: auto r = propagate(call, key); r->plan.output_placements[0];
 std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vector<int64_t>& arg_key);
 
+// Note [Identity fast path]
+// A training loop calls each operator again and again on DTensors whose spec
+// objects recur: parameters keep theirs, and a cached decision wraps every
+// output in one shared spec (Note [Shared output specs]). Such a call need
+// not copy its input specs into the OpCall, hash them and compare them field
+// by field (a third of a cached op's cost): per thread, the last decision of
+// each operator (a direct-mapped table) is kept with the spec objects of its
+// inputs, held so that their addresses cannot be reused, its argument key,
+// the registry generation and the rule modes. A call whose inputs are those
+// very objects and whose key, generation and modes are equal gets that
+// decision; it counts as a cache hit. The dispatcher takes this path only
+// when nothing needs the specs copied (no plain tensor input, no op observer,
+// no logging); a decision that redistributes or runs a local kernel copies
+// them afterwards. clear_propagation_cache() clears the table too.
+
+/// The decision remembered for `op` on these very spec objects (null for a
+/// plain tensor input: never remembered), or null.
+std::shared_ptr<const PropagationResult> propagate_by_identity(
+    const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,
+    const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs);
+/// Remembers `result` as the decision for `op` on these spec objects.
+void remember_by_identity(const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,
+                          const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs,
+                          std::shared_ptr<const PropagationResult> result);
+
 /// Cache statistics of the calling thread.
 struct PropagationCacheStats {
   uint64_t hits = 0;

@@ -230,18 +230,24 @@ void register_tensor_rules(ShardingRegistry& registry) {
     stack->emplace_back(local);
   });
   // is_same_size compares the global shapes, as PyTorch's custom handler:
-  // no redistribution, no communication, whatever the placements.
-  constexpr const char* kIsSameSize = "dtensor::is_same_size";
+  // no redistribution, no communication, whatever the placements. The
+  // shapes are part of the cached decision's key, so the rule answers and
+  // the kernel returns the answer.
+  constexpr const char* kSameSize = "dtensor::same_size";
+  constexpr const char* kNotSameSize = "dtensor::not_same_size";
   registry.add({"aten::is_same_size"}, [](const OpCall& call) {
     ShardingPlan plan;
     for (const DTensorSpec& in : call.inputs) plan.input_placements.push_back(in.placements);
-    plan.local_kernel = kIsSameSize;
+    plan.local_kernel = call.inputs.at(0).meta.shape == call.inputs.at(1).meta.shape ? kSameSize : kNotSameSize;
+    plan.local_kernel_reads_no_specs = true;
     return plan;
   });
-  registry.add_local_kernel(kIsSameSize, [](const LocalCall& c, std::vector<c10::IValue>* stack) {
-    stack->clear();
-    stack->emplace_back(c.call.inputs.at(0).meta.shape == c.call.inputs.at(1).meta.shape);
-  });
+  for (const bool same : {true, false}) {
+    registry.add_local_kernel(same ? kSameSize : kNotSameSize, [same](const LocalCall&, std::vector<c10::IValue>* stack) {
+      stack->clear();
+      stack->emplace_back(same);
+    });
+  }
 }
 
 }  // namespace dtensor
