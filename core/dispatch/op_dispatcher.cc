@@ -8,6 +8,8 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,7 +60,15 @@ OpInfo make_op_info(const c10::OperatorHandle& op) {
 
 const OpInfo& cached_op_info(const c10::OperatorHandle& op) {
   thread_local std::unordered_map<const c10::OperatorName*, OpInfo> infos;
+  // In front of the map, the entry last found for each of 256 addresses
+  // (map nodes do not move; an entry is replaced in place).
+  thread_local std::array<std::pair<const c10::OperatorName*, const OpInfo*>, 256> recent{};
   const c10::OperatorName& name = op.operator_name();
+  auto& [recent_name, recent_info] = recent[(reinterpret_cast<uintptr_t>(&name) >> 4) & 255];
+  if (recent_name == &name && recent_info->name.compare(0, name.name.size(), name.name) == 0 &&
+      recent_info->name.size() == full_op_name_size(name)) {
+    return *recent_info;
+  }
   auto it = infos.find(&name);
   if (it == infos.end()) {
     it = infos.emplace(&name, make_op_info(op)).first;
@@ -66,6 +76,8 @@ const OpInfo& cached_op_info(const c10::OperatorHandle& op) {
              it->second.name.size() != full_op_name_size(name)) {
     it->second = make_op_info(op);
   }
+  recent_name = &name;
+  recent_info = &it->second;
   return it->second;
 }
 
@@ -93,7 +105,8 @@ struct CallScratch {
   // (Replicate): call.inputs copies them only when needed (Note [Identity
   // fast path] in sharding_propagator.h).
   std::vector<const std::shared_ptr<const DTensorSpec>*> spec_refs;
-  bool inputs_copied = false;            // call.inputs holds this call's specs
+  bool inputs_copied = false;            // call.inputs holds this call's specs (and call.mesh the mesh)
+  const DeviceMesh* mesh = nullptr;      // the call's mesh (a DTensor argument's), copied into call.mesh with the specs
   size_t num_inputs = 0;                 // specs of call.inputs set by this call
   std::vector<at::Tensor> locals;        // local tensor per input, parallel to call.inputs
   std::vector<int64_t> key;              // Note [Sharding cache key]
@@ -112,14 +125,17 @@ class ScratchLease {
     CallScratch& s = *scratch_;
     s.args.clear();
     s.spec_refs.clear();
-    s.inputs_copied = false;
     s.locals.clear();
     s.key.clear();
     s.local_stack.clear();
     s.call.positions.clear();
     s.call.outputs.clear();
-    s.call.mesh = DeviceMesh();
-    for (DTensorSpec& spec : s.call.inputs) spec.mesh = DeviceMesh();
+    s.mesh = nullptr;
+    if (s.inputs_copied) {
+      s.call.mesh = DeviceMesh();
+      for (DTensorSpec& spec : s.call.inputs) spec.mesh = DeviceMesh();
+    }
+    s.inputs_copied = false;
     s.call.args = nullptr;
     s.call.self_input = -1;
     s.call.out_placements = nullptr;
@@ -174,13 +190,14 @@ const DeviceMesh* find_mesh(const std::vector<c10::IValue>& args) {
 void add_input(CallScratch& s, const at::Tensor& t, size_t arg, int64_t list_index) {
   if (!t.defined()) return;
   const OpCall& call = s.call;
+  const DeviceMesh& call_mesh = *s.mesh;
   if (DTensorImpl* impl = dtensor_impl(t)) {
     const DeviceMesh& mesh = impl->spec().mesh;
-    TORCH_CHECK(mesh.same_object(call.mesh) || mesh == call.mesh, call.name, ": DTensor arguments live on different "
-                "meshes (", mesh.to_string(), " and ", call.mesh.to_string(), "); redistribute them onto one mesh first");
+    TORCH_CHECK(mesh.same_object(call_mesh) || mesh == call_mesh, call.name, ": DTensor arguments live on different "
+                "meshes (", mesh.to_string(), " and ", call_mesh.to_string(), "); redistribute them onto one mesh first");
     // A parallelized module's parameter: Note [Skipped boundaries].
     if (const nn::ModuleBoundary* boundary = impl->boundary()) {
-      nn::check_module_boundary(*boundary, call.name, call.mesh.global_rank());
+      nn::check_module_boundary(*boundary, call.name, call_mesh.global_rank());
     }
     s.spec_refs.push_back(&impl->shared_spec());
     s.locals.push_back(impl->local());
@@ -192,7 +209,7 @@ void add_input(CallScratch& s, const at::Tensor& t, size_t arg, int64_t list_ind
                     detail::plain_tensors_replicated_in(call.name),
                 call.name,
                 ": argument ", arg, " is a plain tensor of shape ", t.sizes(),
-                " mixed with DTensors (rank ", call.mesh.global_rank(), "). Make it a DTensor "
+                " mixed with DTensors (rank ", call_mesh.global_rank(), "). Make it a DTensor "
                 "(distribute_tensor(t, mesh, {Replicate()}) or DTensor::from_local), or wrap "
                 "the call in a dtensor::ImplicitReplicationGuard to treat it as replicated");
     s.spec_refs.push_back(nullptr);
@@ -205,6 +222,7 @@ void add_input(CallScratch& s, const at::Tensor& t, size_t arg, int64_t list_ind
 // Replicate), reusing the kept specs' vectors. Once per call.
 void copy_input_specs(CallScratch& s) {
   if (s.inputs_copied) return;
+  s.call.mesh = *s.mesh;
   for (size_t i = 0; i < s.spec_refs.size(); ++i) {
     if (s.spec_refs[i] != nullptr) {
       set_next_input(s, **s.spec_refs[i]);  // assigned into the kept spec: no allocation
@@ -269,10 +287,9 @@ void unwrap_args(CallScratch& s) {
     append_arg_key(v, &s.key);
     if (v.isTensor()) {
       add_input(s, v.toTensor(), i, -1);
-    } else if (v.isTensorList()) {
-      auto tensors = v.toTensorVector();
-      for (size_t j = 0; j < tensors.size(); ++j) add_input(s, tensors[j], i, static_cast<int64_t>(j));
     } else if (v.isList()) {
+      // Tensor[], Tensor?[] and the lists of other types alike, read in
+      // place (asking for the element type first costs more than a look).
       const auto& list = v.toListRef();
       for (size_t j = 0; j < list.size(); ++j) {
         if (list[j].isTensor()) add_input(s, list[j].toTensor(), i, static_cast<int64_t>(j));
@@ -294,16 +311,34 @@ int64_t written_input(const OpCall& call, const OpInfo& info) {
 }
 
 // Arguments with the (redistributed) local tensors in place of the DTensors.
-void local_args(const OpCall& call, const ShardingPlan& plan, const std::vector<at::Tensor>& locals,
+// The locals are moved in (the written input's is kept for its DTensor).
+void local_args(const OpCall& call, const ShardingPlan& plan, std::vector<at::Tensor>& locals,
                 std::vector<c10::IValue>* out) {
   std::vector<c10::IValue>& stack = *out;
-  stack.assign(call.args->begin(), call.args->end());
+  const std::vector<c10::IValue>& args = *call.args;
+  const std::vector<TensorArgPosition>& positions = call.positions;
+  // A tensor argument's local goes straight in (copying the DTensor first
+  // would cost two more reference counts); positions are in argument order.
+  stack.clear();
+  size_t next = 0;
+  for (size_t a = 0; a < args.size(); ++a) {
+    while (next < positions.size() && positions[next].arg_index < a) ++next;
+    if (next < positions.size() && positions[next].arg_index == a && positions[next].list_index < 0) {
+      if (static_cast<int64_t>(next) == call.self_input) {
+        stack.emplace_back(locals[next]);
+      } else {
+        stack.emplace_back(std::move(locals[next]));
+      }
+    } else {
+      stack.push_back(args[a]);
+    }
+  }
   for (const auto& [index, value] : plan.local_arg_overrides) stack[index] = value;
-  for (size_t i = 0; i < call.positions.size(); ++i) {
-    const TensorArgPosition& pos = call.positions[i];
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const TensorArgPosition& pos = positions[i];
     c10::IValue& slot = stack[pos.arg_index];
     if (pos.list_index < 0) {
-      slot = locals[i];
+      continue;  // placed above
     } else if (slot.isTensorList()) {
       auto tensors = slot.toTensorVector();
       tensors[static_cast<size_t>(pos.list_index)] = locals[i];
@@ -316,21 +351,21 @@ void local_args(const OpCall& call, const ShardingPlan& plan, const std::vector<
   }
 }
 
-at::Tensor wrap_one(const at::Tensor& local, const OpCall& call, const PropagationResult& result,
+at::Tensor wrap_one(const at::Tensor& local, const DeviceMesh& mesh, const PropagationResult& result,
                     size_t* next) {
   size_t o = (*next)++;
   if (!local.defined()) return local;
   const std::shared_ptr<const DTensorSpec>& shared = result.output_specs[o];
-  if (shared->mesh.same_object(call.mesh)) return make_dtensor(local, shared);  // Note [Shared output specs]
-  return make_dtensor(local, DTensorSpec{call.mesh, result.plan.output_placements[o], result.output_metas[o]});
+  if (shared->mesh.same_object(mesh)) return make_dtensor(local, shared);  // Note [Shared output specs]
+  return make_dtensor(local, DTensorSpec{mesh, result.plan.output_placements[o], result.output_metas[o]});
 }
 
-c10::IValue wrap_output(const c10::IValue& value, const OpCall& call,
+c10::IValue wrap_output(const c10::IValue& value, const DeviceMesh& mesh,
                         const PropagationResult& result, size_t* next) {
-  if (value.isTensor()) return wrap_one(value.toTensor(), call, result, next);
+  if (value.isTensor()) return wrap_one(value.toTensor(), mesh, result, next);
   if (value.isTensorList()) {
     std::vector<at::Tensor> out;
-    for (const at::Tensor& t : value.toTensorVector()) out.push_back(wrap_one(t, call, result, next));
+    for (const at::Tensor& t : value.toTensorVector()) out.push_back(wrap_one(t, mesh, result, next));
     return c10::IValue(out);
   }
   return value;
@@ -355,7 +390,7 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   call.args = &args;
   const DeviceMesh* mesh = find_mesh(args);
   TORCH_CHECK(mesh != nullptr, call.name, ": dispatched to DTensor but no argument is a DTensor");
-  call.mesh = *mesh;
+  s.mesh = mesh;  // copied into call.mesh with the specs (Note [Identity fast path])
   unwrap_args(s);
   std::vector<at::Tensor>& locals = s.locals;
   call.self_input = written_input(call, info);
@@ -363,19 +398,34 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const bool logging = log_enabled(LogLevel::kInfo);
   // Note [Identity fast path]: observers and the log read the input specs.
   const bool by_identity = !logging && !has_op_observers();
-  // Held, not referenced: See Note [Cache eviction].
+  // Held, not referenced, when this call may issue DTensor ops of its own: See
+  // Note [Cache eviction]. A decision by identity is used in place otherwise.
   std::shared_ptr<const PropagationResult> shared;
-  if (by_identity) shared = propagate_by_identity(op, s.key, s.spec_refs);
-  if (shared == nullptr) {
+  const PropagationResult* decided = nullptr;
+  if (by_identity) {
+    if (const std::shared_ptr<const PropagationResult>* found = propagate_by_identity(op, s.key, s.spec_refs)) {
+      decided = found->get();
+      if (decided->local_kernel) shared = *found;  // a local kernel may issue DTensor ops
+    }
+  }
+  if (decided == nullptr) {
     copy_input_specs(s);
     notify_op_observers(call);
     const uint64_t misses_before = logging ? propagation_cache_stats().misses : 0;
     shared = propagate(call, s.key);
+    decided = shared.get();
     if (logging) log_op_decision(call, *shared, propagation_cache_stats().misses == misses_before);
     if (by_identity) remember_by_identity(op, s.key, s.spec_refs, shared);
   }
-  const PropagationResult& result = *shared;
+  const PropagationResult& result = *decided;
   const ShardingPlan& plan = result.plan;
+  // s.mesh points into a DTensor argument's spec, which an in-place op (or a
+  // local kernel) may replace: then hold the mesh here.
+  DeviceMesh held_mesh;
+  if (plan.self_placements_change || result.local_kernel) {
+    held_mesh = *s.mesh;
+    s.mesh = &held_mesh;
+  }
   if (!s.inputs_copied) {
     // A decision that redistributes an input, or a local kernel, reads the specs.
     bool needs_specs = result.local_kernel && !plan.local_kernel_reads_no_specs;
@@ -425,13 +475,13 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       if (plan.self_placements_change) {
         dtensor_impl(args[pos.arg_index].toTensor())
             ->set_local_and_spec(locals[static_cast<size_t>(call.self_input)],
-                                 DTensorSpec{call.mesh, plan.output_placements[next_output],
+                                 DTensorSpec{*s.mesh, plan.output_placements[next_output],
                                              result.output_metas[next_output]});
       }
       ++next_output;
       stack->push_back(args[pos.arg_index]);
     } else {
-      stack->push_back(wrap_output(local_stack[r], call, result, &next_output));
+      stack->push_back(wrap_output(local_stack[r], *s.mesh, result, &next_output));
     }
   }
 }

@@ -261,7 +261,7 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
   return shared;
 }
 
-std::shared_ptr<const PropagationResult> propagate_by_identity(
+const std::shared_ptr<const PropagationResult>* propagate_by_identity(
     const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,
     const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs) {
   ThreadCache& cache = thread_cache();
@@ -275,7 +275,7 @@ std::shared_ptr<const PropagationResult> propagate_by_identity(
     if (inputs[i] == nullptr || slot.inputs[i].get() != inputs[i]->get()) return nullptr;
   }
   ++cache.stats.hits;
-  return slot.result;
+  return &slot.result;
 }
 
 void remember_by_identity(const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,

@@ -58,8 +58,10 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
 // them afterwards. clear_propagation_cache() clears the table too.
 
 /// The decision remembered for `op` on these very spec objects (null for a
-/// plain tensor input: never remembered), or null.
-std::shared_ptr<const PropagationResult> propagate_by_identity(
+/// plain tensor input: never remembered), or null. The pointer is the
+/// table's: valid until this thread's next DTensor op (copy it to hold the
+/// decision across one, as a call whose local kernel issues DTensor ops must).
+const std::shared_ptr<const PropagationResult>* propagate_by_identity(
     const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,
     const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs);
 /// Remembers `result` as the decision for `op` on these spec objects.
