@@ -166,7 +166,7 @@ TEST(LlamaStepTest, FullyShardedCheckpointedLayersKeepOnlyTheirInputs) {
 // forward adds FLOPs (full adds a whole forward of the layers, op less: its
 // kept matmuls are not recomputed) and tensor-parallel collectives in
 // backward (op keeps the reduce_scatters, as torchtitan's policy); every n-th
-// layer, extrapolated from 1- and 2-layer traces of both kinds of layer,
+// layer, extrapolated from 2- and 3-layer traces of both kinds of layer,
 // equals the full trace in counts and FLOPs.
 TEST(LlamaStepTest, ActivationCheckpointingPlans) {
   const ModelConfig m = parse_model("llama:layers=4,dim=64,ffn=256,heads=8,kv_heads=4,vocab=32,seq=256,batch=8,dtype=float32");
