@@ -1037,6 +1037,18 @@ def eval_prod(xs):
     return n
 
 
+def full_tensor_and_backward(g, inputs, steps, p_full, p_backward):
+    """Ends a program on its last tensor: a full_tensor with probability
+    p_full, then a backward into every input with probability p_backward."""
+    last = len(inputs) + len(steps) - 1
+    if g.rng.random() < p_full:
+        steps.append({"kind": "full_tensor", "t": last})
+    if g.rng.random() < p_backward:
+        for spec in inputs:
+            spec["requires_grad"] = True
+        steps.append({"kind": "backward", "t": last, "grads": list(range(len(inputs)))})
+
+
 def uneven_view_program(g, pid):
     mesh_shape, names, flatten = g.rng.choice(UNEVEN_MESHES)
     world = eval_prod(mesh_shape)
@@ -1064,13 +1076,7 @@ def uneven_view_program(g, pid):
     if g.rng.random() < 0.3:
         target = redistribute_target(g, len(cur), len(mesh_sizes), ["R"] * len(mesh_sizes))
         steps.append({"kind": "redistribute", "t": last, "placements": target})
-        last = len(inputs) + len(steps) - 1
-    if g.rng.random() < 0.4:
-        steps.append({"kind": "full_tensor", "t": last})
-    if g.rng.random() < 0.5:
-        for spec in inputs:
-            spec["requires_grad"] = True
-        steps.append({"kind": "backward", "t": last, "grads": list(range(len(inputs)))})
+    full_tensor_and_backward(g, inputs, steps, 0.4, 0.5)
     mesh = {"shape": list(mesh_shape), "names": names}
     if flatten:
         mesh["flatten"] = flatten
@@ -1133,13 +1139,7 @@ def flattened_root_program(g, pid):
         d = g.rng.randrange(len(shape))
         target = g.rng.choice([["R"] * k, [f"S({d})"] * k, redistribute_target(g, len(shape), k, ["R"] * k)])
         steps.append({"kind": "redistribute", "t": last, "placements": target})
-        last = len(inputs) + len(steps) - 1
-    if g.rng.random() < 0.7:
-        steps.append({"kind": "full_tensor", "t": last})
-    if g.rng.random() < 0.4:
-        for spec in inputs:
-            spec["requires_grad"] = True
-        steps.append({"kind": "backward", "t": last, "grads": list(range(len(inputs)))})
+    full_tensor_and_backward(g, inputs, steps, 0.7, 0.4)
     mesh = {"shape": list(mesh_shape), "names": names, "flattened": flattened}
     return {"id": pid, "world_size": world, "mesh": mesh, "inputs": inputs, "steps": steps}
 
