@@ -64,16 +64,16 @@ const OpInfo& cached_op_info(const c10::OperatorHandle& op) {
   // (map nodes do not move; an entry is replaced in place).
   thread_local std::array<std::pair<const c10::OperatorName*, const OpInfo*>, 256> recent{};
   const c10::OperatorName& name = op.operator_name();
+  // An entry is this operator's unless another took its name's address.
+  auto names_it = [&](const OpInfo& info) {
+    return info.name.compare(0, name.name.size(), name.name) == 0 && info.name.size() == full_op_name_size(name);
+  };
   auto& [recent_name, recent_info] = recent[(reinterpret_cast<uintptr_t>(&name) >> 4) & 255];
-  if (recent_name == &name && recent_info->name.compare(0, name.name.size(), name.name) == 0 &&
-      recent_info->name.size() == full_op_name_size(name)) {
-    return *recent_info;
-  }
+  if (recent_name == &name && names_it(*recent_info)) return *recent_info;
   auto it = infos.find(&name);
   if (it == infos.end()) {
     it = infos.emplace(&name, make_op_info(op)).first;
-  } else if (it->second.name.compare(0, name.name.size(), name.name) != 0 ||
-             it->second.name.size() != full_op_name_size(name)) {
+  } else if (!names_it(it->second)) {
     it->second = make_op_info(op);
   }
   recent_name = &name;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "layout/text.h"
 #include "planner/estimate.h"
 #include "planner/llama_step.h"
 
@@ -29,11 +30,6 @@ std::string read_text(const std::string& path) {
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << path;
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
 struct PublishedRun {
@@ -48,10 +44,11 @@ std::vector<PublishedRun> read_runs() {
   std::istringstream in(read_text("planner/published/runs.txt"));
   std::string line;
   while (std::getline(in, line)) {
-    if (trim(line).empty() || trim(line)[0] == '#') continue;
+    const std::string text = trim_space(line);
+    if (text.empty() || text[0] == '#') continue;
     std::vector<std::string> f;
     std::istringstream fields(line);
-    for (std::string field; std::getline(fields, field, '|');) f.push_back(trim(field));
+    for (std::string field; std::getline(fields, field, '|');) f.push_back(trim_space(field));
     EXPECT_EQ(f.size(), 10u) << line;
     if (f.size() != 10) continue;
     EXPECT_TRUE(f[2] == "exact" || f[2] == "approx") << line;
