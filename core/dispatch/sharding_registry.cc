@@ -253,11 +253,18 @@ void record_whole_mesh_choices(const OpCall& call, const char* why, ShardingPlan
 // choose per mesh dim, so a rule that must refuse some whole-mesh layouts
 // (a channel dim of 2 split over a 2x2 mesh: 4 pieces, two empty) passes a
 // PlanCheck. When the per-dim pick fails it, the combinations of per-dim
-// candidates are tried in order of summed per-dim cost (the k cheapest per
-// mesh dim, k^ndim <= kMaxCombinations) and the cheapest it accepts is
-// taken; all-Replicate is the last resort, except for an in-place op, whose
-// per-dim plan (which keeps what it writes) then stands. Paid on a
-// sharding-cache miss only.
+// candidates (the k cheapest per mesh dim, k^ndim <= kMaxCombinations) are
+// costed and the cheapest it accepts is taken; all-Replicate is the last
+// resort, except for an in-place op, whose per-dim plan (which keeps what it
+// writes) then stands. The cost is the summed per-dim cost, except when an
+// input nests shards: then, as in Note [Whole-mesh check of nested shards],
+// the real redistribute plans compared as there (near ties keep fewer
+// output shards), since undoing an outer split of a nested shard needs the
+// inner one undone first (slice_scatter of [S(0), P(sum),
+// S(0)] [2, 2] on 2x2x2, m18_0271: gathering mesh dim 0 costs two
+// all_gathers, which the per-dim sum counted as one, so it was chosen over
+// PyTorch's two collectives and issued three). Paid on a sharding-cache
+// miss only.
 void apply_plan_check(const OpCall& call, const std::vector<std::vector<std::pair<double, const DimStrategy*>>>& ranked,
                       const PlanCheck& check, ShardingPlan& plan) {
   if (check(call, plan.input_placements)) return;
@@ -269,8 +276,12 @@ void apply_plan_check(const OpCall& call, const std::vector<std::vector<std::pai
     sizes.push_back(std::min(per_dim, r.size()));
     combos *= std::max<size_t>(sizes.back(), 1);
   }
+  const bool inputs_nest = std::any_of(call.inputs.begin(), call.inputs.end(),
+                                       [](const DTensorSpec& in) { return nested(in.placements); });
   double best_cost = kImpossible;
   ShardingPlan best;
+  std::optional<std::pair<double, int>> best_planned;  // when inputs nest: cost, collectives
+  int best_shards = 0;
   std::vector<size_t> pick(ranked.size(), 0);
   for (size_t n = 0; n < combos; ++n) {
     size_t rest = n;
@@ -285,7 +296,18 @@ void apply_plan_check(const OpCall& call, const std::vector<std::vector<std::pai
       for (size_t i = 0; i < call.inputs.size(); ++i) trial.input_placements[i][d] = c->inputs[i];
       for (size_t o = 0; o < call.outputs.size(); ++o) trial.output_placements[o][d] = c->outputs[o];
     }
-    if (cost < best_cost && check(call, trial.input_placements)) {
+    if (inputs_nest) {
+      if (cost == kImpossible || !check(call, trial.input_placements)) continue;
+      const auto planned = planned_cost(call, trial.input_placements);
+      if (!planned) continue;
+      const int shards = sharded_output_dims(trial);
+      if (!best_planned || cheaper(*planned, shards, *best_planned, best_shards)) {
+        best_planned = planned;
+        best_shards = shards;
+        best_cost = planned->first;
+        best = std::move(trial);
+      }
+    } else if (cost < best_cost && check(call, trial.input_placements)) {
       best_cost = cost;
       best = std::move(trial);
     }

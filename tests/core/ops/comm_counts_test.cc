@@ -300,6 +300,21 @@ TEST(CommCountsTest, MatmulAvoidsShardsSmallerThanTheGroup) {
   EXPECT_EQ(a.outputs, (std::vector<Placements>{P}));
 }
 
+TEST(CommCountsTest, PlanChecksCostNestedShardsWithRealPlans) {
+  // slice_scatter of self [S(0), P(sum), S(0)] and src [R, R, P(avg)], both
+  // [2, 2], on 2x2x2 (m18_0271): 2 rows cannot be split over 4 ranks, so the
+  // plan check refuses the per-dim pick. Gathering self's outer S(0) undoes
+  // its inner one first (two all_gathers), so PyTorch's [S(0), P(sum), R]
+  // (an all_gather and an all_reduce) is cheaper than [R, P(sum), S(0)]
+  // (three collectives; Note [Whole-mesh plan checks]).
+  OpCase scatter("slice_scatter", {Input::floats({2, 2}).no_grad(), Input::floats({2, 2}).no_grad()},
+                 [](const Tensors& x) { return Tensors{torch::slice_scatter(x[0], x[1], 1, 0, 2, 1)}; });
+  CommCounts c = comm_counts(scatter, {2, 2, 2}, {Placements{S0[0], P[0], S0[0]}, Placements{R[0], R[0], Pavg[0]}});
+  EXPECT_EQ(c.forward, (Counts{{"all_gather_into_tensor", 1}, {"all_reduce", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{S0[0], P[0], R[0]}}));
+  check_placements(scatter, {2, 2, 2}, {Placements{S0[0], P[0], S0[0]}, Placements{R[0], R[0], Pavg[0]}}, 1);
+}
+
 TEST(CommCountsTest, ViewsKeepStridedShards) {
   // PyTorch 2.15 (tests/diff v18_0011, v18_0019, v18_0025): views keep
   // _StridedShard where the rows stay where they are; each case is also

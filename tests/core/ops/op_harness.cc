@@ -78,15 +78,17 @@ Reference run_reference(const OpCase& c, const Tensors& inputs, uint64_t seed) {
   return ref;
 }
 
-// This rank's share of a Partial(sum): unequal weights summing to 1 over each
-// partial mesh dim, so a rule that treats Partial as Replicate fails.
+// This rank's share of a Partial: unequal weights summing to 1 (sum) or
+// averaging 1 (avg) over each partial mesh dim, so a rule that treats
+// Partial as Replicate fails; the value itself for max and min.
 double partial_weight(const DeviceMesh& mesh, const Placements& placements) {
   double w = 1;
   for (int d = 0; d < mesh.ndim(); ++d) {
-    if (!placements[static_cast<size_t>(d)].is_partial()) continue;
+    const Placement& p = placements[static_cast<size_t>(d)];
+    if (!p.is_partial() || (p.reduce_op() != ReduceOp::kSum && p.reduce_op() != ReduceOp::kAvg)) continue;
     const double n = static_cast<double>(mesh.size(d));
     const double c = static_cast<double>(mesh.get_local_rank(d));
-    w *= (c + 1) / (n * (n + 1) / 2);
+    w *= (c + 1) / (n * (n + 1) / 2) * (p.reduce_op() == ReduceOp::kAvg ? n : 1.0);
   }
   return w;
 }
