@@ -109,7 +109,8 @@ at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const Re
       }
       return local_chunk(local, before, i, step.to.shard_dim());
     case StepKind::kLocalPartition:
-      // Replicate -> Partial(sum): every rank holds value / n so the sum is the value.
+      // Replicate -> Partial(sum): every rank holds value / n so the sum is the value;
+      // avg, max and min of n equal values are the value.
       if (step.to.reduce_op() == ReduceOp::kSum) return local / mesh.size(i);
       return local;
     case StepKind::kLocalZeroFill:

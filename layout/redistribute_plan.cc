@@ -80,9 +80,9 @@ void check_not_refused(const char* caller, const Problem& p) {
                          " and a Partial cannot change its reduce op. Reduce first: ",
                          "redistribute mesh dim ", i, " to R (an all_reduce with ",
                          reduce_op_name(a.reduce_op()), ") or to a Shard; if you still need a ",
-                         "Partial after that, R -> P(sum) or P(avg) is a local step");
+                         "Partial after that, R -> P(sum|avg|max|min) is a local step");
     DTENSOR_LAYOUT_CHECK(is_creatable_partial(b), what, "; only P(sum) (divide by the mesh ",
-                         "dim size) and P(avg) (keep the value) can be made from R or S. A ", b,
+                         "dim size) and P(avg|max|min) (keep the value) can be made from R or S. A ", b,
                          " comes only from an op producing partial results: redistribute to ",
                          "R instead");
     // See Note [No P(sum) under a pending P(product)] in redistribute_plan.h:

@@ -32,8 +32,9 @@ namespace dtensor {
 //   P    -> R      all_reduce(op)      always
 //   P    -> S(d)   reduce_scatter(op)  if i is innermost for d
 //   R    -> P(sum) local: divide by n (PyTorch's Partial._partition_value)
-//   R    -> P(avg) local: keep the value (the avg of n equal values)
-//   R    -> P(max|min|product)  refused: no redistribute can create them
+//   R    -> P(avg|max|min) local: keep the value (the avg, max or min of n
+//                  equal values; PyTorch 2.15 too)
+//   R    -> P(product)  refused: no redistribute can create it
 //   P(a) -> P(b), a != b        refused: reduce first (to R), then re-partition
 //   S(d) -> P(sum) local zero-fill (PyTorch 2.15's explicit-only step)  if i is
 //                  innermost for d and P(sum) is the target on mesh dim i:
@@ -44,8 +45,8 @@ namespace dtensor {
 //   R -> _S(d, sf) local strided chunk          if i is innermost for d
 //                  (Note [Strided shards] in shard_layout.h; every other
 //                  change of a _StridedShard goes through R)
-//   S(d) -> P(avg) no direct edge; the search routes it as S(d) -> R
-//                  (all_gather) then R -> P(avg) (local)
+//   S(d) -> P(avg|max|min) no direct edge; the search routes it as S(d) -> R
+//                  (all_gather) then R -> P(...) (local)
 // On a size-1 mesh dim every change (including P(a) -> P(b) and R -> P(max),
 // which are exact when one rank holds the whole value) is a local relabel
 // (StepKind::kLocalRelabel): recorded so that executors track placements, but

@@ -173,7 +173,7 @@ std::optional<CollectiveKind> step_collective(StepKind kind) {
 bool is_collective(StepKind kind) { return step_collective(kind).has_value(); }
 
 bool is_creatable_partial(const Placement& p) {
-  return p.is_partial() && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg);
+  return p.is_partial() && p.reduce_op() != ReduceOp::kProduct;
 }
 
 std::optional<StepKind> transition_kind(const Placement& from, const Placement& to, int64_t n) {

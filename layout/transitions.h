@@ -27,7 +27,7 @@ enum class StepKind {
   kAllReduce,       // P(op) -> R
   kReduceScatter,   // P(op) -> S(d)
   kLocalChunk,      // R -> S(d): keep this rank's torch.chunk piece
-  kLocalPartition,  // R -> P(sum): divide by the mesh dim size; R -> P(avg): keep
+  kLocalPartition,  // R -> P(sum): divide by the mesh dim size; R -> P(avg|max|min): keep
   kLocalZeroFill,   // S(d) -> P(sum): the shard at its offset in zeros of the full extent
   kLocalRelabel,    // any change on a size-1 mesh dim: data unchanged
 };
@@ -40,7 +40,7 @@ enum class StepKind {
 //   S(d)   R           all_gather       all_gather_into_tensor  d innermost
 //   S(d)   S(e)        all_to_all       all_to_all_single       d and e innermost
 //   R      S(d)        local chunk      -                       d innermost
-//   R      P(sum|avg)  local partition  -                       no pending P(product) for sum
+//   R      P(op)       local partition  -                       op not product; no pending P(product) for sum
 //   S(d)   P(sum)      local zero-fill  -                       d innermost; destination only
 //   P(op)  R           all_reduce(op)   all_reduce              -
 //   P(op)  S(d)        reduce_scatter   reduce_scatter_tensor   d innermost
@@ -49,8 +49,10 @@ enum class StepKind {
 // "Innermost" counts a later _S(d) as a split of d too. A _StridedShard
 // (Note [Strided shards] in shard_layout.h) has only those two rows: every
 // other change goes through R, as PyTorch's does.
-// Pairs with no row have no direct step: S -> P(avg) (the planner routes it
-// through R), P(a) -> P(b) and R -> P(max|min|product) (refused).
+// Pairs with no row have no direct step: S -> P(avg|max|min) (the planner
+// routes it through R), P(a) -> P(b) and R -> P(product) (refused).
+// R -> P(max|min) keeps the value, as PyTorch 2.15's Partial._partition_value
+// (the max of n equal values is the value).
 // "Destination only" (PyTorch 2.15's explicit-only Shard -> Partial("sum")):
 // a plan may take that step only on a mesh dim whose TARGET is P(sum), never
 // as an intermediate, and strategies never pay for it (transition_kind has no
@@ -91,7 +93,8 @@ std::optional<StepKind> transition_kind(const Placement& from, const Placement& 
 std::optional<StepKind> legal_step(const Placements& state, const MeshShape& mesh, int i,
                                    const Placement& to, const Placements* goal = nullptr);
 
-// True for the Partials that R can be turned into locally: P(sum), P(avg).
+// True for the Partials that R can be turned into locally: P(sum) (divide by
+// n), P(avg), P(max), P(min) (keep the value); not P(product).
 bool is_creatable_partial(const Placement& p);
 
 // Bytes one rank moves when mesh dim `mesh_dim` goes from before[mesh_dim] to

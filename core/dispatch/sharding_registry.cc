@@ -40,7 +40,7 @@ constexpr double kImpossible = std::numeric_limits<double>::infinity();
 // ring step: n-1, an all_reduce's 2(n-1); Note [Comm cost model]); local
 // changes (R -> S, R -> P(sum|avg), anything on a size-1 mesh dim) move
 // nothing, and a change with no direct transition (S -> P, P(a) -> P(b),
-// R -> P(max)) is impossible. Computed from global shapes only, so every rank
+// R -> P(product)) is impossible. Computed from global shapes only, so every rank
 // gets the same costs (a rank's own piece, 0 rows on the last rank of 6 rows
 // over 4, must not be used: ranks would pick different strategies and issue
 // different collectives). A tiny epsilon per change (two when it creates a

@@ -111,8 +111,9 @@ TEST(TransitionTableTest, RowsAndRefusals) {
   EXPECT_EQ(transition_kind(Partial(ReduceOp::kMax), Shard(0), 4), StepKind::kReduceScatter);
   EXPECT_EQ(transition_kind(Shard(0), Partial(), 4), std::nullopt);
   EXPECT_EQ(transition_kind(Partial(), Partial(ReduceOp::kMax), 4), std::nullopt);
-  EXPECT_EQ(transition_kind(Replicate(), Partial(ReduceOp::kMax), 4), std::nullopt);
-  EXPECT_EQ(transition_kind(Replicate(), Partial(ReduceOp::kMax), 1), StepKind::kLocalRelabel);
+  EXPECT_EQ(transition_kind(Replicate(), Partial(ReduceOp::kMax), 4), StepKind::kLocalPartition);
+  EXPECT_EQ(transition_kind(Replicate(), Partial(ReduceOp::kProduct), 4), std::nullopt);
+  EXPECT_EQ(transition_kind(Replicate(), Partial(ReduceOp::kProduct), 1), StepKind::kLocalRelabel);
   // Nesting: mesh dim 0 cannot gather dim 0 while mesh dim 1 still splits it.
   const MeshShape mesh = MeshShape::create({2, 2});
   EXPECT_EQ(legal_step({Shard(0), Shard(0)}, mesh, 0, Replicate()), std::nullopt);

@@ -422,14 +422,27 @@ TEST(RedistributePlanErrorTest, PartialReduceOpChangeIsRefused) {
   }
 }
 
-TEST(RedistributePlanErrorTest, CreatingPartialMaxIsRefused) {
+TEST(RedistributePlanErrorTest, CreatingPartialProductIsRefused) {
   const MeshShape mesh = MeshShape::create({4});
   for (const char* from : {"R", "S(0)"}) {
     SCOPED_TRACE(from);
     EXPECT_THAT(
-        error_of<LayoutError>([&] { plan_redistribute({8}, 4, mesh, P(from), P("P(min)")); }),
-        AllOf(HasSubstr("cannot redistribute"), HasSubstr("to P(min)"),
+        error_of<LayoutError>([&] { plan_redistribute({8}, 4, mesh, P(from), P("P(product)")); }),
+        AllOf(HasSubstr("cannot redistribute"), HasSubstr("to P(product)"),
               HasSubstr("only P(sum)"), HasSubstr("redistribute to R instead")));
+  }
+}
+
+// PyTorch 2.15's Partial._partition_value: max and min of n equal values
+// are the value, so R -> P(max|min) is local; from a Shard it goes via R.
+TEST(RedistributePlanTest, PartialMaxAndMinAreMadeLocallyFromReplicate) {
+  const MeshShape mesh = MeshShape::create({4});
+  for (const char* to : {"P(max)", "P(min)"}) {
+    SCOPED_TRACE(to);
+    EXPECT_EQ(kinds_of(plan_redistribute({8}, 4, mesh, P("R"), P(to))),
+              std::vector<StepKind>{StepKind::kLocalPartition});
+    EXPECT_EQ(kinds_of(plan_redistribute({8}, 4, mesh, P("S(0)"), P(to))),
+              (std::vector<StepKind>{StepKind::kAllGather, StepKind::kLocalPartition}));
   }
 }
 
@@ -495,7 +508,7 @@ bool expect_refused(const RandomCase& c) {
     const Placement& a = c.from[static_cast<size_t>(i)];
     const Placement& b = c.to[static_cast<size_t>(i)];
     if (a == b || c.mesh.size(i) == 1 || !b.is_partial()) continue;
-    if (a.is_partial() || b.reduce_op() == ReduceOp::kMax) return true;
+    if (a.is_partial()) return true;  // R or S -> P(sum|avg|max) are planned (P(product) is never drawn)
   }
   return false;
 }

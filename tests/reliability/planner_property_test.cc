@@ -63,9 +63,7 @@ std::string step_problem(const RedistributeStep& step, const MeshShape& mesh, co
   if (a.is_replicate() && b.is_shard() && inner_in_before(b.shard_dim())) want = StepKind::kLocalChunk;
   if (a.is_partial() && b.is_replicate()) want = StepKind::kAllReduce;
   if (a.is_partial() && b.is_shard() && inner_in_before(b.shard_dim())) want = StepKind::kReduceScatter;
-  if (a.is_replicate() && b.is_partial() &&
-      (b.reduce_op() == ReduceOp::kSum || b.reduce_op() == ReduceOp::kAvg))
-    want = StepKind::kLocalPartition;
+  if (a.is_replicate() && b.is_partial() && b.reduce_op() != ReduceOp::kProduct) want = StepKind::kLocalPartition;
   // PyTorch 2.15's explicit-only zero-fill: only onto the plan's own P(sum) target.
   if (a.is_shard() && b.is_partial() && b.reduce_op() == ReduceOp::kSum &&
       inner_in_before(a.shard_dim()) && goal[static_cast<size_t>(i)] == b)

@@ -107,7 +107,7 @@ inline bool must_refuse(const MeshShape& mesh, const Placements& from, const Pla
     const Placement& b = to[static_cast<size_t>(i)];
     if (a == b || mesh.size(i) == 1 || !b.is_partial()) continue;
     if (a.is_partial()) return true;
-    if (b.reduce_op() != ReduceOp::kSum && b.reduce_op() != ReduceOp::kAvg) return true;
+    if (b.reduce_op() == ReduceOp::kProduct) return true;  // R -> P(sum|avg|max|min) are local
     // Note [No P(sum) under a pending P(product)]: P(sum) cannot be created
     // from R while another mesh dim keeps a P(product) (from S it is a zero-fill).
     if (a.is_shard()) continue;
