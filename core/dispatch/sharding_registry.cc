@@ -38,7 +38,7 @@ constexpr double kImpossible = std::numeric_limits<double>::infinity();
 // moves: the step's ring bytes per rank on the padded buffer, plus the
 // collective's latency in bytes (5 us at 50 GB/s = 250 kB, and 25 kB per
 // ring step: n-1, an all_reduce's 2(n-1); Note [Comm cost model]); local
-// changes (R -> S, R -> P(sum|avg), anything on a size-1 mesh dim) move
+// changes (R -> S, R -> P(sum|avg|max|min), anything on a size-1 mesh dim) move
 // nothing, and a change with no direct transition (S -> P, P(a) -> P(b),
 // R -> P(product)) is impossible. Computed from global shapes only, so every rank
 // gets the same costs (a rank's own piece, 0 rows on the last rank of 6 rows
