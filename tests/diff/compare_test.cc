@@ -122,9 +122,10 @@ TEST(DeviationTest, BytesOverallRowNeedsNoMoreCollectivesAndBytesInAll) {
     return std::string("none");
   };
   EXPECT_EQ(deviation_of("bytes"), "bytes-overall");
-  // 96 bytes at step 1: more than PyTorch's so far (160 > 128).
+  // 96 bytes at step 1: more than PyTorch's so far (160 > 128), so not this
+  // row; one collective fewer so far is worth more than 32 bytes.
   ours["steps"][1]["bytes"] = {{"all_gather_into_tensor", 96}};
-  EXPECT_EQ(deviation_of("bytes"), "");
+  EXPECT_EQ(deviation_of("bytes"), "fewer-collectives-overall");
   // Fewer bytes so far but more collectives so far: not explained either.
   ours["steps"][1]["bytes"] = {{"all_gather_into_tensor", 40}};
   ours["steps"][0]["comms"] = {{"all_reduce", 3}};
@@ -177,6 +178,33 @@ TEST(DeviationTest, OutputsWholeRowNeedsOursReplicateWherePlacementsDiffer) {
   // Ours whole, but the extra bytes outweigh a collective's latency.
   theirs["steps"][0]["outputs"][0]["placements"] = {"S(0)", "P(sum)"};
   ours["steps"][0]["bytes"] = {{"reduce_scatter_tensor", 144 + 250'000}};
+  EXPECT_EQ(bytes_deviation(), "");
+}
+
+TEST(DeviationTest, FewerCollectivesOverallRowWeighsBytesAgainstLatency) {
+  // g18_00601: one reduce_scatter where PyTorch issues two, then the same
+  // all_gather moving 96 bytes where PyTorch's moves 72.
+  json ours = record({step({{"reduce_scatter_tensor", 1}}, {out({"S(1)"}, {1.0})}),
+                      step({{"all_gather_into_tensor", 1}}, {out({"R"}, {1.0})})});
+  json theirs = record({step({{"reduce_scatter_tensor", 1}, {"all_to_all_single", 1}}, {out({"S(1)"}, {1.0})}),
+                        step({{"all_gather_into_tensor", 1}}, {out({"R"}, {1.0})})});
+  ours["steps"][0]["bytes"] = {{"reduce_scatter_tensor", 384}};
+  theirs["steps"][0]["bytes"] = {{"reduce_scatter_tensor", 288}, {"all_to_all_single", 32}};
+  ours["steps"][1]["bytes"] = {{"all_gather_into_tensor", 96}};
+  theirs["steps"][1]["bytes"] = {{"all_gather_into_tensor", 72}};
+  auto bytes_deviation = [&] {
+    for (const FieldDiff& d : compare_records(program_with_steps(2), ours, theirs, nullptr).diffs) {
+      if (d.field == "bytes") return d.deviation;
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(bytes_deviation(), "fewer-collectives-overall");
+  // Extra bytes worth more than the one collective saved: not explained.
+  ours["steps"][0]["bytes"] = {{"reduce_scatter_tensor", 384 + 250'000}};
+  EXPECT_EQ(bytes_deviation(), "");
+  // As many collectives as PyTorch's: not explained either.
+  ours["steps"][0]["bytes"] = {{"reduce_scatter_tensor", 384}};
+  ours["steps"][0]["comms"] = {{"reduce_scatter_tensor", 2}};
   EXPECT_EQ(bytes_deviation(), "");
 }
 
