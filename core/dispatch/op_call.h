@@ -62,6 +62,11 @@ struct ShardingPlan {
   /// Non-tensor arguments to replace in the local call (schema index ->
   /// value), e.g. a view's global size becomes this rank's local size.
   std::vector<std::pair<size_t, c10::IValue>> local_arg_overrides;
+  /// The override (if any) that holds output 0's local shape, as expand's
+  /// size does: derived from output 0's placements alone, so it is
+  /// recomputed when Note [Operators on strided shards] makes them strided.
+  /// -1: none. Example: 1 for aten::expand.
+  int local_shape_arg = -1;
   /// Name of the local kernel (ShardingRegistry::add_local_kernel) that runs
   /// on this rank's local arguments instead of the operator; empty: the
   /// operator itself. Example: "dtensor::masked_embedding".

@@ -86,8 +86,11 @@ std::optional<ShardingPlan> stand_in_plan(const ShardingRule& rule, const OpCall
   } catch (const c10::Error&) {
     return std::nullopt;  // the fallback asks again, and reports its own error
   }
-  if ((!plan.local_kernel.empty() && !plan.local_kernel_any_layout) || !plan.local_arg_overrides.empty()) {
-    return std::nullopt;
+  if (!plan.local_kernel.empty() && !plan.local_kernel_any_layout) return std::nullopt;
+  // An override other than output 0's local shape (recomputed below) reads
+  // shard sizes or offsets of the stand-in layout.
+  for (const auto& [index, value] : plan.local_arg_overrides) {
+    if (static_cast<int>(index) != plan.local_shape_arg) return std::nullopt;
   }
   for (int i : strided) {
     const auto mesh_dim = static_cast<size_t>(i);
@@ -129,14 +132,21 @@ std::optional<ShardingPlan> stand_in_plan(const ShardingRule& rule, const OpCall
       out = StridedShard(out.shard_dim(), strided_placement.split_factor());
     }
   }
+  for (auto& [index, value] : plan.local_arg_overrides) {  // only the local shape is left (above)
+    value = c10::IValue(DTensorSpec{call.mesh, plan.output_placements[0], call.outputs[0]}.local_shape());
+  }
   return plan;
 }
 
 // Reshapes map _StridedShard inputs themselves (Note [Strided shards
-// through a split] in core/ops/view_reshape_rule.cc).
+// through a split] in core/ops/view_reshape_rule.cc); the new_* factories
+// copy the input's placements, strided ones included, and size the local
+// result from them (tensor_rules.cc: AccumulateGrad's new_empty_strided for
+// a strided gradient, v18_0202).
 bool reads_strided_inputs(std::string_view name) {
   return name == "aten::view" || name == "aten::_unsafe_view" || name == "aten::view_copy" ||
-         name == "aten::_reshape_alias";
+         name == "aten::_reshape_alias" || name == "aten::new_empty" || name == "aten::new_zeros" ||
+         name == "aten::new_ones" || name == "aten::new_full" || name == "aten::new_empty_strided";
 }
 
 }  // namespace

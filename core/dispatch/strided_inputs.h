@@ -29,7 +29,10 @@ namespace dtensor {
 //     row of d is computed from its own rows, so it is for strided rows;
 //     it rewrites no arguments and names no local kernel (those read shard
 //     offsets and sizes, which differ) except one that reads only global
-//     metadata (ShardingPlan::local_kernel_any_layout: squeeze);
+//     metadata (ShardingPlan::local_kernel_any_layout: squeeze) and the
+//     local output shape (ShardingPlan::local_shape_arg: expand's size,
+//     recomputed from the strided output placements; sum's backward
+//     expands a strided gradient, v18_0095);
 //   - every output is S(e) with the extent of d (it becomes _S(e, sf): e
 //     differs from d when the op renumbers dims, as a transpose), or
 //     Partial (a reduction, whatever the order of the rows);
@@ -43,7 +46,8 @@ namespace dtensor {
 // inner dim make _StridedShard outputs (Note [Strided shards through a
 // merge]), as in PyTorch 2.15, and views read them back (view,
 // _unsafe_view, view_copy and _reshape_alias see their strided inputs as
-// they are: a strided dim that is only renumbered stays strided).
+// they are: a strided dim that is only renumbered stays strided), as do the
+// new_* factories (a result shaped like its input takes its placements).
 
 // Runs `rule` for `call` as Note [Operators on strided shards] says: the
 // plan's input placements are what each input must be redistributed to

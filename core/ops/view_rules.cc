@@ -183,6 +183,7 @@ ShardingRule with_local_size(DimRule rule, size_t size_arg) {
   return [rule, size_arg](const OpCall& call) {
     ShardingPlan plan = expand_per_mesh_dim(call, rule);
     plan.local_arg_overrides.emplace_back(size_arg, c10::IValue(local_output_shape(call, plan)));
+    plan.local_shape_arg = static_cast<int>(size_arg);
     return plan;
   };
 }

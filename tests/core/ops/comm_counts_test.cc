@@ -315,6 +315,21 @@ TEST(CommCountsTest, PlanChecksCostNestedShardsWithRealPlans) {
   check_placements(scatter, {2, 2, 2}, {Placements{S0[0], P[0], S0[0]}, Placements{R[0], R[0], Pavg[0]}}, 1);
 }
 
+TEST(CommCountsTest, PointwiseOpsSplitNoDimSmallerThanTheGroup) {
+  // sub of [1, 5] Replicate and [1, 5] S(0) on 4 ranks (v18_0223): splitting
+  // the Replicate operand's one row over 4 ranks is refused, as PyTorch's
+  // is_tensor_shardable does; the S(0) operand is gathered instead.
+  OpCase sub("sub", {Input::floats({1, 5}).no_grad(), Input::floats({1, 5}).no_grad()},
+             [](const Tensors& x) { return Tensors{x[0] - x[1]}; });
+  CommCounts c = comm_counts(sub, {4}, {R, S0});
+  EXPECT_EQ(c.forward, kOneAllGather);
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
+  // An operand already laid out so keeps its layout: no collective.
+  CommCounts kept = comm_counts(sub, {4}, {S0, S0});
+  EXPECT_EQ(kept.forward, kNone);
+  EXPECT_EQ(kept.outputs, (std::vector<Placements>{S0}));
+}
+
 TEST(CommCountsTest, ViewsKeepStridedShards) {
   // PyTorch 2.15 (tests/diff v18_0011, v18_0019, v18_0025): views keep
   // _StridedShard where the rows stay where they are; each case is also
