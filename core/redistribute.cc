@@ -16,6 +16,7 @@
 #include "layout/merged_collectives.h"
 #include "layout/redistribute_plan.h"
 #include "layout/shard_layout.h"
+#include "layout/transitions.h"
 
 namespace dtensor {
 namespace {
@@ -277,20 +278,122 @@ void log_redistribution(const DTensorSpec& from, const RedistributePlan& plan) {
 
 }  // namespace
 
+namespace {
+
+// The runs of `plan` that merge over meshes the user flattened.
+std::vector<MergedCollective> merged_runs(const RedistributePlan& plan, const DTensorSpec& from) {
+  return merged_collectives(plan, from.meta.shape, from.mesh.mesh_shape(), from.mesh.get_coordinate(),
+                            [&](const std::vector<int>& dims) { return from.mesh.flattened_over(dims).has_value(); });
+}
+
+// What `plan` costs once its merged runs are one collective each, as Note
+// [Choosing among candidates] counts it: bytes per rank plus each
+// collective's latency (a merged run's over the product of its groups).
+double merged_plan_cost(const RedistributePlan& plan, const DTensorSpec& from,
+                        const std::vector<MergedCollective>& runs) {
+  double cost = 0;
+  std::size_t next = 0;
+  for (std::size_t k = 0; k < plan.steps.size();) {
+    const RedistributeStep& step = plan.steps[k];
+    if (next < runs.size() && runs[next].first == k) {
+      const MergedCollective& run = runs[next++];
+      int64_t group = 1;
+      for (int d : run.mesh_dims) group *= from.mesh.size(d);
+      cost += step_latency_bytes(run.kind, group);
+      for (std::size_t j = k; j < k + run.count; ++j) cost += static_cast<double>(plan.steps[j].bytes_per_rank);
+      k += run.count;
+      continue;
+    }
+    if (is_collective(step.kind)) {
+      cost += static_cast<double>(step.bytes_per_rank) + step_latency_bytes(step.kind, step.group_size);
+    }
+    ++k;
+  }
+  return cost;
+}
+
+double merged_plan_cost(const RedistributePlan& plan, const DTensorSpec& from) {
+  return merged_plan_cost(plan, from, plan.num_collectives() > 1 ? merged_runs(plan, from)
+                                                                : std::vector<MergedCollective>{});
+}
+
+// Note [Reducing a flattened group first]
+// The planner costs each mesh dim's step alone and knows nothing of the
+// meshes the user flattened, so [P(avg), P(avg)] -> [R, S(0)] on a 2 x 2
+// mesh whose dims were flattened is planned as a reduce_scatter and an
+// all_reduce (two collectives, different kinds: no merge), where one
+// all_reduce over the flattened mesh and a local chunk do it (f18_0074;
+// PyTorch reduces there). So when some flattened group of mesh dims holds
+// Partials that the target changes, the plan that first reduces that group
+// to Replicate (its all_reduces adjacent, so one merged collective) and then
+// goes on to the target is compared with the direct plan, by their costs
+// after merging (bytes plus latencies, so a large tensor keeps its
+// reduce_scatters); the direct plan wins ties. Exact only where the reductions
+// commute: every Partial of the tensor is a sum or an avg, or all have one
+// op (P(max) then P(sum) is not P(sum) then P(max)).
+std::optional<Placements> flattened_group_first(const DTensorSpec& from, const Placements& to, double direct) {
+  bool linear = true, one_op = true;
+  std::optional<ReduceOp> op;
+  for (const Placement& p : from.placements) {
+    if (!p.is_partial()) continue;
+    linear = linear && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg);
+    one_op = one_op && (!op || *op == p.reduce_op());
+    op = p.reduce_op();
+  }
+  if (!linear && !one_op) return std::nullopt;
+  const int ndim = from.mesh.ndim();
+  std::optional<Placements> best;
+  double best_cost = direct;
+  for (unsigned mask = 1; mask < (1u << ndim); ++mask) {
+    std::vector<int> dims;
+    for (int d = 0; d < ndim; ++d) {
+      if (mask & (1u << d)) dims.push_back(d);
+    }
+    if (dims.size() < 2) continue;
+    Placements mid = from.placements;
+    bool all_reduced = true;
+    for (int d : dims) {
+      const Placement& p = from.placements[static_cast<size_t>(d)];
+      all_reduced = all_reduced && p.is_partial() && to[static_cast<size_t>(d)] != p;
+      mid[static_cast<size_t>(d)] = Replicate();
+    }
+    if (!all_reduced || mid == to || !from.mesh.flattened_over(dims)) continue;
+    try {
+      DTensorSpec mid_spec = from;
+      mid_spec.placements = mid;
+      const double cost = merged_plan_cost(*cached_plan(from, mid), from) +
+                          merged_plan_cost(*cached_plan(mid_spec, to), mid_spec);
+      if (cost < best_cost) {
+        best = mid;
+        best_cost = cost;
+      }
+    } catch (const std::exception&) {
+      // a refused plan is no alternative
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
                               const Placements& to) {
   if (from.placements == to) return local;
   const PlanPtr plan = cached_plan(from, to);
+  // One atomic load unless the user flattened part of this mesh.
+  std::vector<MergedCollective> merged;
+  if (from.mesh.has_flattened_meshes() && plan->num_collectives() > 1) {
+    merged = merged_runs(*plan, from);
+    if (std::optional<Placements> mid = flattened_group_first(from, to, merged_plan_cost(*plan, from, merged))) {
+      DTensorSpec mid_spec = from;
+      mid_spec.placements = *mid;
+      return redistribute_local(redistribute_local(local, from, *mid), mid_spec, to);
+    }
+  }
   if (log_enabled(LogLevel::kInfo)) log_redistribution(from, *plan);  // Note [Logging costs nothing when off]
   at::Tensor current = local;
   DTensorSpec spec = from;
   RedistributionProgress progress(from.placements, to);  // See Note [Collective origins]
-  // One atomic load unless the user flattened part of this mesh.
-  std::vector<MergedCollective> merged;
-  if (from.mesh.has_flattened_meshes() && plan->num_collectives() > 1) {
-    merged = merged_collectives(*plan, from.meta.shape, from.mesh.mesh_shape(), from.mesh.get_coordinate(),
-                                [&](const std::vector<int>& dims) { return from.mesh.flattened_over(dims).has_value(); });
-  }
   std::size_t next_merged = 0;
   for (std::size_t k = 0; k < plan->steps.size();) {
     const RedistributeStep& step = plan->steps[k];

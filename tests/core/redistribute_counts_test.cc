@@ -293,8 +293,18 @@ TEST(RedistributeCountsTest, RunsOverAFlattenedMeshAreOneCollective) {
       {m2, ab, {5, 3}, "P,P(avg)", "R,R", {{kAR, 1}}},   // sum, then / 2
       {m2, ab, {8, 4}, "P(max),P(max)", "R,R", {{kAR, 1}}},
       {m2, ab, {8, 4}, "P,P(avg)", "S(0),S(0)", {{kRS, 1}}},
-      {m2, ab, {6, 2}, "P,P", "S(0),S(0)", {{kRS, 2}}},   // 6 rows over 4 ranks: PyTorch keeps two
-      {m2, ab, {8, 4}, "P,P", "S(0),S(1)", {{kRS, 2}}},
+      // 6 rows over 4 ranks: the reduce_scatters do not merge (PyTorch keeps
+      // two); one all_reduce over the flattened mesh and a local chunk cost
+      // less for a small tensor (Note [Reducing a flattened group first])...
+      {m2, ab, {6, 2}, "P,P", "S(0),S(0)", {{kAR, 1}}},
+      // ...and more for a large one (3 MiB): twice the bytes of the two
+      // reduce_scatters.
+      {m2, ab, {6, 65536}, "P,P", "S(0),S(0)", {{kRS, 2}}},
+      {m2, ab, {5, 12}, "P(avg),P(avg)", "R,S(0)", {{kAR, 1}}},  // f18_0074: PyTorch 2.15 too
+      // Different shard dims do not merge: PyTorch reduce_scatters twice; for
+      // 256 bytes one merged all_reduce and local chunks cost less.
+      {m2, ab, {8, 4}, "P,P", "S(0),S(1)", {{kAR, 1}}},
+      {m2, ab, {8, 65536}, "P,P", "S(0),S(1)", {{kRS, 2}}},
       {m3, bc, {8, 4}, "S(0),S(0),S(0)", "S(0),R,R", {{kAG, 1}}},
       // All three gather: no mesh flattens all three, so none merges (PyTorch
       // tries the whole run only).
