@@ -166,10 +166,22 @@ ShardingPlan plan_with_strided_inputs(const ShardingRule& rule, const OpCall& ca
                 to_string(self.placements), ") without gathering it, and it cannot write a gathered ",
                 "copy back; redistribute it first (x = x.redistribute(...)), or call the op out of place");
   }
-  // Exact for every op: the rule sees the strided mesh dims gathered.
+  // Exact for every op: the rule sees the strided mesh dims gathered, and
+  // with them every later mesh dim that splits the same tensor dim, which
+  // the gather undoes first (Note [Redistribute step legality]): keeping
+  // such a split is then a fresh local chunk, not free (v18_0150: mul of
+  // [_S(0, 2), S(0)] by [S(0), R] kept S(0) on mesh dim 1, so its result
+  // was gathered once more; PyTorch's is Replicate).
   OpCall gathered = call;
   for (DTensorSpec& in : gathered.inputs) {
-    in.placements = replace_strided(in.placements, [](int64_t) { return Replicate(); });
+    Placements& p = in.placements;
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (!p[i].is_strided_shard()) continue;
+      const int64_t d = p[i].shard_dim();
+      for (size_t j = i; j < p.size(); ++j) {
+        if (j == i || p[j].splits_dim(d)) p[j] = Replicate();
+      }
+    }
   }
   return rule(gathered);
 }

@@ -39,9 +39,11 @@ namespace dtensor {
 //   - where one layout is even and the other is not, every Partial output
 //     is a P(sum): a rule's choice that depends on evenness (a mean as
 //     P(avg), an extremum of a piece that may be empty) is not taken.
-// Otherwise the strided mesh dims are offered to the rule as Replicate: the
-// op's redistribution gathers them first (one all_gather each), which is
-// exact for every op, except an in-place op on a strided tensor, which is
+// Otherwise the strided mesh dims are offered to the rule as Replicate, and
+// with them every later mesh dim splitting the same tensor dim (the gather
+// undoes those first, so keeping one is a fresh chunk, not free): the op's
+// redistribution gathers them (one all_gather each), which is exact for
+// every op, except an in-place op on a strided tensor, which is
 // refused (it would write the gathered copy). Views that merge a sharded
 // inner dim make _StridedShard outputs (Note [Strided shards through a
 // merge]), as in PyTorch 2.15, and views read them back (view,

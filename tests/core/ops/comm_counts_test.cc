@@ -330,6 +330,22 @@ TEST(CommCountsTest, PointwiseOpsSplitNoDimSmallerThanTheGroup) {
   EXPECT_EQ(kept.outputs, (std::vector<Placements>{S0}));
 }
 
+TEST(CommCountsTest, GatheredStridedInputsLeaveNoInnerSplitFree) {
+  // mul of [10] [_S(0, 2), S(0)] by [S(0), R] on 2x2 (v18_0150): gathering
+  // the strided mesh dim undoes the inner S(0) first (two all_gathers), so
+  // keeping that S(0) is not free: the strided operand joins the other's
+  // [S(0), R] and nothing else moves. Before, the rule saw [R, S(0)] and
+  // chose it, gathering the other operand too (3 all_gathers); PyTorch
+  // gathers both to Replicate (3).
+  OpCase mul("mul", {Input::floats({10}).no_grad(), Input::floats({10}).no_grad()},
+             [](const Tensors& x) { return Tensors{x[0] * x[1]}; });
+  const Placements strided{StridedShard(0, 2), S0[0]}, outer{S0[0], R[0]};
+  CommCounts c = comm_counts(mul, {2, 2}, {strided, outer});
+  EXPECT_EQ(c.forward, (Counts{{"all_gather_into_tensor", 2}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{outer}));
+  check_placements(mul, {2, 2}, {strided, outer}, 1);
+}
+
 TEST(CommCountsTest, ViewsKeepStridedShards) {
   // PyTorch 2.15 (tests/diff v18_0011, v18_0019, v18_0025): views keep
   // _StridedShard where the rows stay where they are; each case is also
