@@ -332,6 +332,11 @@ double merged_plan_cost(const RedistributePlan& plan, const DTensorSpec& from) {
 // commute: every Partial of the tensor is a sum or an avg, or all have one
 // op (P(max) then P(sum) is not P(sum) then P(max)).
 std::optional<Placements> flattened_group_first(const DTensorSpec& from, const Placements& to, double direct) {
+  int reduced = 0;  // Partial mesh dims the target changes: a group needs two
+  for (size_t d = 0; d < to.size(); ++d) {
+    reduced += from.placements[d].is_partial() && from.placements[d] != to[d] ? 1 : 0;
+  }
+  if (reduced < 2) return std::nullopt;
   bool linear = true, one_op = true;
   std::optional<ReduceOp> op;
   for (const Placement& p : from.placements) {
