@@ -276,10 +276,6 @@ void log_redistribution(const DTensorSpec& from, const RedistributePlan& plan) {
   detail::emit_log_line(from.mesh.global_rank(), out.str());
 }
 
-}  // namespace
-
-namespace {
-
 // The runs of `plan` that merge over meshes the user flattened.
 std::vector<MergedCollective> merged_runs(const RedistributePlan& plan, const DTensorSpec& from) {
   return merged_collectives(plan, from.meta.shape, from.mesh.mesh_shape(), from.mesh.get_coordinate(),
