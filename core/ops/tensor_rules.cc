@@ -100,8 +100,8 @@ DimRule copy_functional_rule() {
 
 // new_empty, new_zeros, new_ones, new_full, new_empty_strided: the size
 // argument is global. As in PyTorch, a result shaped like the input keeps the
-// input's shards (Partial becomes Replicate: the values are fresh) and is
-// created at the local size; any other shape is replicated. AccumulateGrad
+// input's shards and is created at the local size (a Partial only where the
+// fresh values are exact under it, below); any other shape is replicated. AccumulateGrad
 // relies on this: it calls new_empty_strided(grad.sizes(), grad.strides())
 // when a gradient arrives with other strides (e.g. through a transpose), and
 // a replicated result would gather every sharded gradient.
@@ -112,9 +112,17 @@ ShardingRule new_factory() {
     for (const auto& input : call.inputs) plan.input_placements.push_back(input.placements);
     Placements out(static_cast<size_t>(call.mesh_ndim()), Replicate());
     if (call.outputs[0].shape == in.meta.shape) {
+      // Fresh values under a Partial: uninitialized or zeros reduce to what
+      // they are under any op; ones or a fill value only under avg, max and
+      // min (n ones sum to n). So AccumulateGrad's new_empty_strided +
+      // copy_ of a Partial gradient stays Partial, as in PyTorch, where a
+      // Replicate buffer all_reduced it (g18_02146).
+      const bool any_partial_ok = call.name == "aten::new_empty" || call.name == "aten::new_empty_strided" ||
+                                  call.name == "aten::new_zeros";
       out = in.placements;
       for (auto& p : out) {
-        if (p.is_partial()) p = Replicate();
+        if (!p.is_partial() || any_partial_ok) continue;
+        if (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kProduct) p = Replicate();
       }
     }
     plan.output_placements.assign(call.outputs.size(), out);

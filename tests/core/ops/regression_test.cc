@@ -101,6 +101,34 @@ TEST(RegressionTest, TransposedGradientOfAShardedLeafStaysSharded) {
   });
 }
 
+// The same path with a Partial(sum) gradient (g18_02146: the weight
+// gradient of a matmul, transposed): new_empty_strided made a Replicate
+// buffer, so copy_ all_reduced the gradient on every mesh dim. PyTorch
+// stores it Partial; uninitialized values (and zeros) are exact under any
+// Partial, while n ones sum to n, so new_ones still replicates a P(sum).
+TEST(RegressionTest, TransposedPartialGradientOfALeafStaysPartial) {
+  run_fake_world(4, [](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    at::Tensor x = distribute_tensor(torch::randn({8, 4}), mesh, {Replicate()}).requires_grad_(true);
+    const at::Tensor g_full = torch::arange(32, torch::kFloat).reshape({4, 8}) / 7;  // the same on every rank
+    at::Tensor g = distribute_tensor(g_full, mesh, {Partial()});
+    // d loss / d x.t() = g, P(sum); through t() it arrives with transposed strides.
+    at::Tensor loss = DTensor((x.t() * g).sum()).redistribute({Replicate()});
+    testing::CollectiveCounter count(world);
+    loss.backward();
+    EXPECT_EQ(count.total(), 0);
+    DTensor grad(x.grad());
+    EXPECT_EQ(grad.placements(), (Placements{Partial()}));
+    EXPECT_TRUE(torch::allclose(grad.full_tensor(), g_full.t()));
+    DTensor p = distribute_tensor(torch::ones({2, 3}), mesh, {Partial()});
+    EXPECT_EQ(DTensor(at::Tensor(p).new_empty_strided({2, 3}, {1, 2})).placements(), (Placements{Partial()}));
+    EXPECT_EQ(DTensor(at::Tensor(p).new_zeros({2, 3})).placements(), (Placements{Partial()}));
+    DTensor ones(at::Tensor(p).new_ones({2, 3}));
+    EXPECT_EQ(ones.placements(), (Placements{Replicate()}));
+    EXPECT_TRUE(torch::equal(ones.full_tensor(), torch::ones({2, 3})));
+  });
+}
+
 // view_rules.cc ran squeeze on the local shards, which drops every local
 // size-1 dim: with 6 rows over 4 ranks (2, 2, 1, 1) or 1 column over 2
 // (1, 0), some ranks dropped a dim the global op keeps and the ranks then
