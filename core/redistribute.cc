@@ -327,7 +327,9 @@ double merged_plan_cost(const RedistributePlan& plan, const DTensorSpec& from) {
 // reduce_scatters); the direct plan wins ties. Exact only where the reductions
 // commute: every Partial of the tensor is a sum or an avg, or all have one
 // op (P(max) then P(sum) is not P(sum) then P(max)).
-std::optional<Placements> flattened_group_first(const DTensorSpec& from, const Placements& to, double direct) {
+std::optional<Placements> flattened_group_first(const DTensorSpec& from, const Placements& to,
+                                                const RedistributePlan& plan,
+                                                const std::vector<MergedCollective>& merged) {
   int reduced = 0;  // Partial mesh dims the target changes: a group needs two
   for (size_t d = 0; d < to.size(); ++d) {
     reduced += from.placements[d].is_partial() && from.placements[d] != to[d] ? 1 : 0;
@@ -344,7 +346,7 @@ std::optional<Placements> flattened_group_first(const DTensorSpec& from, const P
   if (!linear && !one_op) return std::nullopt;
   const int ndim = from.mesh.ndim();
   std::optional<Placements> best;
-  double best_cost = direct;
+  double best_cost = merged_plan_cost(plan, from, merged);  // the direct plan's
   for (unsigned mask = 1; mask < (1u << ndim); ++mask) {
     std::vector<int> dims;
     for (int d = 0; d < ndim; ++d) {
@@ -385,7 +387,7 @@ at::Tensor redistribute_local(const at::Tensor& local, const DTensorSpec& from,
   std::vector<MergedCollective> merged;
   if (from.mesh.has_flattened_meshes() && plan->num_collectives() > 1) {
     merged = merged_runs(*plan, from);
-    if (std::optional<Placements> mid = flattened_group_first(from, to, merged_plan_cost(*plan, from, merged))) {
+    if (std::optional<Placements> mid = flattened_group_first(from, to, *plan, merged)) {
       DTensorSpec mid_spec = from;
       mid_spec.placements = *mid;
       return redistribute_local(redistribute_local(local, from, *mid), mid_spec, to);
