@@ -88,7 +88,11 @@ at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const Re
   const DeviceMesh& mesh = before.mesh;
   switch (step.kind) {
     case StepKind::kAllGather: {
-      if (step.from.is_strided_shard()) return strided_gather(local, before, i, step.from);
+      // Note [Strided shards that split last]: such a _StridedShard gathers as a plain shard.
+      if (step.from.is_strided_shard() &&
+          !strided_shard_splits_last(before.meta.shape, mesh.mesh_shape(), before.placements, i)) {
+        return strided_gather(local, before, i, step.from);
+      }
       const int64_t d = step.from.shard_dim();
       return collectives::all_gather_dim(local, mesh, i, d, group_extent(before, i, d));
     }
@@ -103,7 +107,8 @@ at::Tensor run_step(const at::Tensor& local, const DTensorSpec& before, const Re
       return collectives::reduce_scatter_dim(local, mesh, i, step.to.shard_dim(),
                                              step.from.reduce_op());
     case StepKind::kLocalChunk:
-      if (step.to.is_strided_shard()) {
+      if (step.to.is_strided_shard() &&
+          !strided_shard_splits_last(before.meta.shape, mesh.mesh_shape(), step.after, i)) {
         // Note [Strided shards] in layout/shard_layout.h.
         return collectives::strided_piece(local, step.to.shard_dim(), step.to.split_factor(),
                                           mesh.size(i), mesh.get_local_rank(i));

@@ -208,7 +208,7 @@ class PlanSearch {
       for (int t = 0; t < width; ++t) {
         const Placement& target = alphabet_[static_cast<size_t>(t)];
         if (target == state[static_cast<size_t>(i)]) continue;
-        std::optional<StepKind> kind = legal_step(state, p_.mesh, i, target, &p_.to);
+        std::optional<StepKind> kind = legal_step(state, p_.mesh, i, target, &p_.to, &p_.shape);
         if (!kind) continue;
         Placements next = state;
         next[static_cast<size_t>(i)] = target;

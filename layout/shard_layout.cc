@@ -309,6 +309,52 @@ bool has_strided_shard(const Placements& placements) {
                      [](const Placement& p) { return p.is_strided_shard(); });
 }
 
+// See Note [Strided shards that split last].
+bool strided_shard_splits_last(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                               const Placements& placements, int mesh_dim) {
+  const Placement& strided = placements[static_cast<size_t>(mesh_dim)];
+  if (!strided.is_strided_shard() || mesh.size(mesh_dim) == 1) return false;
+  const int64_t d = strided.shard_dim();
+  // The mesh dims splitting d in the order they cut it when nested: the
+  // earlier ones, the later ones (both in mesh order), then mesh_dim.
+  std::vector<int> dims;
+  int64_t later = 1;
+  int64_t pieces = mesh.size(mesh_dim);
+  for (int j = 0; j < mesh.ndim(); ++j) {
+    if (j == mesh_dim || mesh.size(j) == 1 || !placements[static_cast<size_t>(j)].splits_dim(d)) continue;
+    if (!placements[static_cast<size_t>(j)].is_shard()) return false;
+    dims.push_back(j);
+    pieces *= mesh.size(j);
+    if (j > mesh_dim) later *= mesh.size(j);
+  }
+  if (later == 1 || later != strided.split_factor()) return false;
+  dims.push_back(mesh_dim);
+  const int64_t extent = global_shape[static_cast<size_t>(d)];
+  if (extent % pieces == 0) return true;  // even: both are rows [k * extent / pieces, ...)
+  constexpr int64_t kMaxCompared = 65'536;
+  if (pieces > kMaxCompared) return false;
+  std::vector<int64_t> coordinate(static_cast<size_t>(mesh.ndim()), 0);
+  for (int64_t c = 0; c < pieces; ++c) {
+    int64_t rest = c;
+    ChunkSpan nested{0, extent};
+    for (int j : dims) {
+      coordinate[static_cast<size_t>(j)] = rest % mesh.size(j);
+      rest /= mesh.size(j);
+      const ChunkSpan sub = chunk_span(nested.size, mesh.size(j), coordinate[static_cast<size_t>(j)]);
+      nested = {nested.offset + sub.offset, sub.size};
+    }
+    int64_t held = 0;
+    const std::vector<DimSpans> spans = local_spans(global_shape, mesh, placements, coordinate);  // named: [d] of a temporary would dangle
+    for (const ChunkSpan& span : spans[static_cast<size_t>(d)]) {
+      if (span.size == 0) continue;
+      if (held > 0 || span != nested) return false;
+      held = span.size;
+    }
+    if (held != nested.size) return false;
+  }
+  return true;
+}
+
 std::vector<int64_t> global_shape_from_local(
     const std::vector<std::vector<int64_t>>& local_shapes_by_rank, const MeshShape& mesh,
     const Placements& placements) {

@@ -134,6 +134,28 @@ std::vector<ShardLayout> local_blocks(const std::vector<int64_t>& global_shape,
 // True when some placement is a StridedShard (on a mesh dim of any size).
 bool has_strided_shard(const Placements& placements);
 
+// Note [Strided shards that split last]
+// FSDP over TP gives [_S(d, sf), S(d)] with sf = the tp size: data-wise the
+// tp shard was cut first and dp cut each tp piece (Note [Strided shards]), so
+// dp's split is the innermost one although dp is the outer mesh dim. Where
+// every rank's piece is exactly "dp chunk of the tp chunk" (the nested
+// torch.chunk), gathering dp first is a plain all_gather inside each tp
+// piece, and R -> _S on dp a plain local chunk of it: [_S(0, 2), S(0)] ->
+// [R, S(0)] is then one all_gather, as PyTorch 2.15 does it (gathering tp
+// first took two and a local chunk). That holds for every extent a multiple
+// of sf * n and for most others, not all: 9 rows on (dp=4, tp=2) put row 8
+// on rank (3, 0) under the strided layout and on (3, 1) when nested, so the
+// ranks are compared one by one there.
+// True when placements[mesh_dim] is a StridedShard(d, sf), the other mesh
+// dims that split d are plain Shard(d), the later ones' sizes multiply to sf,
+// and every rank's span of d is the nested chunk: the earlier shards, the
+// later ones (each in mesh order), then mesh_dim. False for meshes where that
+// comparison would visit more than 65,536 coordinates with an uneven extent.
+// Example: ({7}, Mesh(2, 2), [_S(0, 2), S(0)], 0) -> true;
+//          ({9}, Mesh(4, 2), [_S(0, 2), S(0)], 0) -> false.
+bool strided_shard_splits_last(const std::vector<int64_t>& global_shape, const MeshShape& mesh,
+                               const Placements& placements, int mesh_dim);
+
 // Reconstructs the global shape from the local shapes of all ranks
 // (`local_shapes_by_rank[r]` is rank r's shape), the inverse of
 // local_shape_and_offset for uneven shards too. Throws LayoutError, naming the

@@ -2,6 +2,8 @@
 // See transitions.h, Note [Placement transitions].
 #include "layout/transitions.h"
 
+#include "layout/shard_layout.h"
+
 namespace dtensor {
 namespace {
 
@@ -184,14 +186,25 @@ std::optional<StepKind> transition_kind(const Placement& from, const Placement& 
 }
 
 std::optional<StepKind> legal_step(const Placements& state, const MeshShape& mesh, int i,
-                                   const Placement& to, const Placements* goal) {
+                                   const Placement& to, const Placements* goal,
+                                   const std::vector<int64_t>* global_shape) {
   const Placement& from = state[static_cast<size_t>(i)];
   if (mesh.size(i) == 1) return StepKind::kLocalRelabel;
   const TransitionRow* row = find_row(from, to);
   if (!row) return std::nullopt;
   if (row->destination_only && (!goal || (*goal)[static_cast<size_t>(i)] != to)) return std::nullopt;
-  if (row->from_shard_innermost && !is_innermost(state, mesh, i, from.shard_dim())) return std::nullopt;
-  if (row->to_shard_innermost && !is_innermost(state, mesh, i, to.shard_dim())) return std::nullopt;
+  // Note [Strided shards that split last]: such a _StridedShard is the innermost split of its dim.
+  auto splits_last = [&](const Placements& layout) {
+    return global_shape != nullptr && strided_shard_splits_last(*global_shape, mesh, layout, i);
+  };
+  if (row->from_shard_innermost && !is_innermost(state, mesh, i, from.shard_dim()) && !splits_last(state)) {
+    return std::nullopt;
+  }
+  if (row->to_shard_innermost && !is_innermost(state, mesh, i, to.shard_dim())) {
+    Placements after = state;
+    after[static_cast<size_t>(i)] = to;
+    if (!splits_last(after)) return std::nullopt;
+  }
   // See Note [No P(sum) under a pending P(product)] in redistribute_plan.h.
   if (row->step == StepKind::kLocalPartition && to.reduce_op() == ReduceOp::kSum &&
       has_pending_product(state, mesh, i)) {
@@ -210,8 +223,12 @@ int64_t step_bytes_per_rank(const std::vector<int64_t>& global_shape, int64_t el
   // The logical shape this mesh dim works on: what the other mesh dims leave.
   Placements others = before;
   others[static_cast<size_t>(mesh_dim)] = Replicate();
-  const Buffers buffers = row->buffers(padded_local_shape(global_shape, mesh, others), n,
-                                       before[static_cast<size_t>(mesh_dim)], to, element_size);
+  // A _StridedShard that splits last is gathered as a plain shard of what the others leave.
+  const bool plain = kind == StepKind::kAllGather && before[static_cast<size_t>(mesh_dim)].is_strided_shard() &&
+                     strided_shard_splits_last(global_shape, mesh, before, mesh_dim);
+  const Buffers buffers = (plain ? gather_buffers : row->buffers)(padded_local_shape(global_shape, mesh, others), n,
+                                                                   before[static_cast<size_t>(mesh_dim)], to,
+                                                                   element_size);
   return ring_bytes_per_rank(*collective, buffers.input, buffers.output, n);
 }
 

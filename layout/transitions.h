@@ -46,7 +46,10 @@ enum class StepKind {
 //   P(op)  S(d)        reduce_scatter   reduce_scatter_tensor   d innermost
 //   _S(d)  R           all_gather       all_gather_into_tensor  d innermost; reordered after
 //   R      _S(d)       local chunk      -                       d innermost; strided pieces
-// "Innermost" counts a later _S(d) as a split of d too. A _StridedShard
+// "Innermost" counts a later _S(d) as a split of d too. A _S(d) whose later
+// S(d)s were cut first (Note [Strided shards that split last] in
+// shard_layout.h: FSDP over TP) is the innermost split itself: its gather
+// and chunk are then the plain S(d) ones inside the later mesh dims' piece. A _StridedShard
 // (Note [Strided shards] in shard_layout.h) has only those two rows: every
 // other change goes through R, as PyTorch's does.
 // Pairs with no row have no direct step: S -> P(avg|max|min) (the planner
@@ -90,8 +93,11 @@ std::optional<StepKind> transition_kind(const Placement& from, const Placement& 
 // nullopt when illegal. Without a goal, destination-only rows are illegal.
 // Example: ([S(0), S(0)], Mesh(2, 2), 0, R) -> nullopt (mesh dim 1 still splits dim 0).
 // Example: ([R, S(0)], Mesh(2, 2), 1, P(sum), goal [R, P(sum)]) -> kLocalZeroFill.
+// With the tensor's global shape, a _StridedShard that splits last (Note
+// [Strided shards that split last] in shard_layout.h) counts as innermost.
 std::optional<StepKind> legal_step(const Placements& state, const MeshShape& mesh, int i,
-                                   const Placement& to, const Placements* goal = nullptr);
+                                   const Placement& to, const Placements* goal = nullptr,
+                                   const std::vector<int64_t>* global_shape = nullptr);
 
 // True for the Partials that R can be turned into locally: P(sum) (divide by
 // n), P(avg), P(max), P(min) (keep the value); not P(product).

@@ -108,7 +108,8 @@ TEST(StridedShardTest, PlansGatherAndChunkThroughReplicate) {
   const RedistributePlan full = plan_redistribute({8, 3}, 4, mesh, fsdp_tp, {Replicate(), Replicate()});
   EXPECT_EQ(full.num_collectives(), 2) << full.to_string();
   ASSERT_EQ(full.steps.size(), 2u);
-  EXPECT_EQ(full.steps[0].mesh_dim, 1);  // the tp shard is innermost: gathered first
+  // dp's strided shard splits last (the tp shard was cut first): gathered first, as PyTorch 2.15.
+  EXPECT_EQ(full.steps[0].mesh_dim, 0);
   EXPECT_EQ(full.steps[1].kind, StepKind::kAllGather);
   EXPECT_EQ(full.steps[1].bytes_per_rank, 4 * 3 * 4);
   const RedistributePlan make = plan_redistribute({8, 3}, 4, mesh, {Replicate(), Replicate()}, fsdp_tp);
@@ -159,6 +160,46 @@ for extent in range(13):
     ++compared;
   }
   EXPECT_EQ(compared, 13 * 4 * 4);
+}
+
+
+// Note [Strided shards that split last]: FSDP over TP's layout is dp's chunk
+// of each tp chunk for most extents; 9 rows on (dp=4, tp=2) are the exception
+// the note names (rank (3, 0) holds row 8 under the strided layout).
+TEST(StridedShardTest, KnowsWhenAStridedShardSplitsLast) {
+  const Placements fsdp_tp = {StridedShard(0, 2), Shard(0)};
+  EXPECT_TRUE(strided_shard_splits_last({8, 3}, MeshShape::create({2, 2}), fsdp_tp, 0));
+  EXPECT_TRUE(strided_shard_splits_last({7, 3}, MeshShape::create({2, 2}), fsdp_tp, 0));
+  EXPECT_FALSE(strided_shard_splits_last({9}, MeshShape::create({4, 2}), fsdp_tp, 0));
+  EXPECT_EQ(local_spans({9}, MeshShape::create({4, 2}), fsdp_tp, {3, 0})[0], (std::vector<ChunkSpan>{{8, 1}}));
+  EXPECT_TRUE(strided_shard_splits_last({1, 3}, MeshShape::create({2, 3}), {StridedShard(1, 3), Shard(1)}, 0));
+  // Not FSDP over TP: the factor is not the later shards' size, no later shard, or the tp dim itself.
+  EXPECT_FALSE(strided_shard_splits_last({8}, MeshShape::create({2, 2}), {StridedShard(0, 4), Shard(0)}, 0));
+  EXPECT_FALSE(strided_shard_splits_last({8}, MeshShape::create({2, 2}), {StridedShard(0, 2), Replicate()}, 0));
+  EXPECT_FALSE(strided_shard_splits_last({8}, MeshShape::create({2, 2}), fsdp_tp, 1));
+  // 3-D: both later mesh dims cut first.
+  EXPECT_TRUE(strided_shard_splits_last({16}, MeshShape::create({2, 2, 2}), {StridedShard(0, 4), Shard(0), Shard(0)}, 0));
+}
+
+// FSDP's unshard of a tensor-parallel parameter, [_S(0, 2), S(0)] -> [R, S(0)]:
+// one all_gather inside each tp piece, as PyTorch 2.15 (measured: 1
+// all_gather_into_tensor for 7 and 8 rows on 2x2); gathering tp first took two
+// and a local chunk. The reverse, FSDP's reshard, is a local chunk.
+TEST(StridedShardTest, UnshardsFsdpOverTpInOneGather) {
+  const MeshShape mesh = MeshShape::create({2, 2});
+  const Placements fsdp_tp = {StridedShard(0, 2), Shard(0)};
+  for (int64_t rows : {7, 8}) {
+    const RedistributePlan unshard = plan_redistribute({rows, 3}, 4, mesh, fsdp_tp, {Replicate(), Shard(0)});
+    ASSERT_EQ(unshard.steps.size(), 1u) << unshard.to_string();
+    EXPECT_EQ(unshard.steps[0].kind, StepKind::kAllGather);
+    EXPECT_EQ(unshard.steps[0].bytes_per_rank, 2 * 3 * 4);  // the padded dp chunk of a 4-row tp piece
+    const RedistributePlan reshard = plan_redistribute({rows, 3}, 4, mesh, {Replicate(), Shard(0)}, fsdp_tp);
+    EXPECT_EQ(reshard.num_collectives(), 0) << reshard.to_string();
+  }
+  // Where the layouts differ the strided path stays: 9 rows on (dp=4, tp=2).
+  const RedistributePlan odd =
+      plan_redistribute({9}, 4, MeshShape::create({4, 2}), fsdp_tp, {Replicate(), Shard(0)});
+  EXPECT_EQ(odd.num_collectives(), 2) << odd.to_string();
 }
 
 }  // namespace

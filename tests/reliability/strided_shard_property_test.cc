@@ -26,7 +26,9 @@ namespace dtensor::reliability {
 namespace {
 
 // Like random_placements, with a _StridedShard now and then, and Partial(sum)
-// only where `partial` allows it.
+// only where `partial` allows it. One time in four on a mesh of 2+ dims, FSDP
+// over TP's layout: _S(d, sf) on a mesh dim and S(d) on every later one, sf
+// the product of their sizes (Note [Strided shards that split last]).
 Placements random_strided_placements(PropertyRng& rng, const MeshShape& mesh, int64_t ndim, bool partial) {
   Placements out;
   for (int i = 0; i < mesh.ndim(); ++i) {
@@ -41,7 +43,25 @@ Placements random_strided_placements(PropertyRng& rng, const MeshShape& mesh, in
       out.push_back(Partial());
     }
   }
+  if (ndim > 0 && mesh.ndim() >= 2 && uniform(rng, 0, 3) == 0) {
+    const auto i = static_cast<int>(uniform(rng, 0, mesh.ndim() - 2));
+    const int64_t d = uniform(rng, 0, ndim - 1);
+    int64_t later = 1;
+    for (int j = i + 1; j < mesh.ndim(); ++j) {
+      out[static_cast<size_t>(j)] = Shard(d);
+      later *= mesh.size(j);
+    }
+    out[static_cast<size_t>(i)] = StridedShard(d, later);
+  }
   return out;
+}
+
+// True when some mesh dim holds a _StridedShard that splits last.
+bool splits_last(const std::vector<int64_t>& shape, const MeshShape& mesh, const Placements& placements) {
+  for (int i = 0; i < mesh.ndim(); ++i) {
+    if (strided_shard_splits_last(shape, mesh, placements, i)) return true;
+  }
+  return false;
 }
 
 // This rank's values of a P(sum) source: the block on coordinate 0 of every
@@ -58,6 +78,7 @@ struct Tally {
   int strided_sources = 0;
   int strided_targets = 0;
   int partial_targets = 0;
+  int split_last = 0;  // a source or target whose _StridedShard splits last
 };
 
 void run_case(PropertyRng& rng, const DeviceMesh& mesh, Tally& tally, const std::string& where) {
@@ -85,6 +106,7 @@ void run_case(PropertyRng& rng, const DeviceMesh& mesh, Tally& tally, const std:
   ++tally.cases;
   tally.strided_sources += has_strided_shard(from) ? 1 : 0;
   tally.strided_targets += has_strided_shard(to) ? 1 : 0;
+  tally.split_last += splits_last(shape, mesh_shape, from) || splits_last(shape, mesh_shape, to) ? 1 : 0;
   if (!at::equal(source.full_tensor(), full)) fail("full_tensor() of the source differs from the tensor");
   const DTensor out = testing::redistribute_or_internal(source, to);
   if (out.placements() != to) fail("result placements are " + to_string(out.placements()));
@@ -127,12 +149,15 @@ TEST_P(StridedShardPropertyTest, RedistributesToAndFromEveryPlacementExactly) {
   }
   const Tally& t = tallies[0];
   std::printf("strided property: mesh %s, seed %llu: %d cases, %d strided sources, %d strided targets, "
-              "%d Partial targets\n",
+              "%d Partial targets, %d splitting last\n",
               shape_string(mesh_shape).c_str(), static_cast<unsigned long long>(seed), t.cases,
-              t.strided_sources, t.strided_targets, t.partial_targets);
+              t.strided_sources, t.strided_targets, t.partial_targets, t.split_last);
   EXPECT_EQ(t.cases, cases);
   EXPECT_GT(t.strided_sources, cases / 5);  // the property is about them
   EXPECT_GT(t.strided_targets, cases / 5);
+  if (mesh_shape.size() >= 2) {
+    EXPECT_GT(t.split_last, cases / 10);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Meshes, StridedShardPropertyTest,
