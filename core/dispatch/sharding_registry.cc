@@ -77,11 +77,28 @@ double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placem
 
 namespace {
 
-double strategy_cost(const OpCall& call, int mesh_dim, const DimStrategy& s) {
+// Note [Written tensors zero-fill a sharded operand]
+// A strategy never pays for S -> P(sum) (a destination-only change, as
+// PyTorch 2.15's infinite cost), except as the last resort of an op that
+// writes a Partial(sum) tensor in place or into out=: add_ of a P(sum)
+// parameter by an S(1) momentum buffer (s18_0157, SGD with momentum on a
+// row-wise linear's weight) has no other strategy that keeps what it
+// writes, P(sum) + R being wrong. The operand's shard then sits in zeros
+// of its full extent on every rank (no collective), as PyTorch 2.15 runs
+// it. Priced above any finite change, so only a mesh dim with no other
+// candidate takes it.
+constexpr double kZeroFillCost = 1e15;
+
+double strategy_cost(const OpCall& call, int mesh_dim, const DimStrategy& s, bool zero_fill = false) {
   double cost = s.extra_cost;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const Placement& current = call.inputs[i].placements[static_cast<size_t>(mesh_dim)];
-    cost += placement_change_cost(call.inputs[i], mesh_dim, current, s.inputs[i]);
+    double change = placement_change_cost(call.inputs[i], mesh_dim, current, s.inputs[i]);
+    if (change == kImpossible && zero_fill && current.is_shard() && s.inputs[i].is_partial() &&
+        s.inputs[i].reduce_op() == ReduceOp::kSum) {
+      change = kZeroFillCost;
+    }
+    cost += change;
   }
   return cost;
 }
@@ -165,33 +182,56 @@ std::optional<std::pair<double, int>> planned_cost(const OpCall& call, const std
 // sharding-cache miss only; ~kMaxCombinations cached plan lookups at most.
 constexpr size_t kMaxCombinations = 256;
 
-// Mesh dims on which some output is sharded.
-int sharded_output_dims(const ShardingPlan& plan) {
-  int n = 0;
-  const size_t mesh_ndim = plan.output_placements.empty() ? 0 : plan.output_placements[0].size();
-  for (size_t d = 0; d < mesh_ndim; ++d) {
-    bool sharded = false;
-    for (const Placements& p : plan.output_placements) sharded = sharded || p[d].is_shard();
-    n += sharded ? 1 : 0;
+// What gathering every output whole would cost afterwards: the collectives,
+// then the bytes per rank, of the plans to Replicate; a refused plan counts
+// one collective per mesh dim.
+std::pair<int, int64_t> gather_later_cost(const OpCall& call, const ShardingPlan& plan) {
+  std::pair<int, int64_t> cost{0, 0};
+  for (size_t o = 0; o < call.outputs.size() && o < plan.output_placements.size(); ++o) {
+    const Placements& from = plan.output_placements[o];
+    const Placements whole(from.size(), Placement(Replicate()));
+    if (from == whole) continue;
+    try {
+      const std::shared_ptr<const RedistributePlan> later =
+          redistribute_plan(DTensorSpec{call.mesh, from, call.outputs[o]}, whole);
+      cost.first += later->num_collectives();
+      cost.second += later->total_bytes_per_rank();
+    } catch (const c10::Error&) {
+      cost.first += call.mesh_ndim();
+    }
   }
-  return n;
+  return cost;
 }
 
-// Note [Whole-mesh ties keep fewer output shards]
+// Note [Whole-mesh ties keep outputs cheap to gather]
 // Two whole-mesh plans that issue as many collectives and move nearly the
 // same bytes (less than one collective's latency apart) cost the same now;
-// the one whose output is sharded on fewer mesh dims is cheaper later, since
-// each sharded mesh dim is one more all_gather when the result is gathered.
-// hypot of [R, S(1)] and [S(1), P(avg)] on 2x2 (g18_01561): [S(1), S(1)] and
-// [R, S(1)] both need an all_gather and a reduce_scatter, 24 bytes apart; the
-// former's redistribute to Replicate then gathers twice (PyTorch, following
-// the first input, once). A difference of a latency or more still decides.
-bool cheaper(const std::pair<double, int>& cost, int shards, const std::pair<double, int>& best, int best_shards) {
-  if (cost.second == best.second && std::abs(cost.first - best.first) < CommCostModel{}.latency_bytes(/*ring_steps=*/0) &&
-      shards != best_shards) {
-    return shards < best_shards;
+// what their outputs cost later then decides, since a result is usually read
+// whole or laid out again: first the collectives of the plans to Replicate,
+// then the bytes now, then the bytes of those plans. hypot of [R, S(1)] and
+// [S(1), P(avg)] on 2x2 (g18_01561): [S(1), S(1)] and [R, S(1)] both need an
+// all_gather and a reduce_scatter, 24 bytes apart; the former's
+// redistribute to Replicate then gathers twice (PyTorch, following the
+// first input, once). mul of [R, P(sum)] by [S(0), S(0)] (f18_0021, 12
+// elements on 2x2): gathering the second operand's mesh dim 1 or
+// reduce-scattering the first move 24 bytes each, and [S(0), P(sum)] then
+// needs an all_reduce and an all_gather (96 bytes) where [S(0), S(0)] needs
+// two all_gathers (72), or one over a flattened mesh; PyTorch picks the
+// latter. Merges over flattened meshes are not counted: they fail for uneven
+// nested shards, so counting them made mul of [6, 12] [S(1), S(1)] by
+// [S(0), S(0)] move the padded uneven operand (f18_0121, 48 bytes more than
+// PyTorch now and again in the backward). A difference of a latency or more
+// still decides.
+bool cheaper(const OpCall& call, const std::pair<double, int>& cost, const ShardingPlan& plan,
+             const std::pair<double, int>& best, const ShardingPlan& best_plan) {
+  if (cost.second != best.second || std::abs(cost.first - best.first) >= CommCostModel{}.latency_bytes(/*ring_steps=*/0)) {
+    return cost < best;
   }
-  return cost < best;
+  const std::pair<int, int64_t> later = gather_later_cost(call, plan);
+  const std::pair<int, int64_t> best_later = gather_later_cost(call, best_plan);
+  if (later.first != best_later.first) return later.first < best_later.first;
+  if (cost != best) return cost < best;
+  return later.second < best_later.second;
 }
 
 void refine_nested(const OpCall& call, std::vector<std::vector<const DimStrategy*>> options,
@@ -212,7 +252,6 @@ void refine_nested(const OpCall& call, std::vector<std::vector<const DimStrategy
   if (combos <= 1) return;
   auto best = planned_cost(call, plan.input_placements);
   if (!best) return;
-  int best_shards = sharded_output_dims(plan);
   std::vector<size_t> pick(options.size(), 0);
   for (size_t n = 0; n < combos; ++n) {
     size_t rest = n;
@@ -227,10 +266,8 @@ void refine_nested(const OpCall& call, std::vector<std::vector<const DimStrategy
       for (size_t o = 0; o < call.outputs.size(); ++o) trial.output_placements[o][d] = c.outputs[o];
     }
     auto cost = planned_cost(call, trial.input_placements);
-    const int shards = sharded_output_dims(trial);
-    if (cost && cheaper(*cost, shards, *best, best_shards)) {
+    if (cost && cheaper(call, *cost, trial, *best, plan)) {
       best = cost;
-      best_shards = shards;
       plan = std::move(trial);
     }
   }
@@ -281,7 +318,6 @@ void apply_plan_check(const OpCall& call, const std::vector<std::vector<std::pai
   double best_cost = kImpossible;
   ShardingPlan best;
   std::optional<std::pair<double, int>> best_planned;  // when inputs nest: cost, collectives
-  int best_shards = 0;
   std::vector<size_t> pick(ranked.size(), 0);
   for (size_t n = 0; n < combos; ++n) {
     size_t rest = n;
@@ -300,10 +336,8 @@ void apply_plan_check(const OpCall& call, const std::vector<std::vector<std::pai
       if (cost == kImpossible || !check(call, trial.input_placements)) continue;
       const auto planned = planned_cost(call, trial.input_placements);
       if (!planned) continue;
-      const int shards = sharded_output_dims(trial);
-      if (!best_planned || cheaper(*planned, shards, *best_planned, best_shards)) {
+      if (!best_planned || cheaper(call, *planned, trial, *best_planned, best)) {
         best_planned = planned;
-        best_shards = shards;
         best_cost = planned->first;
         best = std::move(trial);
       }
@@ -339,30 +373,35 @@ ShardingPlan expand_per_mesh_dim(const OpCall& call, const DimRule& rule, const 
     double best_cost = kImpossible;
     const DimStrategy* runner_up = nullptr;  // the cheapest rejected candidate
     double runner_up_cost = kImpossible;
-    for (const auto& c : candidates) {
-      // A rule registered by base name may meet an overload it was not
-      // written for (an out= form with several outs, say): say so.
-      TORCH_CHECK(c.inputs.size() == call.inputs.size() && c.outputs.size() == call.outputs.size(),
-                  call.describe(), ": its sharding rule was written for ", c.inputs.size(), " tensor inputs and ",
-                  c.outputs.size(), " outputs, not this overload's ", call.inputs.size(), " and ",
-                  call.outputs.size(), "; call the functional overload, or register a rule for this one with "
-                  "dtensor::experimental::register_sharding");
-      if (!keeps_self(call, d, c)) continue;
-      if (call.out_placements != nullptr && !(c.outputs[0] == (*call.out_placements)[static_cast<size_t>(d)])) continue;
-      double cost = strategy_cost(call, d, c);
-      if (cost < kImpossible) ranked[static_cast<size_t>(d)].emplace_back(cost, &c);
-      if (cost < best_cost) {
-        if (best != nullptr && !(best->inputs == c.inputs && best->outputs == c.outputs)) {
-          runner_up = best;
-          runner_up_cost = best_cost;
+    auto consider = [&](bool zero_fill) {
+      for (const auto& c : candidates) {
+        // A rule registered by base name may meet an overload it was not
+        // written for (an out= form with several outs, say): say so.
+        TORCH_CHECK(c.inputs.size() == call.inputs.size() && c.outputs.size() == call.outputs.size(),
+                    call.describe(), ": its sharding rule was written for ", c.inputs.size(), " tensor inputs and ",
+                    c.outputs.size(), " outputs, not this overload's ", call.inputs.size(), " and ",
+                    call.outputs.size(), "; call the functional overload, or register a rule for this one with "
+                    "dtensor::experimental::register_sharding");
+        if (!keeps_self(call, d, c)) continue;
+        if (call.out_placements != nullptr && !(c.outputs[0] == (*call.out_placements)[static_cast<size_t>(d)])) continue;
+        double cost = strategy_cost(call, d, c, zero_fill);
+        if (cost < kImpossible) ranked[static_cast<size_t>(d)].emplace_back(cost, &c);
+        if (cost < best_cost) {
+          if (best != nullptr && !(best->inputs == c.inputs && best->outputs == c.outputs)) {
+            runner_up = best;
+            runner_up_cost = best_cost;
+          }
+          best = &c;
+          best_cost = cost;
+        } else if (cost < runner_up_cost && !(best->inputs == c.inputs && best->outputs == c.outputs)) {
+          runner_up = &c;
+          runner_up_cost = cost;
         }
-        best = &c;
-        best_cost = cost;
-      } else if (cost < runner_up_cost && !(best->inputs == c.inputs && best->outputs == c.outputs)) {
-        runner_up = &c;
-        runner_up_cost = cost;
       }
-    }
+    };
+    consider(/*zero_fill=*/false);
+    // Note [Written tensors zero-fill a sharded operand]: the last resort of a written tensor.
+    if (best == nullptr && (call.self_input >= 0 || call.out_placements != nullptr)) consider(/*zero_fill=*/true);
     TORCH_CHECK(best != nullptr, call.describe(), ": no sharding strategy fits mesh dim ", d,
                 call.self_input >= 0
                     ? " without changing the placement of the tensor written in place; "

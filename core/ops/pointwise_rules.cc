@@ -107,10 +107,13 @@ DimStrategy sharded_on(const OpCall& call, int64_t out_dim, const Broadcast& b) 
 // difference (against 2.11: 10 fewer identical, all explained by rows).
 
 // Whether input `i`, now `current`, may take `wanted` for a row: the same
-// placement, or a Replicate made P(sum|avg) locally.
-bool row_accepts(const Placement& current, const Placement& wanted) {
+// placement, or a Replicate made P(sum|avg) locally; for an op that writes
+// its result into a tensor, also a shard zero-filled into P(sum) (Note
+// [Written tensors zero-fill a sharded operand] in sharding_registry.cc).
+bool row_accepts(const Placement& current, const Placement& wanted, bool writes) {
   if (!wanted.is_partial()) return true;  // Replicate: redistributed to it
   if (current == wanted) return true;
+  if (writes && current.is_shard() && wanted.reduce_op() == ReduceOp::kSum) return true;
   return current.is_replicate() && (wanted.reduce_op() == ReduceOp::kSum || wanted.reduce_op() == ReduceOp::kAvg);
 }
 
@@ -119,13 +122,14 @@ bool row_accepts(const Placement& current, const Placement& wanted) {
 // [Partial through pointwise ops]).
 std::vector<DimStrategy> partial_candidates(const OpCall& call, int mesh_dim, const PartialRows& rows) {
   std::vector<DimStrategy> out;
+  const bool writes = call.self_input >= 0 || call.out_placements != nullptr;
   for (const PartialRow& row : rows) {
     if (row.size() != call.inputs.size() + 1) continue;
     bool keeps = false, accepted = true;
     for (size_t i = 0; i < call.inputs.size() && accepted; ++i) {
       const Placement& current = placement_of(call, i, mesh_dim);
       const Placement& wanted = row[i + 1];
-      accepted = row_accepts(current, wanted);
+      accepted = row_accepts(current, wanted, writes);
       keeps = keeps || (wanted.is_partial() && current == wanted);
     }
     // A broadcast Partial operand stays Partial too: Note [Partial through a broadcast].

@@ -224,7 +224,7 @@ TEST(CommCountsTest, MatmulOfUnshardedOperandsAllReducesAPartialMax) {
   EXPECT_EQ(c.outputs, (std::vector<Placements>{R}));
 }
 
-TEST(CommCountsTest, WholeMeshTieKeepsFewerOutputShards) {
+TEST(CommCountsTest, WholeMeshTieKeepsOutputsCheapToGather) {
   // hypot of [R, S(1)] and [S(1), P(avg)] [1, 6, 3] on 2x2 (g18_01561):
   // [S(1), S(1)] and [R, S(1)] both cost an all_gather and a reduce_scatter;
   // the output sharded on one mesh dim is gathered once later, like PyTorch's.
@@ -233,6 +233,37 @@ TEST(CommCountsTest, WholeMeshTieKeepsFewerOutputShards) {
   CommCounts c = comm_counts(hypot, {2, 2}, {Placements{R[0], S1[0]}, Placements{S1[0], Pavg[0]}});
   EXPECT_EQ(c.forward, (Counts{{"all_gather_into_tensor", 1}, {"reduce_scatter_tensor", 1}}));
   EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{R[0], S1[0]}}));
+  // mul of [R, P(sum)] by [S(0), S(0)] [12] on 2x2 (f18_0021): gathering the
+  // second operand's mesh dim 1 or reduce-scattering the first move 24 bytes
+  // each; [S(0), P(sum)] would then need an all_reduce and an all_gather (96
+  // bytes), [S(0), S(0)] two all_gathers (72): PyTorch 2.15's choice too.
+  OpCase mul("mul", {Input::floats({12}).no_grad(), Input::floats({12}).no_grad()},
+             [](const Tensors& x) { return Tensors{x[0] * x[1]}; });
+  CommCounts m = comm_counts(mul, {2, 2}, {Placements{R[0], P[0]}, Placements{S0[0], S0[0]}});
+  EXPECT_EQ(m.forward, (Counts{{"reduce_scatter_tensor", 1}}));
+  EXPECT_EQ(m.outputs, (std::vector<Placements>{Placements{S0[0], S0[0]}}));
+}
+
+TEST(CommCountsTest, InPlaceAddZeroFillsAShardIntoItsPartialSelf) {
+  // add_ of a P(sum) parameter by an S(1) momentum buffer (s18_0157, SGD with
+  // momentum on a row-wise linear's weight): P(sum) + R would add the buffer
+  // on every rank, so the buffer's shard is zero-filled into P(sum), with no
+  // collective, as PyTorch 2.15 runs it (measured: add_ 0 collectives, the
+  // result P(sum); mul_ keeps its all_gather to R; Note [Written tensors
+  // zero-fill a sharded operand]).
+  OpCase add_("add_", {Input::floats({3, 8}).no_grad(), Input::floats({3, 8}).no_grad()},
+              [](const Tensors& x) { return Tensors{at::Tensor(x[0]).add_(x[1], -0.1)}; });
+  CommCounts c = comm_counts(add_, {4}, {P, S1});
+  EXPECT_EQ(c.forward, kNone);
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{P}));
+  check_placements(add_, {4}, {P, S1}, /*seed=*/1);  // values equal one device's
+  check_placements(add_, {2, 2}, {Placements{P[0], S1[0]}, Placements{S0[0], S1[0]}}, /*seed=*/2);
+  OpCase mul_("mul_", {Input::floats({3, 8}).no_grad(), Input::floats({3, 8}).no_grad()},
+              [](const Tensors& x) { return Tensors{at::Tensor(x[0]).mul_(x[1])}; });
+  CommCounts m = comm_counts(mul_, {4}, {P, S1});
+  EXPECT_EQ(m.forward, kOneAllGather);
+  EXPECT_EQ(m.outputs, (std::vector<Placements>{P}));
+  check_placements(mul_, {4}, {P, S1}, /*seed=*/3);
 }
 
 TEST(CommCountsTest, MulKeepsABroadcastPartial) {
