@@ -76,13 +76,9 @@ void check_not_refused(const char* caller, const Problem& p) {
     if (a == b || p.mesh.size(i) == 1 || !b.is_partial()) continue;
     const std::string what = detail::str_cat(caller, ": cannot redistribute ", describe(p),
                                              ": mesh dim ", i, " goes from ", a, " to ", b);
-    DTENSOR_LAYOUT_CHECK(!a.is_partial(), what,
-                         " and a Partial cannot change its reduce op. Reduce first: ",
-                         "redistribute mesh dim ", i, " to R (an all_reduce with ",
-                         reduce_op_name(a.reduce_op()), ") or to a Shard; if you still need a ",
-                         "Partial after that, R -> P(sum|avg|max|min) is a local step");
     DTENSOR_LAYOUT_CHECK(is_creatable_partial(b), what, "; only P(sum) (divide by the mesh ",
-                         "dim size) and P(avg|max|min) (keep the value) can be made from R or S. A ", b,
+                         "dim size) and P(avg|max|min) (keep the value) can be made from R, S or ",
+                         "another Partial (reduced to R first). A ", b,
                          " comes only from an op producing partial results: redistribute to ",
                          "R instead");
     // See Note [No P(sum) under a pending P(product)] in redistribute_plan.h:
@@ -319,6 +315,9 @@ RedistributePlan greedy_plan(const Problem& p, const PlanOptions& options) {
       add(i, target, StepKind::kLocalZeroFill);  // as 2.15's executor does
     } else if (from.is_shard() && is_creatable_partial(target)) {
       add(i, Replicate(), StepKind::kAllGather);  // S -> P(avg) as S -> R -> P(avg)
+      add(i, target, StepKind::kLocalPartition);
+    } else if (from.is_partial() && is_creatable_partial(target)) {
+      add(i, Replicate(), StepKind::kAllReduce);  // P(a) -> P(b) as P(a) -> R -> P(b)
       add(i, target, StepKind::kLocalPartition);
     } else {
       throw LayoutError(detail::str_cat("greedy_reference_plan: internal error: no step for ", from,

@@ -35,7 +35,12 @@ namespace dtensor {
 //   R    -> P(avg|max|min) local: keep the value (the avg, max or min of n
 //                  equal values; PyTorch 2.15 too)
 //   R    -> P(product)  refused: no redistribute can create it
-//   P(a) -> P(b), a != b        refused: reduce first (to R), then re-partition
+//   P(a) -> P(b), a != b        no direct edge; the search routes it as
+//                  all_reduce(a) to R, then R -> P(b) (local), b not product:
+//                  what PyTorch 2.15's sharding strategies do (addmm keeping a
+//                  P(sum) bias reduces a P(max) input into P(sum)). Its
+//                  DTensor.redistribute refuses it, and so does ours (Note
+//                  [Redistribute to Partial is internal] in core/dtensor.cc)
 //   S(d) -> P(sum) local zero-fill (PyTorch 2.15's explicit-only step)  if i is
 //                  innermost for d and P(sum) is the target on mesh dim i:
 //                  the shard at its offset in zeros, so the sum over the

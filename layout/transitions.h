@@ -52,8 +52,9 @@ enum class StepKind {
 // and chunk are then the plain S(d) ones inside the later mesh dims' piece. A _StridedShard
 // (Note [Strided shards] in shard_layout.h) has only those two rows: every
 // other change goes through R, as PyTorch's does.
-// Pairs with no row have no direct step: S -> P(avg|max|min) (the planner
-// routes it through R), P(a) -> P(b) and R -> P(product) (refused).
+// Pairs with no row have no direct step: S -> P(avg|max|min) and
+// P(a) -> P(b) (the planner routes them through R; a strategy prices the
+// latter as its all_reduce), and R -> P(product) (refused).
 // R -> P(max|min) keeps the value, as PyTorch 2.15's Partial._partition_value
 // (the max of n equal values is the value).
 // "Destination only" (PyTorch 2.15's explicit-only Shard -> Partial("sum")):

@@ -66,9 +66,17 @@ double placement_change_cost(const DTensorSpec& spec, int mesh_dim, const Placem
   constexpr double epsilon = 1e-3;
   Placements before = spec.placements;
   before[static_cast<size_t>(mesh_dim)] = from;
-  const std::optional<double> bytes = transition_cost_bytes(
+  std::optional<double> bytes = transition_cost_bytes(
       spec.meta.shape, static_cast<int64_t>(c10::elementSize(spec.meta.dtype)),
       spec.mesh.mesh_shape(), before, mesh_dim, to);
+  // P(a) -> P(b) has no direct step; PyTorch 2.15 prices it as the
+  // all_reduce to Replicate, then a free local partition (Note [Choosing
+  // among candidates]), so addmm may keep a P(sum) bias by reducing a P(max)
+  // input into P(sum) (g18_00236).
+  if (!bytes && from.is_partial() && is_creatable_partial(to)) {
+    bytes = transition_cost_bytes(spec.meta.shape, static_cast<int64_t>(c10::elementSize(spec.meta.dtype)),
+                                  spec.mesh.mesh_shape(), before, mesh_dim, Replicate());
+  }
   if (!bytes) return kImpossible;
   // PyTorch's S(i) -> S(j) penalty: 1 us (50 kB at the model's 50 GB/s).
   const double penalty = from.is_shard() && to.is_shard() && spec.mesh.size(mesh_dim) > 1 ? 50'000.0 : 0.0;

@@ -289,7 +289,11 @@ ShardingRule mse_backward_rule() {
     }
     // Linear in (self - target) given grad_output: a Partial(sum|avg) self
     // and target give that Partial, as in PyTorch (a Replicate one becomes
-    // the Partial locally).
+    // the Partial locally). An average also takes the other operand
+    // Replicate (avg_r(x_r) - y = avg_r(x_r - y)), PyTorch 2.15's {avg, avg,
+    // R} rows: a sharded operand is then gathered, not gathered and
+    // re-partitioned (g18_00670: one all_gather, where reduce-scattering the
+    // P(avg) target onto the other's shards took two collectives).
     for (size_t i = 1; i < 3; ++i) {
       const Placement& p = placement_of(call, i, mesh_dim);
       if (!p.is_partial() || (p.reduce_op() != ReduceOp::kSum && p.reduce_op() != ReduceOp::kAvg)) continue;
@@ -297,6 +301,10 @@ ShardingRule mse_backward_rule() {
       s.inputs[1] = s.inputs[2] = p;
       s.outputs[0] = p;
       candidates.push_back(s);
+      if (p.reduce_op() == ReduceOp::kAvg) {
+        s.inputs[3 - i] = Replicate();
+        candidates.push_back(s);
+      }
       break;
     }
     return candidates;

@@ -410,16 +410,26 @@ TEST(CommCostTest, StepKindNamesMatchFunctionalCollectives) {
 
 // ---- Errors. ----
 
-TEST(RedistributePlanErrorTest, PartialReduceOpChangeIsRefused) {
+// P(a) -> P(b) has no direct step: it is reduced first, then re-made
+// locally, as PyTorch 2.15's sharding strategies do (its DTensor.redistribute
+// refuses the change, and so does ours, in core/). The greedy reference
+// all_reduces and divides; the planner finds a reduce_scatter and a
+// zero-fill (fewer bytes) for a P(sum) target, and the all_reduce for P(avg).
+TEST(RedistributePlanTest, PartialReduceOpChangeGoesThroughAReduction) {
   const MeshShape mesh = MeshShape::create({2, 2});
-  for (auto* planner : {&plan_redistribute, &greedy_reference_plan}) {
-    EXPECT_THAT(
-        error_of<LayoutError>([&] {
-          planner({4, 4}, 4, mesh, P("P(max),R"), P("P(sum),R"), {});
-        }),
-        AllOf(HasSubstr("cannot redistribute [P(max), R] -> [P(sum), R]"), HasSubstr("Mesh(2, 2)"),
-              HasSubstr("[4, 4]"), HasSubstr("from P(max) to P(sum)"), HasSubstr("Reduce first")));
-  }
+  const RedistributePlan greedy = greedy_reference_plan({4, 4}, 4, mesh, P("P(max),R"), P("P(sum),R"));
+  ASSERT_EQ(greedy.steps.size(), 2u) << greedy.to_string();
+  EXPECT_EQ(greedy.steps[0].kind, StepKind::kAllReduce);
+  EXPECT_EQ(greedy.steps[1].kind, StepKind::kLocalPartition);
+  const RedistributePlan plan = plan_redistribute({4, 4}, 4, mesh, P("P(max),R"), P("P(sum),R"));
+  ASSERT_EQ(plan.steps.size(), 2u) << plan.to_string();
+  EXPECT_EQ(plan.steps[0].kind, StepKind::kReduceScatter);
+  EXPECT_EQ(plan.steps[1].kind, StepKind::kLocalZeroFill);
+  EXPECT_LT(plan.total_bytes_per_rank(), greedy.total_bytes_per_rank());
+  const RedistributePlan avg = plan_redistribute({4, 4}, 4, mesh, P("P(max),R"), P("P(avg),R"));
+  ASSERT_EQ(avg.steps.size(), 2u) << avg.to_string();
+  EXPECT_EQ(avg.steps[0].kind, StepKind::kAllReduce);
+  EXPECT_EQ(avg.steps[1].kind, StepKind::kLocalPartition);
 }
 
 TEST(RedistributePlanErrorTest, CreatingPartialProductIsRefused) {
@@ -502,36 +512,17 @@ RandomCase random_case(std::mt19937& rng) {
   return c;
 }
 
-// The refusal rule, restated independently of the planner.
-bool expect_refused(const RandomCase& c) {
-  for (int i = 0; i < c.mesh.ndim(); ++i) {
-    const Placement& a = c.from[static_cast<size_t>(i)];
-    const Placement& b = c.to[static_cast<size_t>(i)];
-    if (a == b || c.mesh.size(i) == 1 || !b.is_partial()) continue;
-    if (a.is_partial()) return true;  // R or S -> P(sum|avg|max) are planned (P(product) is never drawn)
-  }
-  return false;
-}
-
 TEST(RedistributePlanPropertyTest, RandomPlansAreValidAndNeverWorseThanGreedy) {
   const unsigned seed = 20240611;
   std::cout << "property seed " << seed << "\n";
   std::mt19937 rng(seed);
-  int planned = 0;
-  int refused = 0;
+  int planned = 0;  // every draw plans: P(product), the one refused target, is never drawn
   int strictly_better = 0;
   for (int iteration = 0; iteration < 3000; ++iteration) {
     const RandomCase c = random_case(rng);
     SCOPED_TRACE(detail::str_cat("seed ", seed, " iteration ", iteration, ": ",
                                  detail::shape_to_string(c.shape), " on ", c.mesh, " ",
                                  to_string(c.from), " -> ", to_string(c.to)));
-    if (expect_refused(c)) {
-      ++refused;
-      EXPECT_THAT(
-          error_of<LayoutError>([&] { plan_redistribute(c.shape, 2, c.mesh, c.from, c.to); }),
-          AllOf(HasSubstr("cannot redistribute"), HasSubstr(c.mesh.to_string())));
-      continue;
-    }
     const auto plan = plan_redistribute(c.shape, 2, c.mesh, c.from, c.to);
     const auto greedy = greedy_reference_plan(c.shape, 2, c.mesh, c.from, c.to);
     ++planned;
@@ -551,10 +542,8 @@ TEST(RedistributePlanPropertyTest, RandomPlansAreValidAndNeverWorseThanGreedy) {
                                          Placements(c.from), Placements(c.to));
     ASSERT_EQ(again.to_string(), plan.to_string());
   }
-  std::cout << planned << " planned, " << refused << " refused, " << strictly_better
-            << " strictly cheaper than greedy\n";
-  EXPECT_GT(planned, 1000);
-  EXPECT_GT(refused, 50);
+  std::cout << planned << " planned, " << strictly_better << " strictly cheaper than greedy\n";
+  EXPECT_EQ(planned, 3000);
 }
 
 // Every pair of R / S(d) / P(sum) placements: a 3-D tensor on a (2, 2) mesh

@@ -98,16 +98,16 @@ inline Placements random_placements(PropertyRng& rng, const MeshShape& mesh, int
 
 // Whether plan_redistribute must refuse normalized `from` -> `to` (See Note
 // [Redistribute step legality]): on a mesh dim of size > 1, a Partial target
-// that differs from the source is refused when the source is a Partial too or
-// the target is not P(sum)/P(avg), or P(sum) would be created from R while
-// another mesh dim keeps a P(product).
+// that differs from the source is refused when it is a P(product), or P(sum)
+// would be created from R (or from a Partial, through R) while another mesh
+// dim keeps a P(product).
 inline bool must_refuse(const MeshShape& mesh, const Placements& from, const Placements& to) {
   for (int i = 0; i < mesh.ndim(); ++i) {
     const Placement& a = from[static_cast<size_t>(i)];
     const Placement& b = to[static_cast<size_t>(i)];
     if (a == b || mesh.size(i) == 1 || !b.is_partial()) continue;
-    if (a.is_partial()) return true;
-    if (b.reduce_op() == ReduceOp::kProduct) return true;  // R -> P(sum|avg|max|min) are local
+    // R -> P(sum|avg|max|min) are local; P(a) -> P(b) goes through R.
+    if (b.reduce_op() == ReduceOp::kProduct) return true;
     // Note [No P(sum) under a pending P(product)]: P(sum) cannot be created
     // from R while another mesh dim keeps a P(product) (from S it is a zero-fill).
     if (a.is_shard()) continue;

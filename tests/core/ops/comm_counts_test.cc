@@ -244,6 +244,37 @@ TEST(CommCountsTest, WholeMeshTieKeepsOutputsCheapToGather) {
   EXPECT_EQ(m.outputs, (std::vector<Placements>{Placements{S0[0], S0[0]}}));
 }
 
+TEST(CommCountsTest, AddmmKeepsAPartialSumBiasByReducingAPartialMaxInput) {
+  // linear's addmm of a [P(sum), S(0)] bias, a [P(max), P(max)] input and a
+  // [S(0), R] transposed weight on 2x2 (g18_00236): as PyTorch 2.15, mesh
+  // dim 0 keeps the bias P(sum) and turns the input P(max) into P(sum)
+  // (priced as its all_reduce; the planner then finds a reduce_scatter and
+  // a zero-fill, fewer bytes): 3 collectives as PyTorch's all_gather and 2
+  // all_reduces (was: the bias all_reduced too, 4), output P(sum).
+  OpCase addmm("addmm", {Input::floats({5}).no_grad(), Input::floats({6, 1}).no_grad(), Input::floats({1, 5}).no_grad()},
+               [](const Tensors& x) { return Tensors{torch::addmm(x[0], x[1], x[2])}; });
+  const std::vector<Placements> in = {Placements{P[0], S0[0]}, Placements{Pmax[0], Pmax[0]}, Placements{S0[0], R[0]}};
+  CommCounts c = comm_counts(addmm, {2, 2}, in);
+  EXPECT_EQ(c.forward, (Counts{{"all_gather_into_tensor", 1}, {"all_reduce", 1}, {"reduce_scatter_tensor", 1}}));
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{P[0], S1[0]}}));
+  check_placements(addmm, {2, 2}, in, /*seed=*/4);
+}
+
+TEST(CommCountsTest, MseLossBackwardKeepsAPartialAvgTargetWithAReplicateInput) {
+  // mse_loss_backward of an [S(1), R] input and a [P(avg), S(1)] target on
+  // 2x2 (g18_00670): avg_r(y_r) - x = avg_r(y_r - x), so mesh dim 0 gathers
+  // the input to R and keeps P(avg), one all_gather as PyTorch 2.15, where
+  // reduce-scattering the target onto the input's shards took two.
+  OpCase mse("mse_loss_backward",
+             {Input::floats({}).no_grad(), Input::floats({1, 4}).no_grad(), Input::floats({1, 4}).no_grad()},
+             [](const Tensors& x) { return Tensors{at::mse_loss_backward(x[0], x[1], x[2], at::Reduction::Sum)}; });
+  const std::vector<Placements> in = {Placements{R[0], R[0]}, Placements{S1[0], R[0]}, Placements{Pavg[0], S1[0]}};
+  CommCounts c = comm_counts(mse, {2, 2}, in);
+  EXPECT_EQ(c.forward, kOneAllGather);
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{Placements{Pavg[0], S1[0]}}));
+  check_placements(mse, {2, 2}, in, /*seed=*/5);
+}
+
 TEST(CommCountsTest, InPlaceAddZeroFillsAShardIntoItsPartialSelf) {
   // add_ of a P(sum) parameter by an S(1) momentum buffer (s18_0157, SGD with
   // momentum on a row-wise linear's weight): P(sum) + R would add the buffer
