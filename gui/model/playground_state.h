@@ -80,7 +80,7 @@ class PlaygroundState {
   const std::string& tensor_error() const { return tensor_error_; }
   const std::string& placements_error() const { return placements_error_; }
   const std::string& target_error() const { return target_error_; }
-  // Why there is no plan although every field parsed (e.g. P(sum) -> P(max)).
+  // Why there is no plan although every field parsed (e.g. R -> P(product)).
   const std::string& plan_error() const { return plan_error_; }
 
   // The parsed mesh (unset when mesh_error() is not empty).

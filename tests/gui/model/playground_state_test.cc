@@ -150,8 +150,8 @@ TEST(PlaygroundStateTest, EveryStepChangesOneMeshDimAndEndsAtTheTarget) {
 
 TEST(PlaygroundStateTest, RefusedTransitionIsAPlanError) {
   PlaygroundState state;
-  state.inputs().placements = "P(sum), R";
-  state.inputs().target = "P(max), R";
+  state.inputs().placements = "R, R";
+  state.inputs().target = "P(product), R";  // no plan creates a P(product)
   state.refresh();
   EXPECT_TRUE(state.placements_error().empty());
   EXPECT_FALSE(state.plan());
