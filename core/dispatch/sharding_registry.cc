@@ -39,13 +39,14 @@ constexpr double kImpossible = std::numeric_limits<double>::infinity();
 // collective's latency in bytes (5 us at 50 GB/s = 250 kB, and 25 kB per
 // ring step: n-1, an all_reduce's 2(n-1); Note [Comm cost model]); local
 // changes (R -> S, R -> P(sum|avg|max|min), anything on a size-1 mesh dim) move
-// nothing, and a change with no direct transition (S -> P, P(a) -> P(b),
-// R -> P(product)) is impossible. Computed from global shapes only, so every rank
-// gets the same costs (a rank's own piece, 0 rows on the last rank of 6 rows
-// over 4, must not be used: ranks would pick different strategies and issue
-// different collectives). A tiny epsilon per change (two when it creates a
-// Partial) prefers candidates that keep placements when costs tie (e.g.
-// empty tensors).
+// nothing, a change with no direct transition (S -> P, R -> P(product)) is
+// impossible, and P(a) -> P(b) costs its all_reduce to R (the planner then
+// re-partitions locally), as PyTorch 2.15 prices it. Computed from global shapes
+// only, so every rank gets the same costs (a rank's own piece, 0 rows on the
+// last rank of 6 rows over 4, must not be used: ranks would pick different
+// strategies and issue different collectives). A tiny epsilon per change (two
+// when it creates a Partial) prefers candidates that keep placements when costs
+// tie (e.g. empty tensors).
 // A shard moved to another dim (all_to_all) pays 1 us more (50 kB), as in
 // PyTorch 2.15's redistribute_cost ("add 1.0 as penalty to favor
 // allgather"): for small tensors a gather to Replicate then wins, and a
