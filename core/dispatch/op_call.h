@@ -59,6 +59,10 @@ struct ShardingPlan {
   /// tensor becomes Replicate; squeeze_ changes shape and shard dims): the
   /// written input takes output 0's placements and metadata.
   bool self_placements_change = false;
+  /// For ops whose schema marks an input written that this call only reads
+  /// (batch norm in eval mode leaves running_mean and running_var alone):
+  /// that input may be redistributed like any other.
+  bool self_only_read = false;
   /// Non-tensor arguments to replace in the local call (schema index ->
   /// value), e.g. a view's global size becomes this rank's local size.
   std::vector<std::pair<size_t, c10::IValue>> local_arg_overrides;

@@ -437,7 +437,8 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (size_t i = 0; i < call.inputs.size() && s.inputs_copied; ++i) {
     if (plan.input_placements[i] != call.inputs[i].placements) {
       // The local op would write a redistributed copy of the written tensor.
-      TORCH_INTERNAL_ASSERT(static_cast<int64_t>(i) != call.self_input || plan.self_placements_change,
+      TORCH_INTERNAL_ASSERT(static_cast<int64_t>(i) != call.self_input || plan.self_placements_change ||
+                                plan.self_only_read,
                             call.describe(), ": the rule redistributes the tensor this op writes from ",
                             to_string(call.inputs[i].placements), " to ", to_string(plan.input_placements[i]),
                             " without changing its placements; please report this");

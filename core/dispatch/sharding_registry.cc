@@ -99,7 +99,7 @@ namespace {
 constexpr double kZeroFillCost = 1e15;
 
 double strategy_cost(const OpCall& call, int mesh_dim, const DimStrategy& s, bool zero_fill = false) {
-  double cost = s.extra_cost;
+  double cost = 0;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const Placement& current = call.inputs[i].placements[static_cast<size_t>(mesh_dim)];
     double change = placement_change_cost(call.inputs[i], mesh_dim, current, s.inputs[i]);

@@ -25,10 +25,6 @@ using ShardingRule = std::function<ShardingPlan(const OpCall&)>;
 struct DimStrategy {
   std::vector<Placement> inputs;   // one per tensor input
   std::vector<Placement> outputs;  // one per tensor output
-  /// Bytes added to what the redistributions cost, set by rules that
-  /// discourage a candidate without forbidding it (e.g. Note [All-to-all onto
-  /// a dim smaller than the group]).
-  double extra_cost = 0;
 };
 
 /// Candidates for one mesh dim, given the inputs' current placements there.

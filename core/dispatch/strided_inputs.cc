@@ -38,13 +38,37 @@ Placements replace_strided(Placements placements, Replacement replacement) {
   return placements;
 }
 
-// True for an input that holds no _StridedShard and is Replicate on every
-// strided mesh dim: a "companion" the op reads whole on those mesh dims
-// (mm's weight beside a strided activation).
-bool replicated_companion(const DTensorSpec& in, const std::vector<int>& strided) {
-  if (has_strided_shard(in.placements)) return false;
-  for (int m : strided) {
-    if (!in.placements[static_cast<size_t>(m)].is_replicate()) return false;
+// True for an input that holds no _StridedShard: a "companion" the op
+// reads whole on the strided mesh dims (mm's weight beside a strided
+// activation), or slices there where it is already whole.
+bool is_companion(const DTensorSpec& in) { return !has_strided_shard(in.placements); }
+
+// True when `in` holds its strided rows as `ref` does: on every mesh dim
+// the same kind of split (_S with the same split factor, S, or none) of
+// dims of the same extent, so both hold the same permutation of rows
+// (layout/shard_layout.h). mm's backward contracts a strided [1, 6] _S(1, 3)
+// gradient with a [6, 4] _S(0, 3) input over those rows (g18_02146).
+bool strided_alike(const DTensorSpec& in, const DTensorSpec& ref) {
+  const size_t n = ref.placements.size();
+  for (size_t m = 0; m < n; ++m) {
+    const Placement& a = in.placements[m];
+    const Placement& b = ref.placements[m];
+    if (a.is_strided_shard() != b.is_strided_shard()) return false;
+    if (!a.is_strided_shard()) continue;
+    const int64_t da = a.shard_dim(), db = b.shard_dim();
+    if (a.split_factor() != b.split_factor() ||
+        in.meta.shape[static_cast<size_t>(da)] != ref.meta.shape[static_cast<size_t>(db)]) {
+      return false;
+    }
+    for (size_t j = 0; j < n; ++j) {
+      const Placement& x = in.placements[j];
+      const Placement& y = ref.placements[j];
+      if (x.splits_dim(da) != y.splits_dim(db)) return false;
+      if (x.splits_dim(da) && (x.is_strided_shard() != y.is_strided_shard() ||
+                               (x.is_strided_shard() && x.split_factor() != y.split_factor()))) {
+        return false;
+      }
+    }
   }
   return true;
 }
@@ -66,19 +90,22 @@ std::optional<ShardingPlan> stand_in_plan(const ShardingRule& rule, const OpCall
     const DTensorSpec& in = call.inputs[k];
     if (is_scalar(in)) {
       if (!in.is_replicated()) return std::nullopt;
-    } else if (replicated_companion(in, strided)) {
+    } else if (is_companion(in)) {
       companion[k] = true;
-    } else if (in.placements != ref->placements || in.meta.shape != ref->meta.shape) {
+    } else if (!strided_alike(in, *ref)) {
       return std::nullopt;
     }
   }
-  const Placements stand_in = replace_strided(ref->placements, [](int64_t d) { return Shard(d); });
+  const auto to_shard = [](int64_t d) { return Shard(d); };
   const MeshShape& mesh = call.mesh.mesh_shape();
-  const bool evenness_differs = is_evenly_sharded(ref->meta.shape, mesh, ref->placements) !=
-                                is_evenly_sharded(ref->meta.shape, mesh, stand_in);
+  bool evenness_differs = false;
   OpCall sub = call;
   for (size_t k = 0; k < sub.inputs.size(); ++k) {
-    if (!is_scalar(sub.inputs[k]) && !companion[k]) sub.inputs[k].placements = stand_in;
+    if (is_scalar(sub.inputs[k]) || companion[k]) continue;
+    const DTensorSpec& in = call.inputs[k];
+    sub.inputs[k].placements = replace_strided(in.placements, to_shard);
+    evenness_differs = evenness_differs || is_evenly_sharded(in.meta.shape, mesh, in.placements) !=
+                                               is_evenly_sharded(in.meta.shape, mesh, sub.inputs[k].placements);
   }
   ShardingPlan plan;
   try {
@@ -95,25 +122,31 @@ std::optional<ShardingPlan> stand_in_plan(const ShardingRule& rule, const OpCall
   for (int i : strided) {
     const auto mesh_dim = static_cast<size_t>(i);
     const Placement strided_placement = ref->placements[mesh_dim];
-    const Placement shard = stand_in[mesh_dim];
-    const auto d = static_cast<size_t>(shard.shard_dim());
+    const int64_t extent = ref->meta.shape[static_cast<size_t>(strided_placement.shard_dim())];
     for (size_t k = 0; k < call.inputs.size(); ++k) {
       if (is_scalar(call.inputs[k])) continue;
       if (companion[k]) {
-        // Kept whole, or split like the strided input along a dim of the
-        // same extent (R -> _S is a local slice): PyTorch's placeholders
-        // take the strided kind on every operand of that mesh dim.
+        // Gathered or kept whole, or, where it is whole already, split
+        // like the strided input along a dim of the same extent (R -> _S is
+        // a local slice): PyTorch's placeholders take the strided kind on
+        // every operand of that mesh dim. The rule saw the companion's own
+        // placements, so a gather is priced; a split of a sharded companion
+        // would be priced as S(e) -> S(e) but is S(e) -> _S(e, sf), not free
+        // (mm of a strided activation by an S(1) weight gathers the weight,
+        // g18_02146, as PyTorch 2.15).
         Placement& planned = plan.input_placements[k][mesh_dim];
         if (planned.is_replicate()) continue;
         const auto& shape = call.inputs[k].meta.shape;
-        if (!planned.is_shard() || shape[static_cast<size_t>(planned.shard_dim())] != ref->meta.shape[d]) {
+        if (!planned.is_shard() || !call.inputs[k].placements[mesh_dim].is_replicate() ||
+            shape[static_cast<size_t>(planned.shard_dim())] != extent) {
           return std::nullopt;
         }
         planned = StridedShard(planned.shard_dim(), strided_placement.split_factor());
         continue;
       }
-      if (plan.input_placements[k][mesh_dim] != shard) return std::nullopt;
-      plan.input_placements[k][mesh_dim] = strided_placement;
+      // Each strided input kept as its own stand-in S(d_k).
+      if (plan.input_placements[k][mesh_dim] != sub.inputs[k].placements[mesh_dim]) return std::nullopt;
+      plan.input_placements[k][mesh_dim] = call.inputs[k].placements[mesh_dim];
     }
     for (size_t o = 0; o < plan.output_placements.size(); ++o) {
       Placement& out = plan.output_placements[o][mesh_dim];
@@ -128,7 +161,7 @@ std::optional<ShardingPlan> stand_in_plan(const ShardingRule& rule, const OpCall
       const std::vector<int64_t>& shape = call.outputs[o].shape;
       if (!out.is_shard()) return std::nullopt;
       const auto e = static_cast<size_t>(out.shard_dim());
-      if (shape.size() <= e || shape[e] != ref->meta.shape[d]) return std::nullopt;
+      if (shape.size() <= e || shape[e] != extent) return std::nullopt;
       out = StridedShard(out.shard_dim(), strided_placement.split_factor());
     }
   }

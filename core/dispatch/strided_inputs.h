@@ -18,13 +18,18 @@ namespace dtensor {
 // computes the same on either, so on a mesh dim where some input is
 // _S(d, sf) the rule is asked with S(d) in its place, and its answer is
 // taken when it is exact for the strided rows too:
-//   - every input with a _StridedShard has the same placements and shape;
-//     every other input is a Replicate scalar or a "companion", Replicate on
-//     every strided mesh dim (mm's weight beside a strided activation);
-//   - the rule keeps every strided input as S(d), and every companion
-//     Replicate or S(e) along a dim of d's extent (which becomes _S(e, sf),
-//     a local slice: the contraction of mm(grad^T, x) over a strided x
-//     splits grad^T's columns the same way, as PyTorch's placeholders do);
+//   - every input with a _StridedShard holds its rows as the first one does
+//     (the same kinds of split of dims of the same extent on every mesh
+//     dim, so the same permutation of rows: mm's backward contracts a
+//     strided gradient with a strided input over those rows);
+//     every other input is a Replicate scalar or a "companion" with no
+//     _StridedShard (mm's weight beside a strided activation);
+//   - the rule keeps every strided input as S(d), and makes every companion
+//     Replicate on the strided mesh dims (gathering it there if it is
+//     sharded, which the rule prices) or, where it is Replicate already,
+//     S(e) along a dim of d's extent (which becomes _S(e, sf), a local
+//     slice: the contraction of mm(grad^T, x) over a strided x splits
+//     grad^T's columns the same way, as PyTorch's placeholders do);
 //     a rule that pairs S(d) with whole or co-sharded operands says each
 //     row of d is computed from its own rows, so it is for strided rows;
 //     it rewrites no arguments and names no local kernel (those read shard

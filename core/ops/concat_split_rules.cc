@@ -264,7 +264,11 @@ void register_concat_split_rules(ShardingRegistry& registry) {
   registry.add({"aten::repeat"}, per_mesh_dim(repeat_rule()));
   registry.add({"aten::flip"}, per_mesh_dim(keep_untouched_dims(flip_dims, /*linear=*/true)));
   registry.add({"aten::roll"}, per_mesh_dim(keep_untouched_dims(roll_dims, /*linear=*/true)));
-  registry.add({"aten::index_select"}, per_mesh_dim(index_select_rule()));
+  // A single-dim strategy in PyTorch 2.15: an index split into more pieces
+  // than it has elements is gathered (g18_01879: a [3] [S(0), S(0)] index on
+  // 2x2 is gathered on mesh dim 1 for an [S(0), R] output, whose gradient's
+  // index_add_ then gathers once fewer).
+  registry.add({"aten::index_select"}, detail::single_dim_rule(index_select_rule()));
   registry.add({"aten::gather"}, per_mesh_dim(gather_rule()));
   registry.add({"aten::scatter.src", "aten::scatter_.src", "aten::scatter.value",
                 "aten::scatter_.value", "aten::scatter_add", "aten::scatter_add_"},

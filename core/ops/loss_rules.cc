@@ -56,12 +56,15 @@ bool evenly_split(const OpCall& call, int mesh_dim, int64_t d, int64_t t) {
 
 // Whether nll_loss's forward may split a Replicate self dim `d` on this mesh
 // dim to follow a target sharded on its dim `t` there (PyTorch 2.15 does;
-// 2.11 followed self only). Not a Partial self (2.15 all_reduces it rather
-// than reduce_scattering it, g18_02300), not for "mean" (Note [Mean losses
-// over shards]), and not when another mesh dim splits `d` already: the nested
+// 2.11 followed self only), or move self's split of the class dim there (one
+// all_to_all where gathering self and the target takes two, as 2.15:
+// y18_0504). Not a Partial self (2.15 all_reduces it rather than
+// reduce_scattering it, g18_02300), not for "mean" (Note [Mean losses over
+// shards]), and not when another mesh dim splits `d` already: the nested
 // split would need the target resharded too (g18_01985).
-bool follows_target(const OpCall& call, int mesh_dim, int64_t d, int64_t t, int64_t reduction) {
-  if (placement_of(call, 1, mesh_dim) != Shard(t) || !placement_of(call, 0, mesh_dim).is_replicate()) return false;
+bool follows_target(const OpCall& call, int mesh_dim, int64_t d, int64_t t, int64_t channel, int64_t reduction) {
+  const Placement& self = placement_of(call, 0, mesh_dim);
+  if (placement_of(call, 1, mesh_dim) != Shard(t) || !(self.is_replicate() || self == Shard(channel))) return false;
   if (reduction == kReductionMean) return false;
   for (int m = 0; m < call.mesh_ndim(); ++m) {
     if (m != mesh_dim && placement_of(call, 0, m).is_shard(d)) return false;
@@ -79,7 +82,7 @@ DimRule nll_forward_dim_rule() {
       const int64_t t = target_dim(d, channel);
       // A shard that self already has, or the target's (follows_target).
       const Placement& self = placement_of(call, 0, mesh_dim);
-      if (self != Shard(d) && !follows_target(call, mesh_dim, d, t, reduction)) continue;
+      if (self != Shard(d) && !follows_target(call, mesh_dim, d, t, channel, reduction)) continue;
       DimStrategy s = detail::all_replicate(call);
       s.inputs[0] = Shard(d);
       s.inputs[1] = Shard(t);

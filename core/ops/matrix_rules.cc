@@ -44,22 +44,19 @@ Placement bias_placement(const TensorMeta& bias, const TensorMeta& out, const Pl
 }
 
 DimRule mm_rule(int64_t batch) {
-  return [batch](const OpCall& call, int mesh_dim) {
+  return [batch](const OpCall& call, int /*mesh_dim*/) {
     std::vector<DimStrategy> candidates = matmul_candidates(batch);
     for (auto& c : candidates) {
       while (c.inputs.size() < call.inputs.size()) c.inputs.push_back(Replicate());  // out=
       while (c.outputs.size() < call.outputs.size()) c.outputs.push_back(c.outputs[0]);
     }
-    detail::drop_partial_to_tiny_shard(call, mesh_dim, candidates);
-    detail::discourage_tiny_shards(call, mesh_dim, candidates);
-    detail::drop_shards_unless_an_input_is_sharded(call, candidates);
     return candidates;
   };
 }
 
 // addmm(bias, a, b): the mm candidates with the bias placed to match.
 DimRule addmm_rule(int64_t batch) {
-  return [batch](const OpCall& call, int mesh_dim) {
+  return [batch](const OpCall& call, int /*mesh_dim*/) {
     std::vector<DimStrategy> candidates;
     for (const DimStrategy& mm : matmul_candidates(batch)) {
       DimStrategy s;
@@ -70,9 +67,6 @@ DimRule addmm_rule(int64_t batch) {
       while (s.inputs.size() < call.inputs.size()) s.inputs.push_back(mm.outputs[0]);  // out=
       candidates.push_back(s);
     }
-    detail::drop_partial_to_tiny_shard(call, mesh_dim, candidates);
-    detail::discourage_tiny_shards(call, mesh_dim, candidates);
-    detail::drop_shards_unless_an_input_is_sharded(call, candidates);
     return candidates;
   };
 }
@@ -169,10 +163,22 @@ bool grouped_mm_strides_aligned(const OpCall& call, const std::vector<Placements
 }  // namespace
 
 void register_matrix_rules(ShardingRegistry& registry) {
-  registry.add({"aten::mm"}, per_mesh_dim(mm_rule(0)));
-  registry.add({"aten::bmm"}, per_mesh_dim(mm_rule(1)));
-  registry.add({"aten::addmm", "aten::addmm_"}, per_mesh_dim(addmm_rule(0)));
-  registry.add({"aten::baddbmm", "aten::baddbmm_"}, per_mesh_dim(addmm_rule(1)));
+  // Note [Matrix products split no dim smaller than the group]
+  // PyTorch 2.15 expands mm, bmm, addmm and baddbmm (and t) from single-dim
+  // strategies and drops every whole-mesh strategy that puts an input on a
+  // shard of a dim with fewer elements than the ranks splitting it
+  // (is_tensor_shardable, without allow_uneven_sharding): such an input is
+  // gathered, even one already laid out so. We did keep those (and only
+  // priced an all_to_all onto them one latency more), which was cheaper at
+  // the op but not over a program: the matmul of a [1, 1, 4] P(sum) by a
+  // [4, 1] [R, S(1), S(1)] kept the weight's size-1 shards, and its
+  // backward then gathered them at t (g18_01597, one all_reduce more than
+  // PyTorch). Matching the filter made 32 more corpus programs identical to
+  // 2.15's records and none open.
+  registry.add({"aten::mm"}, detail::single_dim_rule(mm_rule(0)));
+  registry.add({"aten::bmm"}, detail::single_dim_rule(mm_rule(1)));
+  registry.add({"aten::addmm", "aten::addmm_"}, detail::single_dim_rule(addmm_rule(0)));
+  registry.add({"aten::baddbmm", "aten::baddbmm_"}, detail::single_dim_rule(addmm_rule(1)));
   registry.add({"aten::_scaled_mm"}, detail::single_dim_rule(scaled_mm_rule()));
   registry.add({"aten::_grouped_mm"}, detail::single_dim_rule(grouped_mm_rule(), {false, grouped_mm_strides_aligned}));
 }

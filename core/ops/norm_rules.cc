@@ -126,8 +126,19 @@ ShardingRule batch_norm_sharding(DimRule rule, BatchNormForm form) {
   ShardingRule base =
       detail::single_dim_rule(std::move(rule), {false, detail::no_empty_pieces_check(/*batch_may_be_empty=*/false)});
   return [base, form](const OpCall& call) {
+    const std::vector<size_t> written = written_statistics(call, form);
+    if (call.self_input >= 0 && written.empty()) {
+      // Eval mode: the schema marks the statistics written, but this call
+      // only reads them, so they are laid out like any input (PyTorch 2.15
+      // gathers [3] S(0) statistics over 4 ranks, y18_0056).
+      OpCall reads = call;
+      reads.self_input = -1;
+      ShardingPlan plan = base(reads);
+      plan.self_only_read = true;
+      return plan;
+    }
     ShardingPlan plan = base(call);
-    for (size_t i : written_statistics(call, form)) {
+    for (size_t i : written) {
       TORCH_CHECK(plan.input_placements[i] == call.inputs[i].placements, call.describe(),
                   ": batch norm updates running_mean and running_var in place, so they must keep their "
                   "placements, but no layout of the channel dim this call can run with keeps ",

@@ -85,66 +85,6 @@ PlanCheck no_empty_pieces_check(bool batch_may_be_empty) {
   };
 }
 
-// Note [Reduce-scatter onto a dim smaller than the group]
-// PyTorch's whole-mesh expansion of its matrix products skips a strategy
-// that would shard an input dim over more ranks than it has elements
-// (is_tensor_shardable). For a Partial input that strategy looks cheapest
-// here (a reduce_scatter of a few bytes) but leaves a Partial(sum) product
-// that a later step all_reduces, where PyTorch all_reduces the input once
-// (issue #18: matmul of a P(min) [2, 3] on 4 ranks). Only Partial inputs are
-// filtered: a Replicate input split that way costs nothing and PyTorch's
-// alternative (gathering another input) is not cheaper over a program.
-void drop_partial_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates) {
-  auto tiny = [&](const DimStrategy& s) {
-    for (size_t i = 0; i < call.inputs.size() && i < s.inputs.size(); ++i) {
-      const Placement& to = s.inputs[i];
-      if (!to.is_shard() || !placement_of(call, i, mesh_dim).is_partial()) continue;
-      if (call.inputs[i].meta.shape[static_cast<size_t>(to.shard_dim())] < call.mesh.size(mesh_dim)) return true;
-    }
-    return false;
-  };
-  candidates.erase(std::remove_if(candidates.begin(), candidates.end(), tiny), candidates.end());
-}
-
-// Note [All-to-all onto a dim smaller than the group]
-// The same filter of PyTorch (is_tensor_shardable) also refuses moving a
-// shard by all_to_all onto a dim with fewer elements than ranks. Here that
-// candidate can look cheapest by bytes: the weight gradient of a Linear whose
-// batch is 2 or 3 rows over 4 ranks, mm(grad^T [S(0)], x [S(0)]), moves grad^T
-// to S(1) (a few bytes) and contracts into a Partial(sum) gradient, where
-// PyTorch gathers x into an S(0) gradient, also one collective. The Partial
-// gradient is then reduce_scattered again by every in-place optimizer op
-// that reads it (s18_0072: Adam, 3 more reduce_scatters; s18_0074, s18_0105:
-// SGD, 1 more). Such a candidate is not dropped but costs one more latency:
-// still chosen where it saves a whole collective (addmm of [4, 3] S(1) by
-// [3, 3] S(1) with a P(sum) bias: one all_to_all, the alternatives three).
-// A shard kept where it is (no collective) on such a dim only loses exact
-// ties (half a byte): Linear's forward of x [2, 8] S(0) on 4 ranks gathers x
-// (output S(1), PyTorch's choice) rather than the weight (output S(0), two
-// rows over four ranks; s18_0146's Colwise output then needed an all_to_all
-// and its backward a Partial weight gradient). Dropping kept shards as PyTorch
-// does made ops on such dims, size-1 dims most, issue more collectives, and
-// size-1 dims are left out of the tie-break (g18_01939 moved more bytes).
-// The whole-mesh check of nested shards (Note [Whole-mesh check of nested
-// shards]) prices whole plans without this extra cost.
-void discourage_tiny_shards(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates) {
-  const int64_t ranks = call.mesh.size(mesh_dim);
-  for (DimStrategy& s : candidates) {
-    for (size_t i = 0; i < call.inputs.size() && i < s.inputs.size(); ++i) {
-      const Placement& from = placement_of(call, i, mesh_dim);
-      const Placement& to = s.inputs[i];
-      if (!to.is_shard()) continue;
-      const int64_t size = call.inputs[i].meta.shape[static_cast<size_t>(to.shard_dim())];
-      if (size >= ranks) continue;
-      if (from.is_shard() && !(from == to)) {
-        s.extra_cost = step_latency_bytes(StepKind::kAllToAll, ranks);  // an all_to_all onto it
-        break;
-      }
-      if (from == to && size > 1) s.extra_cost = std::max(s.extra_cost, 0.5);  // kept: ties only
-    }
-  }
-}
-
 // Note [Matrix products shard only what is sharded]
 // PyTorch 2.11 expands mm, addmm, bmm and baddbmm from single-mesh-dim
 // strategies whose shards are placeholders, filled with the shard types the

@@ -41,22 +41,6 @@ std::vector<DimStrategy> shard_dims_except(const OpCall& call, int mesh_dim, con
                                            const std::function<DimStrategy(int64_t)>& row,
                                            const std::vector<DimStrategy>& partial_rows = {});
 
-/// Drops the candidates that reduce_scatter a Partial input onto a tensor dim
-/// with fewer elements than `mesh_dim` has ranks (See Note [Reduce-scatter
-/// onto a dim smaller than the group]).
-/// Example: mm of [8, 3] x [3, 2] P(min) on a 4-rank mesh dim loses {S(1), S(0)} -> P.
-void drop_partial_to_tiny_shard(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates);
-
-/// Raises the cost of candidates that shard an input on a tensor dim with
-/// fewer elements than `mesh_dim` has ranks (See Note [All-to-all onto a dim
-/// smaller than the group]): by one collective's latency when an all_to_all
-/// moves the input there (chosen only where it saves a whole collective), by
-/// half a byte when the input already is sharded so and the dim is not size 1
-/// (loses exact ties only).
-/// Example: mm of [8, 3] S(0) by [3, 6] S(0) on 4 ranks gathers the second
-/// operand (-> S(0)) rather than moving the first to S(1) (-> P(sum)).
-void discourage_tiny_shards(const OpCall& call, int mesh_dim, std::vector<DimStrategy>& candidates);
-
 /// The placement of an operand of shape `operand`, broadcast against an
 /// output of `out_ndim` dims, that lines up with the output sharded on
 /// `out_dim`: Shard of the matching operand dim, or Replicate where the

@@ -228,7 +228,12 @@ void reshape_alias_local_strides(const LocalCall& local, std::vector<c10::IValue
 DimRule reshape_dim_rule();
 
 void register_view_rules(ShardingRegistry& registry) {
-  registry.add({"aten::transpose.int", "aten::t"}, per_mesh_dim(dim_map_rule(transpose_map)));
+  registry.add({"aten::transpose.int"}, per_mesh_dim(dim_map_rule(transpose_map)));
+  // t is a single-dim strategy in PyTorch 2.15 (_matrix_ops.py), so an input
+  // split into more pieces than its dim has elements is gathered first
+  // (detail::tensor_shardable): t of a [1, 4] [S(0), S(0)] gathers it, and
+  // mm's backward then reads the gathered copy it saved (g18_02146).
+  registry.add({"aten::t"}, detail::single_dim_rule(dim_map_rule(transpose_map)));
   registry.add({"aten::transpose_", "aten::t_"}, in_place_view(dim_map_rule(transpose_map)));
   registry.add({"aten::permute"}, per_mesh_dim(dim_map_rule(permute_map)));
   registry.add({"aten::unsqueeze"}, per_mesh_dim(dim_map_rule(unsqueeze_map)));

@@ -181,6 +181,33 @@ TEST(DeviationTest, OutputsWholeRowNeedsOursReplicateWherePlacementsDiffer) {
   EXPECT_EQ(bytes_deviation(), "");
 }
 
+TEST(DeviationTest, OutputsCheaperToGatherRowCountsPendingMeshDims) {
+  // g18_00178: addmm with the same 4 all_gathers and 1 all_reduce as
+  // PyTorch, 32 bytes more; our output [S(1), P(sum), R] gathers whole in
+  // two collectives, PyTorch's [S(0), P(sum), S(0)] in three.
+  json ours = record({step({{"all_gather_into_tensor", 4}, {"all_reduce", 1}}, {out({"S(1)", "P(sum)", "R"}, {1.0})})});
+  json theirs =
+      record({step({{"all_gather_into_tensor", 4}, {"all_reduce", 1}}, {out({"S(0)", "P(sum)", "S(0)"}, {1.0})})});
+  ours["steps"][0]["bytes"] = {{"all_gather_into_tensor", 152}, {"all_reduce", 24}};
+  theirs["steps"][0]["bytes"] = {{"all_gather_into_tensor", 96}, {"all_reduce", 48}};
+  Program p = program_with_steps(1);
+  p.mesh_shape = {2, 2, 2};
+  auto bytes_deviation = [&] {
+    for (const FieldDiff& d : compare_records(p, ours, theirs, nullptr).diffs) {
+      if (d.field == "bytes") return d.deviation;
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(bytes_deviation(), "outputs-cheaper-to-gather");
+  // As many pending mesh dims as PyTorch's: the claim fails.
+  ours["steps"][0]["outputs"][0]["placements"] = {"S(1)", "P(sum)", "S(1)"};
+  EXPECT_EQ(bytes_deviation(), "");
+  // Fewer pending, but the extra bytes outweigh a collective's latency.
+  ours["steps"][0]["outputs"][0]["placements"] = {"S(1)", "P(sum)", "R"};
+  ours["steps"][0]["bytes"] = {{"all_gather_into_tensor", 152 + 250'000}, {"all_reduce", 24}};
+  EXPECT_EQ(bytes_deviation(), "");
+}
+
 TEST(DeviationTest, FewerCollectivesOverallRowWeighsBytesAgainstLatency) {
   // g18_00601: one reduce_scatter where PyTorch issues two, then the same
   // all_gather moving 96 bytes where PyTorch's moves 72.

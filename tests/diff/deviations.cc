@@ -87,6 +87,56 @@ bool pytorch_wrong_value(const DiffContext& c) {
   return false;
 }
 
+// The env indices step `step` of the program reads ({"t": i} anywhere in
+// its arguments).
+void collect_refs(const json& v, std::vector<int64_t>& out) {
+  if (v.is_object() && v.contains("t") && v.size() == 1) {
+    out.push_back(v.at("t").get<int64_t>());
+  } else if (v.is_array() || v.is_object()) {
+    for (const json& x : v) collect_refs(x, out);
+  }
+}
+
+// pytorch-writes-a-copy: at this op step PyTorch redistributed a tensor the
+// op writes in place and wrote the copy, so the tensor kept its old value
+// (PyTorch 2.15's _fused_adam_ moves an S(1) exp_avg_sq to its parameter's
+// S(0) and leaves the original unchanged; BatchNorm's channel sharding of
+// replicated running statistics, Note [Batch norm keeps its running
+// statistics where they are]). Ours either refuses the call ("... in place")
+// or runs a plan that writes the tensor itself. Claim: a later full_tensor
+// step of a tensor this step reads shows PyTorch's value differing from the
+// single-device run, and ours (when we ran) equal to it.
+bool pytorch_writes_a_copy(const DiffContext& c) {
+  if (c.step < 0 || c.reference_record.is_null()) return false;
+  const json& step = c.program.steps[static_cast<size_t>(c.step)].json;
+  if (step.value("kind", std::string()) != "op") return false;
+  const bool ours_refused = c.ours.value("raised", false);
+  if (ours_refused && c.ours.value("error", std::string()).find("in place") == std::string::npos) return false;
+  if (c.theirs.value("raised", false)) return false;
+  std::vector<int64_t> reads;
+  collect_refs(step.value("args", json::array()), reads);
+  collect_refs(step.value("kwargs", json::object()), reads);
+  const json& theirs = c.theirs_record.at("steps");
+  const json& ours = c.ours_record.at("steps");
+  const json& ref = c.reference_record.at("steps");
+  for (size_t k = static_cast<size_t>(c.step) + 1; k < c.program.steps.size(); ++k) {
+    const json& later = c.program.steps[k].json;
+    if (later.value("kind", std::string()) != "full_tensor") continue;
+    if (std::find(reads.begin(), reads.end(), later.value("t", int64_t{-1})) == reads.end()) continue;
+    if (k >= theirs.size() || k >= ref.size() || theirs[k].value("raised", false) || ref[k].value("raised", false)) {
+      continue;
+    }
+    const json& ref_values = ref[k].at("outputs")[0].at("values");
+    if (values_agree(theirs[k].at("outputs")[0].at("values"), ref_values)) continue;
+    if (ours_refused) return true;
+    if (k < ours.size() && !ours[k].value("raised", false) &&
+        values_agree(ours[k].at("outputs")[0].at("values"), ref_values)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // pytorch-refuses: PyTorch raised, ours ran; our values are then checked
 // against the single-device run (the comparer's "reference" field), so the
 // row needs a reference that completed this step.
@@ -236,6 +286,33 @@ bool outputs_whole(const DiffContext& c) {
   return pending > 0;
 }
 
+// outputs-cheaper-to-gather: the same collectives as PyTorch at this step
+// moving more input bytes (fewer than one collective's latency is worth),
+// where our outputs take fewer collectives to gather whole: Note [Whole-mesh
+// ties keep outputs cheap to gather] in core/dispatch/sharding_registry.cc
+// breaks such near ties by what gathering the outputs costs. Claim: the
+// outputs' non-Replicate mesh dims (one collective each to gather; merges
+// over flattened meshes not counted, as in the tie-break) are fewer in all
+// than PyTorch's (g18_00178: addmm's [S(1), P(sum), R] output, two, where
+// PyTorch's [S(0), P(sum), S(0)] needs three; 32 bytes more now).
+bool outputs_cheaper_to_gather(const DiffContext& c) {
+  if (c.field != "bytes" || c.step < 0) return false;
+  const double one_latency = CommCostModel{}.latency_bytes(/*ring_steps=*/0);
+  if (static_cast<double>(total(c.ours.at("bytes")) - total(c.theirs.at("bytes"))) >= one_latency) return false;
+  const json& ours = c.ours.at("outputs");
+  const json& theirs = c.theirs.at("outputs");
+  if (ours.size() != theirs.size()) return false;
+  auto pending = [](const json& outputs) {
+    int n = 0;
+    for (const json& o : outputs) {
+      if (o.is_null() || !o.at("placements").is_array()) continue;
+      for (const json& p : o.at("placements")) n += p != "R";
+    }
+    return n;
+  };
+  return pending(ours) < pending(theirs);
+}
+
 }  // namespace
 
 const std::vector<Deviation>& deviations() {
@@ -245,6 +322,9 @@ const std::vector<Deviation>& deviations() {
       {"pytorch-refuses", "PyTorch raises (no strategy, or a layout it will not reshard); ours runs and "
                           "equals the single-device run",
        pytorch_refuses},
+      {"pytorch-writes-a-copy", "PyTorch redistributes a tensor the op writes in place and updates the copy (the "
+                                "tensor keeps its old value); ours refuses the call or writes the tensor itself",
+       pytorch_writes_a_copy},
       {"norm-partial", "a p-norm over sharded dims: PyTorch keeps a _NormPartial, ours reduces at once "
                        "(at most one all_reduce per mesh dim)",
        norm_partial},
@@ -266,6 +346,9 @@ const std::vector<Deviation>& deviations() {
                                     "collectives over the program so far, or over the whole program, and the "
                                     "extra bytes worth less than their latency",
        fewer_collectives_overall},
+      {"outputs-cheaper-to-gather", "the same collectives as PyTorch's at this step, more bytes (fewer than one "
+                                    "latency's worth); our outputs take fewer collectives to gather whole",
+       outputs_cheaper_to_gather},
   };
   return rows;
 }

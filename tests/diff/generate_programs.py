@@ -1149,16 +1149,19 @@ def flattened_root_program(g, pid):
 # call, from the samples sample_overloads.py builds from its schema (checked
 # in: testdata/validation_samples.json, made with torch). Each sample runs on
 # a 1-D mesh of 4 and on a 2 x 2 mesh, its inputs placed at random (a tensor
-# the op writes, and an int64 one, never Partial), in VALIDATION_SHARDS files.
+# the op writes, and an int64 or bool one, never Partial), in VALIDATION_SHARDS files;
+# the samples of sample_recipes.py likewise, in a shard after the flattened-mesh one.
 
 
 VALIDATION_SHARDS = 4  # files, so that golden_test's shards stay alike in size
 
 
-def validation_programs(seed, samples_path):
+def validation_programs(seed, samples_path, key="samples", prefix="x"):
+    """Programs of the samples under `key` ("samples": schema-built;
+    "recipes": sample_recipes.py's), ids `prefix`<seed>_NNNN."""
     if not os.path.exists(samples_path):
         return []
-    samples = json.load(open(samples_path))["samples"]
+    samples = json.load(open(samples_path)).get(key, [])
     progs, seen = [], {}
     for sample in samples:
         # Placements drawn from a stream of the sample's own (its op and its
@@ -1169,11 +1172,13 @@ def validation_programs(seed, samples_path):
             inputs = []
             for i, spec in enumerate(sample["inputs"]):
                 spec = dict(spec, seed=g.rng.randint(0, 10000))
-                partial_ok = i not in sample["written"] and spec.get("dtype") != "int64"
+                partial_ok = i not in sample["written"] and spec.get("dtype") not in ("int64", "bool")
                 spec["placements"] = placement(g, len(spec["shape"]), len(mesh_shape), partial_ok)
                 inputs.append(spec)
             steps = [op(sample["op"], *sample["args"], **sample["kwargs"])]
-            progs.append({"id": f"x{seed}_{len(progs):04d}", "world_size": world,
+            if prefix == "y":  # what the op wrote in place, gathered (row pytorch-writes-a-copy)
+                steps += [{"kind": "full_tensor", "t": i} for i in sample["written"]]
+            progs.append({"id": f"{prefix}{seed}_{len(progs):04d}", "world_size": world,
                           "mesh": {"shape": list(mesh_shape), "names": names}, "inputs": inputs, "steps": steps})
     return progs
 
@@ -1250,6 +1255,12 @@ def main():
         shard = [make(gk, f"{prefix}{a.seed}_{i:04d}") for i in range(count)]
         write_shard(os.path.join(a.out, f"programs_{first + k:02d}.json"), a.seed, shard)
         summary.append(f"{len(shard)} {what} in shard {first + k}")
+    # The recipes' validation shard (sample_recipes.py), after those.
+    first += len(late)
+    recipes = validation_programs(a.seed, a.samples, key="recipes", prefix="y")
+    if recipes:
+        write_shard(os.path.join(a.out, f"programs_{first:02d}.json"), a.seed, recipes)
+        summary.append(f"{len(recipes)} validation programs from recipes in shard {first}")
     print(", ".join(summary) + f" under {a.out}")
 
 

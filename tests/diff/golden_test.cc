@@ -27,8 +27,10 @@ using nlohmann::json;
 
 // 8 of op programs, then one each of structured programs, out=/in-place
 // overloads, PyTorch 2.15's other pointwise ops, convolution / pooling /
-// normalization, and indexing / scatters / linear algebra (generate_programs.py).
-constexpr int kShards = 19;
+// normalization, indexing / scatters / linear algebra and uneven views, 4
+// validating overloads from schema-built samples, one of flattened-mesh
+// redistributions, one validating overloads from recipes (generate_programs.py).
+constexpr int kShards = 20;
 
 std::string testdata(const std::string& name) { return data_file("tests/diff/testdata/" + name); }
 

@@ -36,8 +36,11 @@ InputSpec parse_input(const json& j, const std::string& where) {
   for (const json& p : field(j, "placements", where)) s.placements.push_back(p.get<std::string>());
   s.seed = field(j, "seed", where).get<int64_t>();
   const std::string dtype = j.value("dtype", std::string("float64"));
-  if (dtype != "float64" && dtype != "int64") bad(where, "dtype must be float64 or int64, got " + dtype);
+  if (dtype != "float64" && dtype != "int64" && dtype != "bool") {
+    bad(where, "dtype must be float64, int64 or bool, got " + dtype);
+  }
   s.is_int = dtype == "int64";
+  s.is_bool = dtype == "bool";
   s.high = j.value("high", int64_t{1});
   if (s.is_int && s.high < 1) bad(where, "high must be >= 1");
   s.scale = j.value("scale", 1.0);
@@ -103,6 +106,7 @@ std::vector<Program> parse_programs(const json& doc) {
 //   s = seed + 101 * variant; a = 1 + (s * 389) % 1008; b = (s * 7) % 1009
 //   raw[i] = (i * a + b) % 1009                       (int64, i = 0..n-1)
 //   int64:   raw % high
+//   bool:    raw % 2 == 1
 //   float64: (raw / 1009.0 - 0.5) * scale + offset
 // `variant` tells the ranks of a Partial group apart: each rank's local tensor
 // is its shard of the variant given by its row-major index among the Partial
@@ -115,6 +119,7 @@ at::Tensor global_values(const InputSpec& spec, int64_t variant) {
   const int64_t b = (seed * 7) % 1009;
   at::Tensor raw = (at::arange(n, at::kLong) * a + b) % 1009;
   if (spec.is_int) return (raw % spec.high).reshape(spec.shape);
+  if (spec.is_bool) return (raw % 2 == 1).reshape(spec.shape);
   at::Tensor x = raw.to(at::kDouble) / 1009.0 - 0.5;
   return (x * spec.scale + spec.offset).reshape(spec.shape);
 }

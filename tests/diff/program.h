@@ -23,6 +23,7 @@ struct InputSpec {
   std::vector<std::string> placements;
   int64_t seed = 0;
   bool is_int = false;       // "dtype": "int64" (else float64)
+  bool is_bool = false;      // "dtype": "bool": raw % 2 == 1 (Note [Input values])
   int64_t high = 1;          // int64 values lie in [0, high)
   double scale = 1.0;        // float values: (base - 0.5) * scale + offset
   double offset = 0.0;

@@ -78,6 +78,8 @@ def global_values(shape, spec, variant):
     raw = (i * a + b) % 1009
     if spec.get("dtype", "float64") == "int64":
         return (raw % spec["high"]).reshape(shape)
+    if spec.get("dtype") == "bool":
+        return (raw % 2 == 1).reshape(shape)
     x = raw.to(torch.float64) / 1009.0 - 0.5
     return (x * spec.get("scale", 1.0) + spec.get("offset", 0.0)).reshape(shape)
 

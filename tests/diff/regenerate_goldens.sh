@@ -6,7 +6,9 @@
 # 13th of indexing, scatters and linear algebra, a 14th of uneven, strided and
 # flattened-mesh views, a 15th to 18th validating every other overload 2.15 shards
 # from samples sample_overloads.py builds from the schemas, with the followed
-# version's torch, a 19th of redistributions on meshes with flattened dims),
+# version's torch, a 19th of redistributions on meshes with flattened dims, a
+# 20th validating the overloads whose schema-built calls fail, from the
+# recipes of sample_recipes.py),
 # one PyTorch version's records (pytorch_runner.py, one
 # process per shard, in parallel: pytorch-<version>_NN.json), and that
 # version's known_divergences-<version>.txt (diff_runner).
@@ -24,7 +26,7 @@ PYTHON="${PYTHON:-${DTENSOR_HOME:-$HOME/.cache/dtensor}/venv-torch-$VERSION.0/bi
 SEED="${SEED:-18}"
 COUNT="${COUNT:-2400}"
 SHARDS=8  # of op programs; then the structured, out=/in-place, more-pointwise, spatial, more-ops, uneven-views
-LAST=$((SHARDS + 10))  # and 4 validation shards, then the flattened-mesh shard
+LAST=$((SHARDS + 11))  # and 4 validation shards, the flattened-mesh shard, the recipes' validation shard
 OUT=tests/diff/testdata
 FOLLOWED=2.15  # golden_test.cc's reference_versions().back()
 if [[ -z ${LISTS_ONLY:-} ]]; then

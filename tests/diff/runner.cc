@@ -106,10 +106,14 @@ json describe(const at::Tensor& t) {
   return out;
 }
 
+// The first line of an error, its head and its tail where it is long (the
+// call's description comes first, what went wrong last).
 std::string first_line(const std::string& text) {
   const size_t start = text.find_first_not_of(" \n");
   if (start == std::string::npos) return "";
-  return text.substr(start, text.find('\n', start) - start).substr(0, 300);
+  const std::string line = text.substr(start, text.find('\n', start) - start);
+  if (line.size() <= 600) return line;
+  return line.substr(0, 200) + " ... " + line.substr(line.size() - 395);
 }
 
 const at::Tensor& env_at(const std::vector<at::Tensor>& env, const json& step) {

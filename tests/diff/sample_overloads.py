@@ -20,6 +20,8 @@ import warnings
 
 import torch
 
+import sample_recipes
+
 FORMAT = "dtensor-validation-samples/1"
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -54,15 +56,18 @@ def values(spec, seed):
     raw = (torch.arange(n, dtype=torch.int64) * a + b) % 1009
     if spec.get("dtype") == "int64":
         return (raw % spec["high"]).reshape(spec["shape"])
+    if spec.get("dtype") == "bool":
+        return (raw % 2 == 1).reshape(spec["shape"])
     return ((raw.double() / 1009 - 0.5) * spec["scale"] + spec["offset"]).reshape(spec["shape"])
 
 
 def corpus_ops():
-    """The overloads the other shards call (the validation shards, ids x*, excluded)."""
+    """The overloads the other shards call (the validation shards, ids x* and
+    the recipes' y*, excluded)."""
     ops = set()
     for path in sorted(glob.glob(os.path.join(HERE, "testdata", "programs_*.json"))):
         for prog in json.load(open(path))["programs"]:
-            if prog["id"].startswith("x"):
+            if prog["id"].startswith(("x", "y")):
                 break
             for step in prog["steps"]:
                 if step.get("op"):
@@ -204,11 +209,15 @@ def functional_of(op):
     return None
 
 
-def try_call(op, inputs, args, kwargs, written):
+def try_call(op, inputs, args, kwargs, written, recipe=False):
     """Runs the call on plain tensors, out tensors shaped as the functional
     overload's results (an empty out crashes some kernels). Returns None or
-    the error text."""
+    the error text. A recipe's call (sample_recipes.py) may also pass
+    non-tensor keywords to the functional overload, have bool outs, and
+    return int32 tensors (pivots, exponents) and empty ones."""
     tensors = [values(spec, 11 + 7 * i) for i, spec in enumerate(inputs)]
+    if recipe:  # not views (detach_ refuses to detach a view in place)
+        tensors = [t.clone() for t in tensors]
     outs = [i for i in written if inputs[i]["shape"] == [0]]
     try:
         with warnings.catch_warnings():
@@ -217,8 +226,12 @@ def try_call(op, inputs, args, kwargs, written):
                 functional = functional_of(op)
                 if functional is None:
                     return "no functional overload to size its outs"
-                plain = {k: materialize(v, tensors) for k, v in kwargs.items() if int(v["t"]) not in outs} \
-                    if all(isinstance(v, dict) and "t" in v for v in kwargs.values()) else None
+                if recipe:
+                    plain = {k: materialize(v, tensors) for k, v in kwargs.items()
+                             if not (isinstance(v, dict) and "t" in v and v["t"] in outs)}
+                else:
+                    plain = {k: materialize(v, tensors) for k, v in kwargs.items() if int(v["t"]) not in outs} \
+                        if all(isinstance(v, dict) and "t" in v for v in kwargs.values()) else None
                 if plain is None:
                     return "out= with non-tensor kwargs"
                 res = functional(*materialize(args, tensors), **plain)
@@ -226,22 +239,26 @@ def try_call(op, inputs, args, kwargs, written):
                 if len(res) != len(outs):
                     return "outs and results differ in number"
                 for i, r in zip(outs, res):
-                    if r.dtype not in (torch.float64, torch.int64):
+                    if r.dtype not in ((torch.float64, torch.int64, torch.bool) if recipe else (torch.float64, torch.int64)):
                         return f"out dtype {r.dtype}"
                     inputs[i] = {"shape": list(r.shape), "seed": 0}
-                    inputs[i].update({"dtype": "int64", "high": INT_HIGH} if r.dtype == torch.int64 else DOMAINS[1])
+                    if r.dtype == torch.bool:
+                        inputs[i]["dtype"] = "bool"
+                    else:
+                        inputs[i].update({"dtype": "int64", "high": INT_HIGH} if r.dtype == torch.int64 else DOMAINS[1])
                     tensors[i] = torch.empty_like(r)
             result = op(*materialize(args, tensors), **{k: materialize(v, tensors) for k, v in kwargs.items()})
     except Exception as e:  # noqa: BLE001: any refusal means "try another shape"
         return str(e).splitlines()[0][:200] if str(e) else type(e).__name__
     results = result if isinstance(result, (tuple, list)) else [result]
     for r in results:
-        if isinstance(r, torch.Tensor) and r.dtype not in (torch.float64, torch.int64, torch.bool):
+        if isinstance(r, torch.Tensor) and r.dtype not in (torch.float64, torch.int64, torch.bool) and \
+                not (recipe and (r.dtype == torch.int32 or r.numel() == 0)):
             return f"result dtype {r.dtype}"
     return None
 
 
-def samples_of(name, want):
+def samples_of(name, want, recipe=False):
     try:
         op = overload(name)
     except AttributeError:
@@ -255,7 +272,7 @@ def samples_of(name, want):
                 if isinstance(built, str) or built is None:
                     return found, f"an argument the sampler cannot build: {built}"
                 inputs, args, kwargs, written = built
-                err = try_call(op, inputs, args, kwargs, written)
+                err = try_call(op, inputs, args, kwargs, written, recipe)
                 if err is not None:
                     error = err
                     continue
@@ -269,6 +286,82 @@ def samples_of(name, want):
                 return found, None
             if found and found[-1]["inputs"] and found[-1]["inputs"][0]["shape"] == shape:
                 break  # this shape ran: the next shape, not another dtype
+    return found, (None if found else error)
+
+
+def build_recipe(schema, variant):
+    """(inputs, args, kwargs, written) for one recipe variant, or the name
+    of an argument the variant lacks."""
+    inputs, args, kwargs, written = [], [], {}, []
+
+    def tensor(spec):
+        inputs.append(dict(spec))
+        return {"t": len(inputs) - 1}
+
+    def value(v):
+        if sample_recipes.is_tensor_spec(v):
+            return tensor(v)
+        if isinstance(v, list):
+            return [value(x) for x in v]
+        return v
+
+    for a in schema.arguments:
+        t = str(a.type)
+        name = a.name + "@Tensor" if "Tensor" in t and a.name + "@Tensor" in variant else a.name
+        is_written = a.alias_info is not None and a.alias_info.is_write
+        if name in variant:
+            v = value(variant[name])
+            refs = v if isinstance(v, list) else [v]
+            if is_written or a.is_out:
+                written.extend(r["t"] for r in refs if isinstance(r, dict))
+        elif a.is_out:
+            v = tensor(dict(sample_recipes.SIGNED, shape=[0], seed=0))  # shaped by try_call
+            written.append(v["t"])
+        elif a.has_default_value():
+            if a.kwarg_only:
+                continue
+            default = a.default_value
+            if not (default is None or isinstance(default, (bool, int, float, str, list))):
+                return f"{t} {a.name}"
+            v = default
+        else:
+            return f"{t} {a.name}"
+        (kwargs.__setitem__(a.name, v) if a.kwarg_only else args.append(v))
+    defaults = [a for a in schema.arguments if not a.kwarg_only]
+    while args and len(args) <= len(defaults) and defaults[len(args) - 1].has_default_value() and \
+            not isinstance(args[-1], (dict, list)) and args[-1] == defaults[len(args) - 1].default_value:
+        args.pop()
+    return inputs, args, kwargs, written
+
+
+def recipe_samples_of(name):
+    """Samples of `name` from its recipe (sample_recipes.py): (found, error)."""
+    base = name[len("aten::"):].partition(".")[0]
+    reason = sample_recipes.not_recordable(base)
+    if reason:
+        return [], reason
+    variants = sample_recipes.recipe_of(base)
+    if variants is None:  # the schema-built calls again, with what a recipe may do
+        found, error = samples_of(name, 3, recipe=True)
+        return found, (None if found else "no recipe")
+    try:
+        op = overload(name)
+    except AttributeError:
+        return [], "not in this PyTorch"
+    found, error = [], None
+    for variant in variants:
+        built = build_recipe(op._schema, variant)
+        if isinstance(built, str):
+            error = f"the recipe lacks {built}"
+            continue
+        inputs, args, kwargs, written = built
+        err = try_call(op, inputs, args, kwargs, written, recipe=True)
+        if err is not None:
+            error = err
+            continue
+        sample = {"op": name, "inputs": inputs, "args": args, "kwargs": kwargs, "written": written}
+        if sample not in found:
+            found.append(sample)
     return found, (None if found else error)
 
 
@@ -306,7 +399,7 @@ def main():
     covered = corpus_ops()
     names = [l.strip() for l in open(a.ops) if l.strip() and not l.startswith("#")]
     uncalled = [n for n in names if n.startswith("aten::") and n not in covered]
-    samples, unsampled = [], {}
+    samples, recipes, unsampled = [], [], {}
     for name in uncalled:
         if any(word in name for word in NONDETERMINISTIC):
             unsampled[name] = "random or uninitialized values (tests/core/ops/nn_ops_test.cc)"
@@ -316,15 +409,22 @@ def main():
             continue
         found, error = isolated(samples_of, name, a.per_op)
         samples.extend(found)
+        if found:
+            continue
+        # Stage 2: the overload's hand-written recipe (sample_recipes.py).
+        found, recipe_error = isolated(recipe_samples_of, name)
+        recipes.extend(found)
         if not found:
-            unsampled[name] = error
+            unsampled[name] = error if recipe_error == "no recipe" else recipe_error
     with open(a.out, "w") as f:
         json.dump({"format": FORMAT, "pytorch": torch.__version__.split("+")[0], "samples": samples,
-                   "unsampled": unsampled}, f, indent=None, separators=(",", ":"), sort_keys=True)
+                   "recipes": recipes, "unsampled": unsampled}, f, indent=None, separators=(",", ":"),
+                  sort_keys=True)
         f.write("\n")
     ops = len({s["op"] for s in samples})
+    by_recipe = len({s["op"] for s in recipes})
     print(f"{len(uncalled)} overloads no other shard calls: {ops} sampled ({len(samples)} samples), "
-          f"{len(unsampled)} unsampled -> {a.out}")
+          f"{by_recipe} by recipe ({len(recipes)} samples), {len(unsampled)} unsampled -> {a.out}")
 
 
 if __name__ == "__main__":
