@@ -2,7 +2,13 @@
 DTensor and writes one record per program.
 
     python tests/diff/pytorch_runner.py programs.json records.json
+    python tests/diff/pytorch_runner.py --isolate SECONDS programs.json records.json
     python tests/diff/pytorch_runner.py --gloo-crosscheck programs.json records.json EVERY_NTH
+
+--isolate runs each program in a forked child: a program PyTorch crashes on
+or never finishes (2.11's native_batch_norm_backward and
+native_layer_norm_backward on some recipe programs) is recorded as raising
+"PyTorchCrash: ..." instead of losing the whole shard.
 
 Ranks are simulated by PyTorch's LocalTensorMode (torch.distributed._local_tensor)
 over a "fake" process group: one process holds every rank's real values, the
@@ -522,9 +528,51 @@ def gloo_crosscheck(programs_path, records_path, sample):
     return not bad
 
 
+def run_isolated(prog, mesh, seconds):
+    """run_program in a forked child, its record back through a pipe; a
+    child that crashes or outlives `seconds` gives a record that raised."""
+    import select
+    import signal
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            torch.manual_seed(0)
+            data = json.dumps(run_program(prog, mesh)).encode()
+        except BaseException as e:  # noqa: BLE001 - the child must exit here, whatever happened
+            data = json.dumps({"id": prog["id"], "steps": [{"raised": True, "error": error_text(e)}]}).encode()
+        with os.fdopen(write, "wb") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(write)
+    chunks, failure = [], None
+    with os.fdopen(read, "rb") as f:
+        while True:
+            ready, _, _ = select.select([f], [], [], seconds)
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                failure = f"PyTorchCrash: no record after {seconds} s (killed)"
+                break
+            chunk = os.read(f.fileno(), 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    if failure is None and (status != 0 or not chunks):
+        failure = f"PyTorchCrash: the process died (wait status {status})"
+    if failure is not None:
+        return {"id": prog["id"], "steps": [{"raised": True, "error": failure}]}
+    return json.loads(b"".join(chunks))
+
+
 def main(argv):
     if len(argv) == 5 and argv[1] == "--gloo-crosscheck":
         sys.exit(0 if gloo_crosscheck(argv[2], argv[3], int(argv[4])) else 1)
+    isolate = None
+    if len(argv) == 5 and argv[1] == "--isolate":
+        isolate = float(argv[2])
+        argv = [argv[0]] + argv[3:]
     if len(argv) != 3:
         sys.exit(__doc__)
     with open(argv[1]) as f:
@@ -542,7 +590,8 @@ def main(argv):
         with LocalTensorMode(frozenset(range(world))):
             for i in idxs:
                 torch.manual_seed(0)
-                records[i] = run_program(programs[i], program_mesh(programs[i], meshes))
+                mesh = program_mesh(programs[i], meshes)
+                records[i] = run_isolated(programs[i], mesh, isolate) if isolate else run_program(programs[i], mesh)
         dist.destroy_process_group()
     out = {"format": FORMAT, "producer": f"pytorch {torch.__version__}", "records": records}
     with open(argv[2], "w") as f:

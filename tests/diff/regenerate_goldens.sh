@@ -40,7 +40,7 @@ if [[ -z ${LISTS_ONLY:-} ]]; then
   jobs="${JOBS:-$(nproc)}"
   for s in $(seq -f %02g 0 "$LAST"); do
     echo "$s"
-  done | xargs -P "$jobs" -I{} sh -c "\"$PYTHON\" tests/diff/pytorch_runner.py $OUT/programs_{}.json $OUT/pytorch-${VERSION}_{}.json 2>/dev/null"
+  done | xargs -P "$jobs" -I{} sh -c "\"$PYTHON\" tests/diff/pytorch_runner.py --isolate 60 $OUT/programs_{}.json $OUT/pytorch-${VERSION}_{}.json 2>/dev/null"
 fi
 bazel build //tests/diff:diff_runner
 known="$OUT/known_divergences-$VERSION.txt"
