@@ -254,6 +254,18 @@ bool fewer_collectives_overall(const DiffContext& c) {
   return both_completed(c) && cheaper_through(static_cast<int>(c.program.steps.size()) - 1);
 }
 
+// A "bytes" difference at a step (so the same collectives on both sides)
+// whose extra input bytes are fewer than one collective's latency is worth,
+// with as many outputs on both sides: any collective an output leaves
+// pending costs at least its start latency once it runs (250,000 bytes'
+// worth: 5 us at 50 GB/s, Note [Comm cost model]).
+bool bytes_within_a_latency(const DiffContext& c) {
+  if (c.field != "bytes" || c.step < 0) return false;
+  const double one_latency = CommCostModel{}.latency_bytes(/*ring_steps=*/0);
+  if (static_cast<double>(total(c.ours.at("bytes")) - total(c.theirs.at("bytes"))) >= one_latency) return false;
+  return c.ours.at("outputs").size() == c.theirs.at("outputs").size();
+}
+
 // outputs-whole: the same collectives as PyTorch at this step moving more
 // input bytes, because PyTorch first split a mesh dim on which the operands
 // were Replicate (free) so that a collective on another mesh dim moved a
@@ -263,14 +275,9 @@ bool fewer_collectives_overall(const DiffContext& c) {
 // when the value is needed whole), and the extra bytes are fewer than one
 // collective's latency is worth.
 bool outputs_whole(const DiffContext& c) {
-  if (c.field != "bytes" || c.step < 0) return false;
-  // Any collective left pending costs at least its start latency once it runs
-  // (250,000 bytes' worth: 5 us at 50 GB/s, Note [Comm cost model]).
-  const double one_latency = CommCostModel{}.latency_bytes(/*ring_steps=*/0);
-  if (static_cast<double>(total(c.ours.at("bytes")) - total(c.theirs.at("bytes"))) >= one_latency) return false;
+  if (!bytes_within_a_latency(c)) return false;
   const json& ours = c.ours.at("outputs");
   const json& theirs = c.theirs.at("outputs");
-  if (ours.size() != theirs.size()) return false;
   int pending = 0;
   for (size_t i = 0; i < ours.size(); ++i) {
     if (ours[i].is_null() || theirs[i].is_null()) continue;
@@ -296,12 +303,9 @@ bool outputs_whole(const DiffContext& c) {
 // than PyTorch's (g18_00178: addmm's [S(1), P(sum), R] output, two, where
 // PyTorch's [S(0), P(sum), S(0)] needs three; 32 bytes more now).
 bool outputs_cheaper_to_gather(const DiffContext& c) {
-  if (c.field != "bytes" || c.step < 0) return false;
-  const double one_latency = CommCostModel{}.latency_bytes(/*ring_steps=*/0);
-  if (static_cast<double>(total(c.ours.at("bytes")) - total(c.theirs.at("bytes"))) >= one_latency) return false;
+  if (!bytes_within_a_latency(c)) return false;
   const json& ours = c.ours.at("outputs");
   const json& theirs = c.theirs.at("outputs");
-  if (ours.size() != theirs.size()) return false;
   auto pending = [](const json& outputs) {
     int n = 0;
     for (const json& o : outputs) {

@@ -177,12 +177,17 @@ def build(op, schema, shape, domain, int_dtype):
         if v == "none":
             v = None
         (kwargs.__setitem__(a.name, v) if a.kwarg_only else args.append(v))
-    # Trailing positional defaults are dropped (the schema fills them).
+    drop_trailing_defaults(schema, args)
+    return inputs, args, kwargs, written
+
+
+def drop_trailing_defaults(schema, args):
+    """Drops the trailing positional arguments equal to their defaults (the
+    schema fills them)."""
     defaults = [a for a in schema.arguments if not a.kwarg_only]
     while args and len(args) <= len(defaults) and defaults[len(args) - 1].has_default_value() and \
             not isinstance(args[-1], (dict, list)) and args[-1] == defaults[len(args) - 1].default_value:
         args.pop()
-    return inputs, args, kwargs, written
 
 
 def materialize(value, tensors):
@@ -327,10 +332,7 @@ def build_recipe(schema, variant):
         else:
             return f"{t} {a.name}"
         (kwargs.__setitem__(a.name, v) if a.kwarg_only else args.append(v))
-    defaults = [a for a in schema.arguments if not a.kwarg_only]
-    while args and len(args) <= len(defaults) and defaults[len(args) - 1].has_default_value() and \
-            not isinstance(args[-1], (dict, list)) and args[-1] == defaults[len(args) - 1].default_value:
-        args.pop()
+    drop_trailing_defaults(schema, args)
     return inputs, args, kwargs, written
 
 
