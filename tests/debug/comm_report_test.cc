@@ -202,7 +202,10 @@ TEST_F(CommReportTest, UserProgramsRegisterByName) {
 TEST_F(CommReportTest, MetaTensorsInSoloMode) {
   register_report_program("colwise_linear_meta", "", [](World& world, ReportContext& ctx) {
     auto mesh = DeviceMesh::init(ctx.device_type(), {world.size()});
-    torch::nn::Linear lin(16, 64);
+    // 8,192 output features, at least one row per rank of the 4,096: a dim
+    // split over more ranks than it has rows is gathered before t and mm
+    // (Note [Matrix products split no dim smaller than the group]).
+    torch::nn::Linear lin(16, 8192);
     for (const char* name : {"weight", "bias"}) {  // moved to meta first: Module::to(meta) refuses
       const at::Tensor local = param(*lin, name).detach().to(mesh.device());
       set_parameter(*lin, name, distribute_tensor(local, mesh, {Shard(0)}).detach().requires_grad_(true));

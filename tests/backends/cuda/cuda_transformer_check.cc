@@ -228,9 +228,10 @@ TEST(CudaTransformer, LossesAndParametersEqualOneDevice) {
     // math path where one CPU runs LibTorch's flash kernel; CUDA ranks: the
     // memory-efficient kernel over fewer heads than one GPU's launch): float
     // gradients differ in the last bits, which Adam's normalized steps turn
-    // into parameter differences of up to ~lr * 1e-2 (H100: 6.2e-5, CPU:
-    // 5.3e-5; the losses agree to 5e-7).
-    const double param_tolerance = c.sdpa && c.dtype == at::kFloat ? 1e-4 : tolerance;
+    // into parameter differences of a few hundredths of lr (H100: 6.2e-5;
+    // CPU: 5.3e-5, and 1.28e-4 on an AMD EPYC host, whose vectorized flash
+    // kernel sums in another order; the losses agree to 5e-7 on all three).
+    const double param_tolerance = c.sdpa && c.dtype == at::kFloat ? 3e-4 : tolerance;
     EXPECT_TRUE(runs.one_device_losses.back() < runs.one_device_losses.front()) << "it does not train";
     double loss_diff = 0;
     for (const std::vector<double>& losses : runs.device.losses) {
