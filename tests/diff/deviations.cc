@@ -87,8 +87,8 @@ bool pytorch_wrong_value(const DiffContext& c) {
   return false;
 }
 
-// The env indices step `step` of the program reads ({"t": i} anywhere in
-// its arguments).
+// Appends the env index of every tensor reference ({"t": i}) anywhere in
+// the JSON arguments `v` of a step.
 void collect_refs(const json& v, std::vector<int64_t>& out) {
   if (v.is_object() && v.contains("t") && v.size() == 1) {
     out.push_back(v.at("t").get<int64_t>());

@@ -528,9 +528,11 @@ def gloo_crosscheck(programs_path, records_path, sample):
     return not bad
 
 
-def run_isolated(prog, mesh, seconds):
-    """run_program in a forked child, its record back through a pipe; a
-    child that crashes or outlives `seconds` gives a record that raised."""
+def run_in_child(fn, *args, seconds=None):
+    """fn(*args) in a forked child, its JSON result back through a pipe:
+    (result, None), or (None, why) when fn raised, the child died (a kernel's
+    segmentation fault) or it outlived `seconds` (then it is killed). Used by
+    --isolate here and by sample_overloads.py."""
     import select
     import signal
     read, write = os.pipe()
@@ -538,32 +540,42 @@ def run_isolated(prog, mesh, seconds):
     if pid == 0:
         os.close(read)
         try:
-            torch.manual_seed(0)
-            data = json.dumps(run_program(prog, mesh)).encode()
+            data = json.dumps({"result": fn(*args)}).encode()
         except BaseException as e:  # noqa: BLE001 - the child must exit here, whatever happened
-            data = json.dumps({"id": prog["id"], "steps": [{"raised": True, "error": error_text(e)}]}).encode()
+            data = json.dumps({"raised": error_text(e)}).encode()
         with os.fdopen(write, "wb") as f:
             f.write(data)
         os._exit(0)
     os.close(write)
-    chunks, failure = [], None
+    chunks, why = [], None
     with os.fdopen(read, "rb") as f:
         while True:
             ready, _, _ = select.select([f], [], [], seconds)
             if not ready:
                 os.kill(pid, signal.SIGKILL)
-                failure = f"PyTorchCrash: no record after {seconds} s (killed)"
+                why = f"no result after {seconds} s (killed)"
                 break
             chunk = os.read(f.fileno(), 1 << 20)
             if not chunk:
                 break
             chunks.append(chunk)
     _, status = os.waitpid(pid, 0)
-    if failure is None and (status != 0 or not chunks):
-        failure = f"PyTorchCrash: the process died (wait status {status})"
-    if failure is not None:
-        return {"id": prog["id"], "steps": [{"raised": True, "error": failure}]}
-    return json.loads(b"".join(chunks))
+    if why is None and (status != 0 or not chunks):
+        why = f"the process died (wait status {status})"
+    if why is not None:
+        return None, why
+    reply = json.loads(b"".join(chunks))
+    return (reply["result"], None) if "result" in reply else (None, f"raised {reply['raised']}")
+
+
+def run_isolated(prog, mesh, seconds):
+    """run_program in a forked child (the parent seeded the generator it
+    inherits); a child that crashes or outlives `seconds` gives a record
+    that raised."""
+    record, why = run_in_child(run_program, prog, mesh, seconds=seconds)
+    if why is not None:
+        return {"id": prog["id"], "steps": [{"raised": True, "error": f"PyTorchCrash: {why}"}]}
+    return record
 
 
 def main(argv):

@@ -21,6 +21,7 @@ import warnings
 import torch
 
 import sample_recipes
+from pytorch_runner import global_values, run_in_child
 
 FORMAT = "dtensor-validation-samples/1"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,18 +48,9 @@ SCALAR_LIST = [0.5, 2.0, -1.0]
 
 
 def values(spec, seed):
-    """The corpus's input values (program.cc, variant 0)."""
-    n = 1
-    for d in spec["shape"]:
-        n *= d
-    s = seed
-    a, b = 1 + (s * 389) % 1008, (s * 7) % 1009
-    raw = (torch.arange(n, dtype=torch.int64) * a + b) % 1009
-    if spec.get("dtype") == "int64":
-        return (raw % spec["high"]).reshape(spec["shape"])
-    if spec.get("dtype") == "bool":
-        return (raw % 2 == 1).reshape(spec["shape"])
-    return ((raw.double() / 1009 - 0.5) * spec["scale"] + spec["offset"]).reshape(spec["shape"])
+    """The corpus's input values for `spec` under `seed` (variant 0 of
+    pytorch_runner.global_values, which program.cc computes alike)."""
+    return global_values(spec["shape"], dict(spec, seed=seed), 0)
 
 
 def corpus_ops():
@@ -344,7 +336,7 @@ def recipe_samples_of(name):
         return [], reason
     variants = sample_recipes.recipe_of(base)
     if variants is None:  # the schema-built calls again, with what a recipe may do
-        found, error = samples_of(name, 3, recipe=True)
+        found, _ = samples_of(name, 3, recipe=True)
         return found, (None if found else "no recipe")
     try:
         op = overload(name)
@@ -371,24 +363,10 @@ def isolated(fn, *args):
     """fn(*args) in a forked child: a call some kernel crashes on (a
     segmentation fault on arguments it does not check) costs that overload
     its samples, not the run."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            data = json.dumps(fn(*args)).encode()
-        except Exception as e:  # noqa: BLE001
-            data = json.dumps([[], f"sampler error: {e}"]).encode()
-        with os.fdopen(write, "wb") as f:
-            f.write(data)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
-    if status != 0 or not data:
-        return [], f"a schema-built call crashed PyTorch (wait status {status})"
-    found, error = json.loads(data)
+    result, why = run_in_child(fn, *args)
+    if why is not None:
+        return [], f"a sample's call crashed PyTorch or the sampler: {why}"
+    found, error = result
     return found, error
 
 

@@ -36,7 +36,7 @@ def is_tensor_spec(v):
     return isinstance(v, dict) and "shape" in v and "seed" in v
 
 
-def _upsample(k, grad, out_size, in_size, corners):
+def _upsample(grad, out_size, in_size, corners):
     v = {"grad_output": T(grad, domain=SIGNED), "output_size": out_size, "input_size": in_size}
     if corners is not None:
         v["align_corners"] = corners
@@ -57,7 +57,7 @@ def _upsample_family():
             ("_upsample_lanczos2d_aa_backward", two, False),
             ("upsample_nearest3d_backward", three, None), ("_upsample_nearest_exact3d_backward", three, None),
             ("upsample_trilinear3d_backward", three, False)]:
-        r[name] = _upsample(len(out_size), grad, out_size, in_size, corners)
+        r[name] = _upsample(grad, out_size, in_size, corners)
     return r
 
 
@@ -253,4 +253,5 @@ def recipe_of(base):
 
 
 def not_recordable(base):
+    """Why operator `base` gets no samples (as recipe_of), or None."""
     return NOT_RECORDABLE.get(base) or NOT_RECORDABLE.get(base.rstrip("_"))
