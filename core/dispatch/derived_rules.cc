@@ -38,29 +38,39 @@ bool same_arguments(const std::vector<const c10::Argument*>& a, const std::vecto
   return true;
 }
 
-// The overload of `base` whose arguments are `args`, or nullopt.
-std::optional<std::string> overload_with(const std::string& base, const std::vector<const c10::Argument*>& args) {
+// The overload of `base` whose arguments are `args`, or nullopt. It writes
+// none of them when `writes_as_args` is false (the functional form of an
+// in-place op), else exactly those `args` writes (the functional form of an
+// out= op that also writes state in place: _native_batch_norm_legit's
+// running statistics).
+std::optional<std::string> overload_with(const std::string& base, const std::vector<const c10::Argument*>& args,
+                                         bool writes_as_args) {
   auto it = overloads_by_name().find(base);
   if (it == overloads_by_name().end()) return std::nullopt;
   for (const std::string& overload : it->second) {
     auto handle = c10::Dispatcher::singleton().findOp({base, overload});
     if (!handle || !handle->hasSchema()) continue;
-    const c10::FunctionSchema& schema = handle->schema();
-    if (std::any_of(schema.arguments().begin(), schema.arguments().end(), writes_argument)) continue;
-    if (same_arguments(args, schema.arguments())) return full_op_name({base, overload});
+    const std::vector<c10::Argument>& candidate = handle->schema().arguments();
+    if (!same_arguments(args, candidate)) continue;
+    bool writes_alike = true;
+    for (size_t i = 0; i < candidate.size(); ++i) {
+      writes_alike = writes_alike && writes_argument(candidate[i]) == (writes_as_args && writes_argument(*args[i]));
+    }
+    if (writes_alike) return full_op_name({base, overload});
   }
   return std::nullopt;
 }
 
 // The kwarg-only written arguments of an out= overload, one per return and
 // in the returns' order (`out`; var_mean's `out0`, `out1`); empty for
-// anything else (a written positional argument, more outs than returns).
+// anything else (more outs than returns). A written positional argument is
+// state the functional form writes too (batch norm's running statistics),
+// not an out.
 std::vector<int64_t> out_arguments(const c10::FunctionSchema& schema) {
   std::vector<int64_t> outs;
   for (size_t i = 0; i < schema.arguments().size(); ++i) {
     const c10::Argument& a = schema.arguments()[i];
-    if (!writes_argument(a)) continue;
-    if (!a.kwarg_only()) return {};
+    if (!writes_argument(a) || !a.kwarg_only()) continue;
     outs.push_back(static_cast<int64_t>(i));
   }
   if (outs.size() != schema.returns().size()) return {};
@@ -162,7 +172,7 @@ std::optional<std::string> functional_overload(const c10::OperatorHandle& op) {
   std::vector<const c10::Argument*> args;
   if (is_in_place(schema)) {
     for (const c10::Argument& a : schema.arguments()) args.push_back(&a);
-    return overload_with(schema.name().substr(0, schema.name().size() - 1), args);
+    return overload_with(schema.name().substr(0, schema.name().size() - 1), args, /*writes_as_args=*/false);
   }
   const std::vector<int64_t> outs = out_arguments(schema);
   if (outs.empty()) return std::nullopt;
@@ -171,7 +181,7 @@ std::optional<std::string> functional_overload(const c10::OperatorHandle& op) {
       args.push_back(&schema.arguments()[i]);
     }
   }
-  return overload_with(schema.name(), args);
+  return overload_with(schema.name(), args, /*writes_as_args=*/true);
 }
 
 std::optional<ShardingRule> derive_rule(const c10::OperatorHandle& op, const ShardingRegistry& registry) {

@@ -116,6 +116,11 @@ struct LocalCall {
   const OpCall& call;
   const ShardingPlan& plan;
   const std::vector<TensorMeta>& output_metas;
+  /// Each output's spec (placements and global metadata; the mesh of the
+  /// call that made the decision, equal to this call's), shared with the
+  /// cached decision: a kernel that needs no input spec reads these and can
+  /// set ShardingPlan::local_kernel_reads_no_specs.
+  const std::vector<std::shared_ptr<const DTensorSpec>>& output_specs;
 };
 
 /// Runs the op on this rank's local arguments: `stack` holds them (boxed

@@ -17,6 +17,7 @@
 
 #include "core/dispatch/dispatch_mode.h"
 #include "core/dispatch/explicit_redistribution.h"
+#include "core/dispatch/fast_kernels.h"
 #include "core/dispatch/op_log.h"
 #include "core/dispatch/op_name.h"
 #include "core/dispatch/op_observer.h"
@@ -45,15 +46,28 @@ struct OpInfo {
   std::string name;
   size_t num_args = 0;
   std::vector<size_t> written_args;  // arguments with a write alias (in-place self, out=), in order
-  const std::vector<c10::Argument>* returns = nullptr;
+  // Per return, the written argument it is (its alias set: max.dim_max
+  // returns `max` and `max_values`, _native_batch_norm_legit.out its three
+  // outs and not the running statistics it also writes), or -1.
+  std::vector<int64_t> return_args;
 };
 
 OpInfo make_op_info(const c10::OperatorHandle& op) {
   const c10::FunctionSchema& schema = op.schema();
-  OpInfo info{full_op_name(op.operator_name()), schema.arguments().size(), {}, &schema.returns()};
+  OpInfo info{full_op_name(op.operator_name()), schema.arguments().size(), {}, {}};
   for (size_t a = 0; a < schema.arguments().size(); ++a) {
     const auto* alias = schema.arguments()[a].alias_info();
     if (alias != nullptr && alias->isWrite()) info.written_args.push_back(a);
+  }
+  for (const c10::Argument& ret : schema.returns()) {
+    int64_t arg = -1;
+    const auto* alias = ret.alias_info();
+    if (alias != nullptr && alias->isWrite()) {
+      for (size_t a : info.written_args) {
+        if (schema.arguments()[a].alias_info()->beforeSets() == alias->beforeSets()) arg = static_cast<int64_t>(a);
+      }
+    }
+    info.return_args.push_back(arg);
   }
   return info;
 }
@@ -234,6 +248,10 @@ void copy_input_specs(CallScratch& s) {
   s.inputs_copied = true;
 }
 
+}  // namespace
+
+namespace detail {
+
 // Non-tensor arguments that can change a sharding decision, as integers.
 // The common kinds are tested first, and lists are read in place: this runs
 // for every argument of every DTensor op (Note [Identity fast path]).
@@ -278,6 +296,25 @@ void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
   } else {
     key->push_back(10);
   }
+}
+
+at::Tensor wrap_local_output(const at::Tensor& local, const DeviceMesh& mesh, const PropagationResult& result,
+                             size_t output) {
+  if (!local.defined()) return local;
+  const std::shared_ptr<const DTensorSpec>& shared = result.output_specs[output];
+  if (shared->mesh.same_object(mesh)) return make_dtensor(local, shared);  // Note [Shared output specs]
+  return make_dtensor(local, DTensorSpec{mesh, result.plan.output_placements[output], result.output_metas[output]});
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::append_arg_key;
+
+at::Tensor wrap_one(const at::Tensor& local, const DeviceMesh& mesh, const PropagationResult& result,
+                    size_t* next) {
+  return detail::wrap_local_output(local, mesh, result, (*next)++);
 }
 
 void unwrap_args(CallScratch& s) {
@@ -351,15 +388,6 @@ void local_args(const OpCall& call, const ShardingPlan& plan, std::vector<at::Te
   }
 }
 
-at::Tensor wrap_one(const at::Tensor& local, const DeviceMesh& mesh, const PropagationResult& result,
-                    size_t* next) {
-  size_t o = (*next)++;
-  if (!local.defined()) return local;
-  const std::shared_ptr<const DTensorSpec>& shared = result.output_specs[o];
-  if (shared->mesh.same_object(mesh)) return make_dtensor(local, shared);  // Note [Shared output specs]
-  return make_dtensor(local, DTensorSpec{mesh, result.plan.output_placements[o], result.output_metas[o]});
-}
-
 c10::IValue wrap_output(const c10::IValue& value, const DeviceMesh& mesh,
                         const PropagationResult& result, size_t* next) {
   if (value.isTensor()) return wrap_one(value.toTensor(), mesh, result, next);
@@ -371,7 +399,9 @@ c10::IValue wrap_output(const c10::IValue& value, const DeviceMesh& mesh,
   return value;
 }
 
-void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+}  // namespace
+
+void detail::dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const OpInfo& info = cached_op_info(op);  // Note [Operator names per call]
   const std::string& name = info.name;
   if (SkipDispatchGuard::active() && detail::skip_dispatch_for(name)) {
@@ -455,7 +485,7 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   local_args(call, plan, locals, &local_stack);
   try {
     if (result.local_kernel) {
-      result.local_kernel(LocalCall{call, plan, result.output_metas}, &local_stack);
+      result.local_kernel(LocalCall{call, plan, result.output_metas, result.output_specs}, &local_stack);
     } else {
       op.callBoxed(&local_stack);
     }
@@ -466,26 +496,27 @@ void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     C10_THROW_ERROR(Error, c10::str(call.describe(), ": the local op failed on this rank's shards: ",
                                     e.what_without_backtrace()));
   }
-  const std::vector<c10::Argument>& returns = *info.returns;
   size_t next_output = 0;
   for (size_t r = 0; r < local_stack.size(); ++r) {
-    const auto* alias = r < returns.size() ? returns[r].alias_info() : nullptr;
-    if (alias != nullptr && alias->isWrite() && call.self_input >= 0) {
+    const int64_t written = r < info.return_args.size() ? info.return_args[r] : -1;
+    if (written >= 0 && call.self_input >= 0) {
       // In-place / out=: return the DTensor that was passed in.
-      const TensorArgPosition& pos = call.positions[static_cast<size_t>(call.self_input)];
-      if (plan.self_placements_change) {
-        dtensor_impl(args[pos.arg_index].toTensor())
+      const TensorArgPosition& self = call.positions[static_cast<size_t>(call.self_input)];
+      if (plan.self_placements_change && static_cast<int64_t>(self.arg_index) == written) {
+        dtensor_impl(args[self.arg_index].toTensor())
             ->set_local_and_spec(locals[static_cast<size_t>(call.self_input)],
                                  DTensorSpec{*s.mesh, plan.output_placements[next_output],
                                              result.output_metas[next_output]});
       }
       ++next_output;
-      stack->push_back(args[pos.arg_index]);
+      stack->push_back(args[static_cast<size_t>(written)]);
     } else {
       stack->push_back(wrap_output(local_stack[r], *s.mesh, result, &next_output));
     }
   }
 }
+
+namespace {
 
 void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   (void)stack;
@@ -525,7 +556,11 @@ void register_dtensor_kernel() {
           !(handle->hasKernelForDispatchKey(c10::DispatchKey::Autograd) && ShardingRegistry::global().find(full))) {
         continue;  // See Note [Composite ops with their own autograd kernel]
       }
-      kernels->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&dtensor_kernel>());
+      if (std::optional<torch::CppFunction> fast = detail::fast_kernel(full)) {
+        kernels->impl(full.c_str(), std::move(*fast));  // Note [Unboxed fast path]
+      } else {
+        kernels->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&detail::dtensor_kernel>());
+      }
     }
     fallback = std::make_unique<torch::Library>(torch::Library::IMPL, "_",
                                                 c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);

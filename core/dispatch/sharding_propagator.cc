@@ -263,7 +263,7 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
 
 const std::shared_ptr<const PropagationResult>* propagate_by_identity(
     const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,
-    const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs) {
+    const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs, bool count_hit) {
   ThreadCache& cache = thread_cache();
   const void* key = &op.schema();
   const IdentitySlot& slot = identity_slot(cache, key);
@@ -274,8 +274,14 @@ const std::shared_ptr<const PropagationResult>* propagate_by_identity(
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i] == nullptr || slot.inputs[i].get() != inputs[i]->get()) return nullptr;
   }
-  ++cache.stats.hits;
+  if (count_hit) ++cache.stats.hits;
   return &slot.result;
+}
+
+void count_unboxed_hit() {
+  PropagationCacheStats& stats = thread_cache().stats;
+  ++stats.hits;
+  ++stats.unboxed;
 }
 
 void remember_by_identity(const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,

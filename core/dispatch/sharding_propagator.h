@@ -61,9 +61,14 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
 /// plain tensor input: never remembered), or null. The pointer is the
 /// table's: valid until this thread's next DTensor op (copy it to hold the
 /// decision across one, as a call whose local kernel issues DTensor ops must).
+/// A found decision counts as a cache hit unless `count_hit` is false (the
+/// unboxed fast path counts it with count_unboxed_hit() once it uses it).
 const std::shared_ptr<const PropagationResult>* propagate_by_identity(
     const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,
-    const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs);
+    const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs, bool count_hit = true);
+/// Counts a cache hit of the calling thread taken by the unboxed fast path
+/// (Note [Unboxed fast path] in core/dispatch/fast_kernels.cc).
+void count_unboxed_hit();
 /// Remembers `result` as the decision for `op` on these spec objects.
 void remember_by_identity(const c10::OperatorHandle& op, const std::vector<int64_t>& arg_key,
                           const std::vector<const std::shared_ptr<const DTensorSpec>*>& inputs,
@@ -73,6 +78,7 @@ void remember_by_identity(const c10::OperatorHandle& op, const std::vector<int64
 struct PropagationCacheStats {
   uint64_t hits = 0;
   uint64_t misses = 0;
+  uint64_t unboxed = 0;  // hits whose op ran by the unboxed fast path
   uint64_t size = 0;
 };
 PropagationCacheStats propagation_cache_stats();

@@ -223,10 +223,11 @@ void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, 
                        RandomTarget target) {
   const OpCall& call = local.call;
   const size_t written_input = target == RandomTarget::kOut ? static_cast<size_t>(call.self_input) : 0;
-  DTensorSpec spec = call.inputs[written_input].with_placements(local.plan.output_placements[0]);
+  // The written (or new) tensor's spec after the op is output 0's: no input
+  // spec is read (the rule sets local_kernel_reads_no_specs).
+  const DTensorSpec& spec = *local.output_specs[0];
   at::Tensor self;
   if (target == RandomTarget::kNew) {
-    spec.meta = local.output_metas[0];
     self = at::empty_like(stack[0].toTensor());
   } else {
     self = stack[call.positions[written_input].arg_index].toTensor();
@@ -245,7 +246,8 @@ void fill_random_block(const LocalCall& local, std::vector<c10::IValue>& stack, 
     // costs one uniform_; issue #38).
     detail::exact_fill_local(distribution, stack[1].toDouble(), stack[2].toDouble(), spec, options,
                              "DTensor random fill", self);
-    stack = {self};
+    stack.clear();
+    stack.emplace_back(std::move(self));
     return;
   }
   DTensorSpec draw = spec;
@@ -298,6 +300,7 @@ ShardingRule random_fill_rule(RandomFill kind, RandomTarget target = RandomTarge
     }
     plan.output_placements.assign(call.outputs.size(), out);
     plan.local_kernel = random_fill_kernel_name(kind, target);
+    plan.local_kernel_reads_no_specs = true;  // the spec it fills is output 0's
     return plan;
   };
 }

@@ -191,6 +191,58 @@ TEST(SpatialOpsTest, BatchNormUpdatesTheRunningStatisticsItIsGiven) {
   });
 }
 
+// _native_batch_norm_legit.out writes its three outs and, like the
+// functional form whose rule it derives, the running statistics (positional
+// `(a!)` arguments: state, not outs). Called boxed, it returns the outs.
+TEST(SpatialOpsTest, BatchNormOutFormUpdatesStatisticsAndReturnsItsOuts) {
+  const at::Tensor gx = seeded_randn({4, 4, 3, 3}, 8), gm = seeded_randn({4}, 9), gv = seeded_randn({4}, 10).abs();
+  at::Tensor want_mean = gm.clone(), want_var = gv.clone();
+  const auto [want, want_save_mean, want_save_invstd] =
+      at::_native_batch_norm_legit(gx, {}, {}, want_mean, want_var, true, 0.1, 1e-5);
+  run_fake_world(2, [&](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor x = distribute_tensor(gx, mesh, {Shard(1)});
+    DTensor mean = distribute_tensor(gm, mesh, {Shard(0)}), var = distribute_tensor(gv, mesh, {Shard(0)});
+    DTensor out = distribute_tensor(at::zeros_like(gx), mesh, {Shard(1)});
+    DTensor save_mean = distribute_tensor(at::zeros({4}, gx.options()), mesh, {Shard(0)});
+    DTensor save_invstd = distribute_tensor(at::zeros({4}, gx.options()), mesh, {Shard(0)});
+    auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::_native_batch_norm_legit", "out");
+    torch::jit::Stack stack{x, at::Tensor(), at::Tensor(), mean, var, true, 0.1, 1e-5, out, save_mean, save_invstd};
+    CollectiveCounter counter(world);
+    op.callBoxed(&stack);
+    EXPECT_EQ(counter.counts(), Counts{});  // channel-sharded throughout
+    ASSERT_EQ(stack.size(), 3u);
+    EXPECT_TRUE(stack[0].toTensor().is_same(out));
+    EXPECT_TRUE(stack[1].toTensor().is_same(save_mean));
+    EXPECT_TRUE(stack[2].toTensor().is_same(save_invstd));
+    EXPECT_TRUE(at::allclose(out.full_tensor(), want, 1e-5, 1e-6));
+    EXPECT_TRUE(at::allclose(save_mean.full_tensor(), want_save_mean));
+    EXPECT_TRUE(at::allclose(save_invstd.full_tensor(), want_save_invstd));
+    EXPECT_TRUE(at::allclose(mean.full_tensor(), want_mean));
+    EXPECT_TRUE(at::allclose(var.full_tensor(), want_var));
+  });
+}
+
+// An out= op with two outs called boxed returns each out, not the first twice.
+TEST(SpatialOpsTest, BoxedOutFormReturnsEachOut) {
+  const at::Tensor g = seeded_randn({4, 6}, 11);
+  const auto [want_values, want_indices] = g.max(1);
+  run_fake_world(2, [&](World&) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {2});
+    DTensor x = distribute_tensor(g, mesh, {Shard(0)});
+    DTensor values = distribute_tensor(at::zeros({4}, g.options()), mesh, {Shard(0)});
+    DTensor indices = distribute_tensor(at::zeros({4}, at::kLong), mesh, {Shard(0)});
+    auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::max", "dim_max");
+    torch::jit::Stack stack{x, int64_t{1}, false, values, indices};
+    op.callBoxed(&stack);
+    ASSERT_EQ(stack.size(), 2u);
+    EXPECT_TRUE(stack[0].toTensor().is_same(values));
+    EXPECT_TRUE(stack[1].toTensor().is_same(indices));
+    EXPECT_TRUE(at::equal(indices.full_tensor(), want_indices));
+    EXPECT_TRUE(at::allclose(values.full_tensor(), want_values));
+  });
+}
+
 TEST(SpatialOpsTest, GroupNorm) {
   // The local batch size reaches the kernel (Note [Group norm takes the local batch size]).
   check_all_placements(OpCase("group_norm", {Input::floats({4, 4, 3, 3}), Input::floats({4}), Input::floats({4})},
