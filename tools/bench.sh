@@ -103,6 +103,14 @@ for n in "${names[@]}"; do
   echo "=== $n ==="
   "$bin/${n}_bench" "${smoke[@]}" --json "$out/$n.json" 2>&1 | tee "$out/$n.txt"
   [ "${PIPESTATUS[0]}" = 0 ] || { echo "$n FAILED"; status=1; }
+  if [ "$n" = training_step ] && [ ${#smoke[@]} -eq 0 ]; then
+    # The model whose arithmetic dominates, as issue #38's 1.5x is about
+    # (at dim 64 every rank pays LibTorch's per-op cost: BENCHMARKS.md section 3).
+    echo "=== training_step, dim 512, sequence 128 ==="
+    "$bin/${n}_bench" --dim 512 --seq-len 128 --json "$out/${n}_512.json" 2>&1 | sed 's/^SUMMARY training/SUMMARY training dim 512,/' \
+        | tee "$out/${n}_512.txt"
+    [ "${PIPESTATUS[0]}" = 0 ] || { echo "$n (dim 512) FAILED"; status=1; }
+  fi
 done
 
 echo
