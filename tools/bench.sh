@@ -93,8 +93,9 @@ if [ "$fsdp_side" = 1 ]; then
   size=(--layers 32 --world 8)
   [ ${#smoke[@]} -gt 0 ] && size=(--layers 2 --world 2 --steps 1 --reps 1)
   "$bin/fsdp_host_cost_bench" "${size[@]}" --json "$out/fsdp_host_cost.json" | tee "$out/fsdp_host_cost.txt" || exit 1
-  "$python" benchmarks/pytorch_fsdp_host_cost.py "${size[@]}" --json "$out/fsdp_host_cost_pytorch.json" 2>/dev/null \
-      | tee -a "$out/fsdp_host_cost.txt" || exit 1
+  "$python" benchmarks/pytorch_fsdp_host_cost.py "${size[@]}" --json "$out/fsdp_host_cost_pytorch.json" \
+      | tee -a "$out/fsdp_host_cost.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "PyTorch's side FAILED"; exit 1; }
   exit 0
 fi
 

@@ -118,6 +118,10 @@ fi
 # Python's safetensors reads our checkpoints in tests/core:checkpoint_test.
 "$PY" -c 'import safetensors' 2>/dev/null ||
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "safetensors==0.8.0"
+# PyTorch's DTensor test Transformer (tools/bench.sh fsdp, the FSDP
+# differential runner) imports torch.testing._internal, which needs it.
+"$PY" -c 'import expecttest' 2>/dev/null ||
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "expecttest==0.3.0"
 # $DTENSOR_HOME/python runs the venv's interpreter, for tests (DTENSOR_PYTHON).
 # A script, not a link: a venv is found next to the path Python was run by.
 rm -f "$DTENSOR_HOME/python"
