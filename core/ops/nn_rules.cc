@@ -6,6 +6,7 @@
 #include <ATen/Functions.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/ops/arg_parsing.h"
@@ -124,6 +125,11 @@ DimRule layer_norm_rule() {
 // weight?, bias?, output_mask) -> (grad_input, grad_weight, grad_bias). With
 // an outer dim sharded, grad_input stays sharded and the parameter gradients
 // are partial sums over the local rows. All three are linear in grad_out.
+// The outer dim may be the one grad_out, input, mean or rstd is sharded on
+// (mean and rstd keep the outer dims: [4, 1] for a [4, 6] input): a
+// replicated grad_out and input beside a row-sharded mean slice locally and
+// issue nothing, as PyTorch 2.15, where gathering mean and rstd costs two
+// all_gathers.
 DimRule layer_norm_backward_rule() {
   return [](const OpCall& call, int mesh_dim) {
     const int64_t axis = layer_norm_axis(call, 1, 2);
@@ -133,9 +139,14 @@ DimRule layer_norm_backward_rule() {
       if (weight >= 0) s.inputs[static_cast<size_t>(weight)] = Replicate();
       if (bias >= 0) s.inputs[static_cast<size_t>(bias)] = Replicate();
     };
-    for (size_t i = 0; i < 2; ++i) {  // grad_out or input sharded on an outer dim
-      const Placement& p = placement_of(call, i, mesh_dim);
+    std::vector<int64_t> row_inputs{0, 1, detail::input_at_arg(call, 3), detail::input_at_arg(call, 4)};
+    std::vector<int64_t> dims_offered;
+    for (int64_t i : row_inputs) {  // an outer dim some row-shaped input is sharded on
+      if (i < 0) continue;
+      const Placement& p = placement_of(call, static_cast<size_t>(i), mesh_dim);
       if (!p.is_shard() || p.shard_dim() >= axis) continue;
+      if (std::find(dims_offered.begin(), dims_offered.end(), p.shard_dim()) != dims_offered.end()) continue;
+      dims_offered.push_back(p.shard_dim());
       DimStrategy s = detail::every_tensor_as(call, p);
       params_replicated(s);
       s.outputs.assign(call.outputs.size(), Partial());

@@ -50,6 +50,33 @@ TEST(CommCountsTest, LayerNormOnAnOuterDimIsFree) {
   }
 }
 
+// native_layer_norm_backward with row-sharded mean and rstd ([4, 1] S(0)):
+// the rows shard however grad_out and input are laid out, as PyTorch 2.15
+// (run on these layouts: nothing for replicated ones, one all_to_all each
+// for S(1) ones); gathering the statistics instead cost two all_gathers.
+TEST(CommCountsTest, LayerNormBackwardFollowsRowShardedStatistics) {
+  OpCase lnb("native_layer_norm_backward",
+             {Input::floats({4, 6}), Input::floats({4, 6}), Input::floats({4, 1}),
+              Input::floats({4, 1}).with([](const at::Tensor& v) { return v.abs() + 0.5; }), Input::floats({6}),
+              Input::floats({6})},
+             [](const Tensors& x) {
+               auto [grad_input, grad_weight, grad_bias] =
+                   at::native_layer_norm_backward(x[0], x[1], {6}, x[2], x[3], x[4], x[5], {true, true, true});
+               return Tensors{grad_input, grad_weight, grad_bias};
+             });
+  lnb.no_grads();
+  CommCounts replicated = comm_counts(lnb, {4}, {R, R, S0, S0, R, R});
+  EXPECT_EQ(replicated.forward, kNone);
+  EXPECT_EQ(replicated.outputs, (std::vector<Placements>{S0, P, P}));
+  CommCounts columns = comm_counts(lnb, {4}, {S1, S1, S0, S0, R, R});
+  EXPECT_EQ(columns.forward, (Counts{{"all_to_all_single", 2}}));
+  EXPECT_EQ(columns.outputs, (std::vector<Placements>{S0, P, P}));
+  for (const std::vector<Placements>& layout :
+       {std::vector<Placements>{R, R, S0, S0, R, R}, std::vector<Placements>{S1, S1, S0, S0, R, R}}) {
+    check_placements(lnb, {4}, layout, /*seed=*/3);
+  }
+}
+
 TEST(CommCountsTest, ColumnWiseEmbeddingIsFreeBothWays) {
   OpCase emb("embedding", {Input::floats({16, 8}), Input::indices({4, 8}, 16)},
              [](const Tensors& x) { return Tensors{torch::embedding(x[0], x[1])}; });
