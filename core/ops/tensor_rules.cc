@@ -67,7 +67,13 @@ DimRule copy_rule() {
       const auto& src = call.inputs[i].meta.shape;
       Placement p = self;
       if (self.is_shard()) {
-        p = detail::broadcast_operand_shard(src, static_cast<int64_t>(dst.size()), self.shard_dim());
+        // A dim of size 1 in both is not broadcast: src takes self's split of
+        // it (AccumulateGrad copies a [3, 1] S(1) gradient into a new [3, 1]
+        // S(1) one, all but one rank empty; PyTorch 2.15 issues nothing).
+        const int64_t d = self.shard_dim() - static_cast<int64_t>(dst.size() - src.size());
+        const bool same_extent = d >= 0 && src[static_cast<size_t>(d)] == dst[static_cast<size_t>(self.shard_dim())];
+        p = same_extent ? Placement(Shard(d))
+                        : detail::broadcast_operand_shard(src, static_cast<int64_t>(dst.size()), self.shard_dim());
       }
       // A Partial self takes src as the same Partial, broadcast or not: every
       // rank writes a piece and the pieces reduce to src (R -> P(sum) divides

@@ -77,6 +77,23 @@ TEST(CommCountsTest, LayerNormBackwardFollowsRowShardedStatistics) {
   }
 }
 
+// copy_ between tensors split alike along a dim of size 1 (one rank holds
+// it, the others are empty) is local: the dim is not a broadcast one. This
+// is AccumulateGrad's copy of a [3, 1] S(1) gradient (PyTorch 2.15: nothing;
+// we gathered src, one all_gather per parameter).
+TEST(CommCountsTest, CopyAlongAnAlikeSplitDimOfSizeOneIsLocal) {
+  OpCase copy("copy_", {Input::floats({3, 1}), Input::floats({3, 1})}, [](const Tensors& x) {
+    at::Tensor y = x[0].clone();
+    y.copy_(x[1]);
+    return Tensors{y};
+  });
+  copy.no_grads();
+  CommCounts c = comm_counts(copy, {4}, {S1, S1});
+  EXPECT_EQ(c.forward, kNone);
+  EXPECT_EQ(c.outputs, (std::vector<Placements>{S1}));
+  check_placements(copy, {4}, {S1, S1}, /*seed=*/5);
+}
+
 TEST(CommCountsTest, ColumnWiseEmbeddingIsFreeBothWays) {
   OpCase emb("embedding", {Input::floats({16, 8}), Input::indices({4, 8}, 16)},
              [](const Tensors& x) { return Tensors{torch::embedding(x[0], x[1])}; });
