@@ -9,11 +9,14 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "backends/rank_memory.h"
 #include "core/dispatch/dispatch_mode.h"
 #include "core/dispatch/derived_rules.h"
+#include "core/dispatch/op_name.h"
 #include "core/dispatch/sharding_registry.h"
 #include "core/dispatch/strided_inputs.h"
 
@@ -176,6 +179,45 @@ std::vector<TensorMeta> output_metas_on(const OpCall& call, StandIn device) {
   return metas;
 }
 
+// Note [Shapes of out= forms that also write state]
+// _native_batch_norm_legit.out writes its outs and, positionally, the
+// running statistics. LibTorch 2.11's C++ Meta path for it returns
+// references to tensors that no longer exist (the process dies reading
+// them); its outputs are its functional form's, so their shapes come from
+// running that form (the arguments before the kwarg-only outs) instead.
+// Only out= forms with a written positional argument take this path.
+std::optional<c10::OperatorHandle> functional_for_shapes(const c10::OperatorHandle& op) {
+  const auto& args = op.schema().arguments();
+  bool positional_write = false, kwarg_write = false;
+  for (const c10::Argument& a : args) {
+    const bool writes = a.alias_info() != nullptr && a.alias_info()->isWrite();
+    positional_write = positional_write || (writes && !a.kwarg_only());
+    kwarg_write = kwarg_write || (writes && a.kwarg_only());
+  }
+  if (!positional_write || !kwarg_write) return std::nullopt;
+  const std::optional<std::string> functional = functional_overload(op);
+  if (!functional) return std::nullopt;
+  return c10::Dispatcher::singleton().findOp(parse_op_name(*functional));
+}
+
+std::vector<TensorMeta> output_metas(const OpCall& call, StandIn device) {
+  const std::optional<c10::OperatorHandle> functional = functional_for_shapes(*call.op);
+  if (!functional) return output_metas_on(call, device);
+  const size_t n = functional->schema().arguments().size();  // the outs are the trailing kwarg-only arguments
+  const std::vector<c10::IValue> args(call.args->begin(), call.args->begin() + static_cast<std::ptrdiff_t>(n));
+  OpCall f = call;
+  f.op = &*functional;
+  f.args = &args;
+  f.inputs.clear();
+  f.positions.clear();
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    if (call.positions[i].arg_index >= n) continue;
+    f.inputs.push_back(call.inputs[i]);
+    f.positions.push_back(call.positions[i]);
+  }
+  return output_metas_on(f, device);
+}
+
 // An out= call's local kernel would resize a local out of the wrong size
 // and leave its DTensor's global shape behind (silently wrong data): refuse.
 void check_out_shape(const OpCall& call) {
@@ -220,13 +262,13 @@ std::shared_ptr<const PropagationResult> propagate(OpCall& call, const std::vect
               "or redistribute to Replicate and use to_local()");
   auto result = std::make_shared<PropagationResult>();
   try {
-    result->output_metas = output_metas_on(call, StandIn::kMeta);
+    result->output_metas = output_metas(call, StandIn::kMeta);
   } catch (const c10::Error&) {
     try {
-      result->output_metas = output_metas_on(call, StandIn::kZeros);
+      result->output_metas = output_metas(call, StandIn::kZeros);
     } catch (const c10::Error&) {
       try {
-        result->output_metas = output_metas_on(call, StandIn::kIdentity);
+        result->output_metas = output_metas(call, StandIn::kIdentity);
       } catch (const c10::Error& e) {
         TORCH_CHECK(false, call.describe(), ": could not infer the global output shapes: ",
                     e.what_without_backtrace());
