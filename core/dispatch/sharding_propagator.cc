@@ -197,7 +197,9 @@ std::optional<c10::OperatorHandle> functional_for_shapes(const c10::OperatorHand
   if (!positional_write || !kwarg_write) return std::nullopt;
   const std::optional<std::string> functional = functional_overload(op);
   if (!functional) return std::nullopt;
-  return c10::Dispatcher::singleton().findOp(parse_op_name(*functional));
+  auto handle = c10::Dispatcher::singleton().findOp(parse_op_name(*functional));  // c10::optional before 2.x
+  if (!handle) return std::nullopt;
+  return *handle;
 }
 
 std::vector<TensorMeta> output_metas(const OpCall& call, StandIn device) {
