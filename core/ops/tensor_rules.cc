@@ -70,8 +70,9 @@ DimRule copy_rule() {
         // A dim of size 1 in both is not broadcast: src takes self's split of
         // it (AccumulateGrad copies a [3, 1] S(1) gradient into a new [3, 1]
         // S(1) one, all but one rank empty; PyTorch 2.15 issues nothing).
-        const int64_t d = self.shard_dim() - static_cast<int64_t>(dst.size() - src.size());
-        const bool same_extent = d >= 0 && src[static_cast<size_t>(d)] == dst[static_cast<size_t>(self.shard_dim())];
+        const int64_t d = self.shard_dim() - (static_cast<int64_t>(dst.size()) - static_cast<int64_t>(src.size()));
+        const bool same_extent = d >= 0 && d < static_cast<int64_t>(src.size()) &&
+                                 src[static_cast<size_t>(d)] == dst[static_cast<size_t>(self.shard_dim())];
         p = same_extent ? Placement(Shard(d))
                         : detail::broadcast_operand_shard(src, static_cast<int64_t>(dst.size()), self.shard_dim());
       }
