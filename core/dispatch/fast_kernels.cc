@@ -74,14 +74,14 @@ struct FastCall {
       ok = false;
       return;
     }
-    key.push_back(8);
+    key.push_back(kKeyTensor);
     spec_refs.push_back(&impl->shared_spec());
     impl_at[pos] = impl;
   }
   void add(c10::IntArrayRef list, size_t /*pos*/) {
-    key.push_back(3);  // an int list, as append_arg_key encodes one
+    key.push_back(kKeyIntList);  // as append_arg_key encodes an int list
     key.insert(key.end(), list.begin(), list.end());
-    key.push_back(-3);
+    key.push_back(-kKeyIntList);
   }
   void add(c10::SymIntArrayRef list, size_t pos) {
     if (auto ints = c10::asIntArrayRefSlowOpt(list)) {

@@ -257,14 +257,14 @@ namespace detail {
 // for every argument of every DTensor op (Note [Identity fast path]).
 void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
   if (v.isTensor()) {
-    key->push_back(8);  // tensors are keyed by their specs
+    key->push_back(kKeyTensor);  // tensors are keyed by their specs
   } else if (v.isInt()) {
     key->push_back(1);
     key->push_back(v.toInt());
   } else if (v.isIntList()) {
-    key->push_back(3);
+    key->push_back(kKeyIntList);
     for (const c10::IValue& x : v.toListRef()) key->push_back(x.toInt());
-    key->push_back(-3);
+    key->push_back(-kKeyIntList);
   } else if (v.isBool()) {
     key->push_back(2);
     key->push_back(v.toBool() ? 1 : 0);
@@ -274,7 +274,7 @@ void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
   } else if (v.isNone()) {
     key->push_back(6);
   } else if (v.isTensorList()) {
-    key->push_back(8);  // keyed by their specs
+    key->push_back(kKeyTensor);  // keyed by their specs
   } else if (v.isScalar()) {
     at::Scalar s = v.toScalar();
     key->insert(key->end(), {5, static_cast<int64_t>(s.type()), s.equal(0) ? 1 : 0});

@@ -31,8 +31,14 @@ namespace detail {
 /// every call their fast path does not take.
 void dtensor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
+/// Markers of Note [Sharding cache key] that the unboxed fast path writes
+/// itself: a tensor (keyed by its spec), and an int list, written as
+/// kKeyIntList, its values, -kKeyIntList.
+constexpr int64_t kKeyTensor = 8;
+constexpr int64_t kKeyIntList = 3;
+
 /// Appends what a non-tensor argument contributes to the sharding cache key
-/// (a tensor: the marker 8). Note [Sharding cache key].
+/// (a tensor: kKeyTensor). Note [Sharding cache key].
 void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key);
 
 /// Output `output` of a decision, this rank's `local` wrapped as a DTensor
