@@ -247,6 +247,7 @@ StepTotals step_totals(const StepMeasure& m, const ModelConfig& model, const Pla
   t.forward_pointwise_bytes = forward.bytes, t.backward_pointwise_bytes = backward.bytes;
   t.update_pointwise_bytes = update.bytes;
   t.forward_compute_us = forward.us, t.backward_compute_us = backward.us, t.update_compute_us = update.us;
+  t.kept_bytes = m.kept_bytes;
   return t;
 }
 
@@ -301,6 +302,7 @@ StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w) {
   t.forward_compute_us = mix(a.forward_compute_us, b.forward_compute_us);
   t.backward_compute_us = mix(a.backward_compute_us, b.backward_compute_us);
   t.update_compute_us = mix(a.update_compute_us, b.update_compute_us);
+  if (a.kept_bytes && b.kept_bytes) t.kept_bytes = mixi(*a.kept_bytes, *b.kept_bytes);
   return t;
 }
 
@@ -328,34 +330,134 @@ PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layer
   return e;
 }
 
+namespace {
+
+// One traced (and, for deep models, scaled) estimate of `plan` without a pp
+// mesh dim: the whole model, or one pipeline stage of it.
+PlanEstimate estimate_traced(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
+                             const Topology& topology, const EstimateOptions& options) {
+  if (options.max_traced_layers <= 0 || model.layers <= std::max<int64_t>(options.max_traced_layers, 3)) {
+    return estimate_from_totals(step_totals(trace_solo_step(program, model, plan, options.solo_device), model, plan, topology),
+                                model.layers, model, plan, topology);
+  }
+  ModelConfig two = model, three = model;
+  two.layers = 2, three.layers = 3;
+  auto scaled = [&](const PlanConfig& p) {
+    const StepTotals a = step_totals(trace_solo_step(program, two, p, options.solo_device), two, p, topology);
+    const StepTotals b = step_totals(trace_solo_step(program, three, p, options.solo_device), three, p, topology);
+    return extrapolate_layers(a, b, model.layers);
+  };
+  if (plan.checkpoint_every > 1 && !plan.checkpoint_ops) {
+    // Every n-th layer checkpointed: the two kinds of layer scale apart
+    // (Note [Per-layer scaling]).
+    PlanConfig plain = plan, every = plan;
+    plain.checkpoint_every = 0;
+    every.checkpoint_every = 1;
+    const double checkpointed = static_cast<double>(model.layers / plan.checkpoint_every);
+    return estimate_from_totals(blend_totals(scaled(plain), scaled(every), checkpointed / static_cast<double>(model.layers)),
+                                3, model, plan, topology);
+  }
+  return estimate_from_totals(scaled(plan), 3, model, plan, topology);
+}
+
+// Note [Pipeline stages]
+// A plan with a "pp" mesh dim splits the layers into pp stages of layers / pp
+// each (with v = PlanConfig::virtual_stages > 1, Megatron's interleaved
+// 1F1B: each rank holds v chunks of layers / (pp v) layers). No pipeline
+// runtime is traced: the first and the last stage are, each as its own solo
+// step over the stage's dp x tp mesh (PlanConfig::stage): the first holds
+// the embedding, the last the final norm, output and loss, each its share
+// of the layers; a middle stage is the first without the embedding, so it
+// is bounded by the first in memory and time. From those:
+// - memory: a rank holds the activations its forwards keep for backward
+//   (StepMeasure::kept_bytes, per micro-batch through all its layers) for
+//   every micro-batch in flight, and the traced peak of one on top: peak +
+//   (k - 1) * kept. 1F1B: the first rank has k = min(m, pp) micro-batches
+//   in flight, the last 1; interleaved: the first (v pp + pp - 1) / v, the
+//   last ((v - 1) pp + 1) / v, in units of all of a rank's layers (its
+//   warm-up chunk forwards plus one);
+// - time: one micro-batch on a rank costs its forward + backward compute,
+//   its tp collectives and what of its FSDP collectives its compute does not
+//   hide (Note [Step time estimate]), plus 2 v sends of the activations
+//   (forward) and their gradient (backward) over the pp link, [micro, seq,
+//   dim] (seq / tp with sequence parallelism); the slower of the two stages
+//   sets the pace. A step is (m + (pp - 1) / v) such micro-batches (the
+//   bubble is the (pp - 1) / v: fill and drain), then the update, whose
+//   collectives hide behind the last backward as without pp.
+// The estimate reports the rank that holds more memory (its totals and comm
+// rows; the other's peak is in PipelineEstimate).
+PlanEstimate estimate_pipeline(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
+                               const Topology& topology, const EstimateOptions& options) {
+  const std::string problem = plan_problem(model, plan);
+  if (!problem.empty()) {
+    throw std::invalid_argument("plan " + plan.to_string() + " cannot run " + model.to_string() + ": " + problem);
+  }
+  const int64_t pp = plan.mesh.size_of("pp"), v = plan.virtual_stages, tp = plan.mesh.size_of("tp");
+  PlanConfig stage_plan = plan;
+  stage_plan.mesh = MeshConfig{};
+  for (size_t i = 0; i < plan.mesh.names.size(); ++i) {
+    if (plan.mesh.names[i] == "pp") continue;
+    stage_plan.mesh.names.push_back(plan.mesh.names[i]);
+    stage_plan.mesh.sizes.push_back(plan.mesh.sizes[i]);
+  }
+  stage_plan.virtual_stages = 1;
+  ModelConfig stage_model = model;
+  stage_model.layers = model.layers / pp;
+  stage_plan.stage = PipelineStage::kFirst;
+  const PlanEstimate first = estimate_traced(program, stage_model, stage_plan, topology, options);
+  stage_plan.stage = PipelineStage::kLast;
+  const PlanEstimate last = estimate_traced(program, stage_model, stage_plan, topology, options);
+
+  const double m = static_cast<double>(first.micro_steps), p = static_cast<double>(pp), vs = static_cast<double>(v);
+  PipelineEstimate pipe;
+  pipe.stages = pp, pipe.virtual_stages = v;
+  pipe.in_flight_first = v == 1 ? std::min(m, p) : std::min(m * vs, vs * p + p - 1) / vs;
+  pipe.in_flight_last = v == 1 ? 1.0 : std::min(m * vs, (vs - 1) * p + 1) / vs;
+  auto held = [](const PlanEstimate& s, double in_flight) {
+    const int64_t kept = s.totals.kept_bytes.value_or(s.activation_bytes.value_or(0));
+    return s.total_bytes + static_cast<int64_t>(std::llround((in_flight - 1) * static_cast<double>(kept)));
+  };
+  pipe.first_bytes = held(first, pipe.in_flight_first);
+  pipe.last_bytes = held(last, pipe.in_flight_last);
+  auto compute_of = [](const PlanEstimate& s) { return s.totals.forward_compute_us + s.totals.backward_compute_us; };
+  auto micro_us = [&](const PlanEstimate& s) {
+    return compute_of(s) + s.blocking_comm_us / m + std::max(0.0, s.prefetched_comm_us / m - compute_of(s));
+  };
+  pipe.first_micro_us = micro_us(first), pipe.last_micro_us = micro_us(last);
+  pipe.send_bytes = plan.micro_batch * model.seq * model.dim * model.element_size() /
+                    (plan.sequence_parallel && tp > 1 ? tp : 1);
+  pipe.send_us = topology.link("pp").collective_us(pipe.send_bytes, /*ring_steps=*/1);
+  const double per_micro = std::max(pipe.first_micro_us, pipe.last_micro_us) + 2 * vs * pipe.send_us;
+  pipe.bubble_us = (p - 1) / vs * per_micro;
+  auto update_us = [](const PlanEstimate& s) {
+    return s.totals.update_compute_us + std::max(0.0, s.update_comm_us - s.totals.backward_compute_us);
+  };
+  auto serial_micro = [&](const PlanEstimate& s) {
+    return compute_of(s) + (s.blocking_comm_us + s.prefetched_comm_us) / m + 2 * vs * pipe.send_us;
+  };
+
+  PlanEstimate e = pipe.first_bytes >= pipe.last_bytes ? first : last;
+  e.model = model, e.plan = plan;
+  e.total_bytes = std::max(pipe.first_bytes, pipe.last_bytes);
+  const int64_t static_bytes = e.totals.parameter_bytes + e.totals.gradient_bytes + e.totals.optimizer_bytes;
+  if (e.activation_bytes) e.activation_bytes = std::max<int64_t>(0, e.total_bytes - static_bytes);
+  e.compute_us = m * std::max(compute_of(first), compute_of(last)) +
+                 std::max(first.totals.update_compute_us, last.totals.update_compute_us);
+  e.step_us_overlap = m * per_micro + pipe.bubble_us + std::max(update_us(first), update_us(last));
+  e.step_us_serial = (m + (p - 1) / vs) * std::max(serial_micro(first), serial_micro(last)) +
+                     std::max(first.totals.update_compute_us + first.update_comm_us,
+                              last.totals.update_compute_us + last.update_comm_us);
+  e.pipeline = pipe;
+  return e;
+}
+
+}  // namespace
+
 PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
                            const Topology& topology, const EstimateOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  PlanEstimate e;
-  if (options.max_traced_layers <= 0 || model.layers <= std::max<int64_t>(options.max_traced_layers, 3)) {
-    e = estimate_from_totals(step_totals(trace_solo_step(program, model, plan, options.solo_device), model, plan, topology), model.layers,
-                             model, plan, topology);
-  } else {
-    ModelConfig two = model, three = model;
-    two.layers = 2, three.layers = 3;
-    auto scaled = [&](const PlanConfig& p) {
-      const StepTotals a = step_totals(trace_solo_step(program, two, p, options.solo_device), two, p, topology);
-      const StepTotals b = step_totals(trace_solo_step(program, three, p, options.solo_device), three, p, topology);
-      return extrapolate_layers(a, b, model.layers);
-    };
-    if (plan.checkpoint_every > 1 && !plan.checkpoint_ops) {
-      // Every n-th layer checkpointed: the two kinds of layer scale apart
-      // (Note [Per-layer scaling]).
-      PlanConfig plain = plan, every = plan;
-      plain.checkpoint_every = 0;
-      every.checkpoint_every = 1;
-      const double checkpointed = static_cast<double>(model.layers / plan.checkpoint_every);
-      e = estimate_from_totals(blend_totals(scaled(plain), scaled(every), checkpointed / static_cast<double>(model.layers)),
-                               3, model, plan, topology);
-    } else {
-      e = estimate_from_totals(scaled(plan), 3, model, plan, topology);
-    }
-  }
+  PlanEstimate e = plan.mesh.size_of("pp") > 1 ? estimate_pipeline(program, model, plan, topology, options)
+                                               : estimate_traced(program, model, plan, topology, options);
   e.trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return e;
 }

@@ -40,6 +40,22 @@ struct StepTotals {
   /// Those FLOPs and bytes in microseconds on the topology's accelerator:
   /// per op at its calibrated rate, else at the peaks.
   double forward_compute_us = 0, backward_compute_us = 0, update_compute_us = 0;
+  /// Bytes one micro-step's forward keeps for its backward (StepMeasure::kept_bytes).
+  std::optional<int64_t> kept_bytes;
+};
+
+/// A pipeline-parallel plan's stages (Note [Pipeline stages] in estimate.cc).
+struct PipelineEstimate {
+  int64_t stages = 1;          // pp
+  int64_t virtual_stages = 1;  // model chunks per rank (1: 1F1B)
+  /// Micro-batches whose activations the first and the last rank hold at
+  /// their peaks, in units of one micro-batch through all of a rank's layers.
+  double in_flight_first = 1, in_flight_last = 1;
+  int64_t first_bytes = 0, last_bytes = 0;  // peak bytes of the first and the last rank
+  double first_micro_us = 0, last_micro_us = 0;  // one micro-batch's forward + backward on each
+  int64_t send_bytes = 0;  // activations (or their gradient) sent across a stage boundary per micro-batch
+  double send_us = 0;      // one such send on the pp link
+  double bubble_us = 0;    // the schedule's fill and drain
 };
 
 /// Totals of a measured step: comm rows from its CommDebugMode traces
@@ -77,6 +93,9 @@ struct PlanEstimate {
   double step_us_serial = 0;     // compute + every collective
   double step_us_overlap = 0;    // update comm hidden behind the last backward (Note [Step time estimate])
   double trace_seconds = 0;      // wall time of the tracing
+  /// Set for plans with a pp mesh dim; totals, memory and compute are then
+  /// the first or the last rank's, whichever holds more memory.
+  std::optional<PipelineEstimate> pipeline;
 
   bool fits() const { return total_bytes <= cap_bytes; }
   /// "fits (12.3 GiB free)" or "does not fit by 4.5 GiB".

@@ -44,7 +44,13 @@ struct Llama {
   std::vector<Layer> layers;
 };
 
-Llama build(const ModelConfig& m, const DeviceMesh& tp, c10::ScalarType dtype) {
+bool has_embedding(PipelineStage stage) { return stage == PipelineStage::kWhole || stage == PipelineStage::kFirst; }
+bool has_head(PipelineStage stage) { return stage == PipelineStage::kWhole || stage == PipelineStage::kLast; }
+
+// The model, or one pipeline stage's part of it (Note [Pipeline stages] in
+// planner/estimate.cc): m.layers layers, with the embedding and the head
+// (final norm, output) as the stage holds them.
+Llama build(const ModelConfig& m, const DeviceMesh& tp, c10::ScalarType dtype, PipelineStage stage) {
   // Params mirrors no parameter in a C++ member (Note [Planner parameters by
   // name]): nothing to rebind when fully_shard swaps them.
   static const bool bound = [] {
@@ -59,8 +65,10 @@ Llama build(const ModelConfig& m, const DeviceMesh& tp, c10::ScalarType dtype) {
   const int64_t kv_dim = m.dim / m.heads * m.kv_heads;
   Llama l;
   l.root = std::make_shared<Params>();
-  l.tok_embeddings = l.root->register_module("tok_embeddings", std::make_shared<Params>());
-  add(l.tok_embeddings, "weight", {m.vocab, m.dim}, Shard(0));
+  if (has_embedding(stage)) {
+    l.tok_embeddings = l.root->register_module("tok_embeddings", std::make_shared<Params>());
+    add(l.tok_embeddings, "weight", {m.vocab, m.dim}, Shard(0));
+  }
   auto layers = l.root->register_module("layers", std::make_shared<Params>());
   for (int64_t i = 0; i < m.layers; ++i) {
     Layer y;
@@ -80,10 +88,12 @@ Llama build(const ModelConfig& m, const DeviceMesh& tp, c10::ScalarType dtype) {
     add(y.feed_forward, "w2", {m.ffn, m.dim}, Shard(0));
     l.layers.push_back(y);
   }
-  l.norm = l.root->register_module("norm", std::make_shared<Params>());
-  add(l.norm, "weight", {m.dim}, Replicate());
-  l.output = l.root->register_module("output", std::make_shared<Params>());
-  add(l.output, "weight", {m.dim, m.vocab}, Shard(1));
+  if (has_head(stage)) {
+    l.norm = l.root->register_module("norm", std::make_shared<Params>());
+    add(l.norm, "weight", {m.dim}, Replicate());
+    l.output = l.root->register_module("output", std::make_shared<Params>());
+    add(l.output, "weight", {m.dim, m.vocab}, Shard(1));
+  }
   return l;
 }
 
@@ -159,7 +169,7 @@ StepProgram llama_step_program() {
                                   : m.dtype == "float16" ? at::kHalf
                                   : m.dtype == "float64" ? at::kDouble
                                                          : at::kFloat;
-    Llama l = build(m, tp_mesh, dtype);
+    Llama l = build(m, tp_mesh, dtype, plan.stage);
     // FSDP (+ TP): one group per layer, then the root's (embedding, final
     // norm, output), as torchtitan applies fully_shard.
     if (plan.fsdp) {
@@ -178,12 +188,19 @@ StepProgram llama_step_program() {
     auto micro_step = [&] {
       at::Tensor tokens = zeros({b, s}, tp_mesh, {Replicate()}, longs);
       at::Tensor targets = zeros({b * s}, tp_mesh, {Replicate()}, longs);
-      // fully_shard's root sees the model's boundary (its other modules are
-      // seen at theirs below).
+      // A later pipeline stage's input: the previous stage's activations,
+      // received (their gradient is what this stage sends back).
+      at::Tensor h = l.tok_embeddings ? at::Tensor()
+                                      : zeros({b, s, m.dim}, tp_mesh, {stream},
+                                              at::TensorOptions().dtype(dtype).requires_grad(true));
+      // fully_shard's root sees the model's (or stage's) boundary (its other
+      // modules are seen at theirs below).
       std::optional<nn::ModuleScope> root;
-      if (plan.fsdp) root.emplace(*l.root, nn::TensorList{tokens});
-      at::Tensor h;
-      {
+      if (plan.fsdp) {
+        root.emplace(*l.root, nn::TensorList{h.defined() ? h : tokens});
+        if (h.defined()) h = root->inputs()[0];
+      }
+      if (l.tok_embeddings) {
         nn::ModuleScope scope(*l.tok_embeddings, {tokens});
         h = scope.output(
             DTensor(embedding_lookup(param(l.tok_embeddings, "weight"), tokens, m.dim)).redistribute({stream}));
@@ -232,6 +249,14 @@ StepProgram llama_step_program() {
         }
         h = block.output(h);
       }
+      if (!l.output) {
+        // Not the last pipeline stage: the activations go to the next stage,
+        // whose gradient comes back.
+        if (root) h = root->output(h);
+        recorder.forward_done();
+        h.backward(ones({b, s, m.dim}, tp_mesh, {stream}, at::TensorOptions().dtype(dtype)));
+        return;
+      }
       {
         nn::ModuleScope scope(*l.norm, {h});
         h = scope.output(norm(h, param(l.norm, "weight")));
@@ -244,6 +269,7 @@ StepProgram llama_step_program() {
       }
       if (root) logits = root->output(logits);
       at::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({b * s, m.vocab}), targets);
+      recorder.forward_done();
       loss.backward();
     };
     {

@@ -3,6 +3,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -31,10 +32,12 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
                         llama, transformer (the example Transformer), e.g.
                         llama-70b:layers=40,seq=8192 or transformer:dim=32
                         keys: layers dim ffn heads kv_heads vocab seq batch dtype
-  --mesh MESH           dp=1024,tp=8 (dim names dp, tp; dp outer)
+  --mesh MESH           dp=1024,tp=8 or pp=8,dp=128,tp=8 (dim names pp, dp, tp,
+                        outermost first; pp: pipeline stages)
   --plan OPTIONS        comma list: sp|nosp, adam|sgd-momentum|sgd, micro=N, zero1,
                         fsdp, ac=none|full|op|N (activation checkpointing: every
-                        layer, torchtitan's selective op, every N-th layer)
+                        layer, torchtitan's selective op, every N-th layer),
+                        v=N (with pp: interleaved 1F1B, N chunks per rank)
                         (default nosp,adam,micro=1)
   --topology FILE       links per mesh dim, peak rates and the memory cap
                         (format: planner/topology.h; default H100 + NVLink + 400G)
@@ -45,6 +48,9 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
                         options (sp, micro 1..16, 3 optimizers, zero1, fsdp,
                         activation checkpointing); rank those that fit
   --sweep-ac LIST       sweep: activation checkpointing modes (default none,op,full)
+  --sweep-pp LIST       sweep: pipeline-parallel sizes (default 1: none), e.g. 1,2,4,8
+  --sweep-v LIST        sweep: chunks per pipeline rank where pp > 1 (default 1: 1F1B)
+  --sweep-optimizers LIST  sweep: optimizers (default adam,sgd-momentum,sgd)
   --top N               sweep: plans shown (default 10)
   --trace-layers N      trace all layers up to N (at least 3), else 2 and 3 and scale (default 3; 0: all)
   --json FILE           also write the report as JSON ("-": stdout only JSON)
@@ -52,7 +58,9 @@ exit status: 0 fits, 1 does not fit (sweep: none fits), 2 usage or run error
 )";
 
 struct Args {
-  std::string model, mesh, plan = "nosp,adam,micro=1", topology, calibration, json, sweep_ac = "none,op,full";
+  std::string model, mesh, plan = "nosp,adam,micro=1", topology, calibration, json, sweep_ac = "none,op,full",
+                                                                                  sweep_pp = "1", sweep_v = "1",
+                                                                                  sweep_optimizers = "adam,sgd-momentum,sgd";
   double cap_gib = 0;
   int64_t sweep = 0, top = 10, trace_layers = 3;
 };
@@ -68,6 +76,9 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
       .value("--cap-gib", &a.cap_gib)
       .value("--sweep", &a.sweep)
       .value("--sweep-ac", &a.sweep_ac)
+      .value("--sweep-pp", &a.sweep_pp)
+      .value("--sweep-v", &a.sweep_v)
+      .value("--sweep-optimizers", &a.sweep_optimizers)
       .value("--top", &a.top)
       .value("--trace-layers", &a.trace_layers);
   if (!flags.parse(argc, argv, error)) return false;
@@ -83,6 +94,27 @@ std::string read_file(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// "1,2,4" as numbers, each >= 1.
+std::vector<int64_t> positive_list(const std::string& flag, const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || v < 1) {
+      throw std::invalid_argument(flag + " " + text + ": expected positive integers separated by commas");
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) throw std::invalid_argument(flag + ": give at least one value");
+  return out;
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
@@ -130,6 +162,19 @@ int plan_cli(int argc, char** argv, const std::map<ModelKind, ProgramEntry>& ext
         PlanConfig check;
         set_checkpointing(check, mode);  // a bad mode fails here, before the sweep
         s.activation_checkpointing.push_back(mode);
+      }
+      s.pp_sizes = positive_list("--sweep-pp", a.sweep_pp);
+      s.virtual_stages = positive_list("--sweep-v", a.sweep_v);
+      s.optimizers.clear();
+      std::stringstream optimizers(a.sweep_optimizers);
+      for (std::string name; std::getline(optimizers, name, ',');) {
+        const std::vector<Optimizer> known = {Optimizer::kAdam, Optimizer::kSgdMomentum, Optimizer::kSgd};
+        auto it = std::find_if(known.begin(), known.end(), [&](Optimizer o) { return name == optimizer_name(o); });
+        if (it == known.end()) {
+          throw std::invalid_argument("--sweep-optimizers " + a.sweep_optimizers + ": " + name +
+                                      " is none of adam, sgd-momentum, sgd");
+        }
+        s.optimizers.push_back(*it);
       }
       const SweepResult r = sweep_plans(it->second.program, model, topology, s);
       if (!json_only) std::cout << sweep_report_text(r, a.top);

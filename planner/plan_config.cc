@@ -148,11 +148,17 @@ MeshConfig parse_mesh(const std::string& text) {
     throw std::invalid_argument("mesh '" + text + "': " + e.what());
   }
   if (!shape.has_dim_names()) throw std::invalid_argument("mesh '" + text + "': name the dims, e.g. dp=1024,tp=8");
+  const std::vector<std::string> order = {"pp", "dp", "tp"};
+  size_t next = 0;  // the dims must follow `order`
   for (const std::string& name : shape.dim_names()) {
-    if (name != "dp" && name != "tp") throw std::invalid_argument("mesh dim '" + name + "': the planner's programs know dp and tp");
-  }
-  if (shape.ndim() == 2 && shape.dim_names()[0] != "dp") {
-    throw std::invalid_argument("mesh '" + text + "': put dp first (outer), tp last (inner), e.g. dp=1024,tp=8");
+    auto it = std::find(order.begin() + static_cast<std::ptrdiff_t>(next), order.end(), name);
+    if (std::find(order.begin(), order.end(), name) == order.end()) {
+      throw std::invalid_argument("mesh dim '" + name + "': the planner knows pp, dp and tp");
+    }
+    if (it == order.end()) {
+      throw std::invalid_argument("mesh '" + text + "': order the dims pp, dp, tp (outermost first), e.g. pp=8,dp=64,tp=8");
+    }
+    next = static_cast<size_t>(it - order.begin()) + 1;
   }
   return MeshConfig{shape.dim_names(), shape.shape()};
 }
@@ -170,7 +176,8 @@ std::string PlanConfig::to_string() const {
   const std::string ac = checkpoint_ops ? "op" : checkpoint_every == 1 ? "full" : std::to_string(checkpoint_every);
   return mesh.to_string() + (sequence_parallel ? ",sp" : ",nosp") + ",micro=" + std::to_string(micro_batch) + "," +
          optimizer_name(optimizer) + (zero1 ? ",zero1" : "") + (fsdp ? ",fsdp" : "") +
-         (checkpoint_ops || checkpoint_every > 0 ? ",ac=" + ac : "");
+         (checkpoint_ops || checkpoint_every > 0 ? ",ac=" + ac : "") +
+         (virtual_stages > 1 ? ",v=" + std::to_string(virtual_stages) : "");
 }
 
 std::string PlanConfig::checkpointing() const {
@@ -216,8 +223,10 @@ PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text) {
       p.micro_batch = positive_int("micro", w.substr(6));
     } else if (w.rfind("ac=", 0) == 0) {
       set_checkpointing(p, w.substr(3));
+    } else if (w.rfind("v=", 0) == 0) {
+      p.virtual_stages = positive_int("v", w.substr(2));
     } else {
-      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N, zero1, nozero, fsdp, nofsdp, ac=none|full|op|N)");
+      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N, zero1, nozero, fsdp, nofsdp, ac=none|full|op|N, v=N)");
     }
   }
   return p;
@@ -237,6 +246,18 @@ std::string plan_problem(const ModelConfig& m, const PlanConfig& p) {
   if (p.fsdp && p.zero1) return "fsdp shards the optimizer state already: drop zero1";
   if (m.batch % (dp * p.micro_batch) != 0) {
     return "dp*micro=" + std::to_string(dp * p.micro_batch) + " does not divide batch=" + std::to_string(m.batch);
+  }
+  const int64_t pp = p.mesh.size_of("pp"), v = p.virtual_stages, micro_steps = m.batch / (dp * p.micro_batch);
+  if (v > 1 && pp == 1) return "v=" + std::to_string(v) + " interleaves pipeline stages: add a pp mesh dim";
+  if (m.layers % (pp * v) != 0) {
+    return "pp*v=" + std::to_string(pp * v) + " does not divide layers=" + std::to_string(m.layers);
+  }
+  if (pp > 1 && micro_steps < pp) {
+    return "pp=" + std::to_string(pp) + " needs at least " + std::to_string(pp) + " micro-batches per step, the step has " +
+           std::to_string(micro_steps) + " (batch / dp / micro)";
+  }
+  if (v > 1 && micro_steps % pp != 0) {
+    return "interleaved 1F1B needs micro-batches (" + std::to_string(micro_steps) + ") a multiple of pp=" + std::to_string(pp);
   }
   return "";
 }

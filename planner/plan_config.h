@@ -63,12 +63,19 @@ struct MeshConfig {
   std::string to_string() const;
 };
 
-/// "dp=1024,tp=8" (or "tp=4", "dp=2, tp=4": layout/shape_text.h reads it).
-/// The planner's programs know the dim names "dp" and "tp". Throws
-/// std::invalid_argument on a bad entry, an unnamed dim or an unknown name.
+/// "dp=1024,tp=8" (or "tp=4", "dp=2, tp=4": layout/shape_text.h reads it;
+/// "pp=8,dp=64,tp=8" with pipeline parallelism). The planner knows the dim
+/// names "pp", "dp" and "tp", in that order (outermost first). Throws
+/// std::invalid_argument on a bad entry, an unnamed dim, an unknown name or
+/// another order.
 MeshConfig parse_mesh(const std::string& text);
 
 enum class Optimizer { kAdam, kSgdMomentum, kSgd };
+
+/// Which part of the model a traced rank holds (Note [Pipeline stages] in
+/// planner/estimate.cc): all of it, or one pipeline stage's layers with the
+/// embedding (first), the final norm, output and loss (last), or neither.
+enum class PipelineStage { kWhole, kFirst, kMiddle, kLast };
 /// "adam", "sgd-momentum", "sgd".
 const char* optimizer_name(Optimizer o);
 
@@ -96,6 +103,13 @@ struct PlanConfig {
   /// torchtitan's selective op policy (nn::torchtitan_op_policy).
   int64_t checkpoint_every = 0;
   bool checkpoint_ops = false;
+  /// Pipeline parallelism over the mesh dim "pp": stages of layers / pp
+  /// layers each, run with the 1F1B schedule (virtual_stages 1) or
+  /// Megatron's interleaved 1F1B with this many model chunks per rank.
+  int64_t virtual_stages = 1;
+  /// The stage a step program builds and runs (estimate_plan sets it on the
+  /// plans of its per-stage traces, whose mesh has no "pp").
+  PipelineStage stage = PipelineStage::kWhole;
   /// "dp=512,tp=8,sp,micro=2,adam,zero1", "dp=512,tp=8,sp,micro=1,adam,fsdp,ac=full".
   std::string to_string() const;
   /// "none", "full", "op" or "every N".
@@ -108,7 +122,8 @@ struct PlanConfig {
 
 /// Plan options over `mesh`: a comma list of "sp" / "nosp", "adam" /
 /// "sgd-momentum" / "sgd", "micro=N", "zero1" / "nozero", "fsdp" / "nofsdp",
-/// "ac=none" / "ac=full" / "ac=op" / "ac=N" (every N-th layer).
+/// "ac=none" / "ac=full" / "ac=op" / "ac=N" (every N-th layer), "v=N"
+/// (interleaved 1F1B with N chunks per pipeline rank; 1: 1F1B).
 /// Example: parse_plan(mesh, "sp,adam,micro=2,zero1").
 PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text);
 
@@ -119,7 +134,9 @@ void set_checkpointing(PlanConfig& p, const std::string& mode);
 /// Checks that `plan` can run `model`: tp divides heads (and kv_heads, dim,
 /// ffn, vocab), dp * micro_batch divides batch, sequence parallelism needs
 /// tp dividing seq, fsdp is not combined with zero1 (it shards the optimizer
-/// state already). Returns "" when fine, else why not (one line).
+/// state already), pp * virtual_stages divides layers and the step has at
+/// least pp micro-batches (a multiple of pp when interleaved) to fill the
+/// pipeline. Returns "" when fine, else why not (one line).
 std::string plan_problem(const ModelConfig& model, const PlanConfig& plan);
 
 }  // namespace dtensor::planner

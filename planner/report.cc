@@ -68,6 +68,17 @@ std::string plan_report_text(const PlanEstimate& e) {
   out << "comm       " << ms(e.blocking_comm_us + e.prefetched_comm_us) << " in micro-steps";
   if (e.prefetched_comm_us > 0) out << " (" << ms(e.prefetched_comm_us) << " of them FSDP's, overlapping compute)";
   out << ", " << ms(e.update_comm_us) << " in the update\n";
+  if (e.pipeline) {
+    const PipelineEstimate& p = *e.pipeline;
+    out << "pipeline   " << p.stages << " stages, "
+        << (p.virtual_stages == 1 ? std::string("1F1B") : "interleaved 1F1B, " + std::to_string(p.virtual_stages) + " chunks per rank")
+        << "; first rank " << format_bytes(static_cast<double>(p.first_bytes), 2) << " (" << fmt("%.3g", p.in_flight_first)
+        << " micro-batches in flight), last " << format_bytes(static_cast<double>(p.last_bytes), 2) << " ("
+        << fmt("%.3g", p.in_flight_last) << "); a micro-batch " << ms(p.first_micro_us) << " / " << ms(p.last_micro_us)
+        << "; sends of " << format_bytes(static_cast<double>(p.send_bytes), 2) << " (" << ms(p.send_us)
+        << " each); bubble " << ms(p.bubble_us) << " (" << fmt("%.1f", 100.0 * p.bubble_us / e.step_us_overlap)
+        << "% of the step)\n";
+  }
   out << "step time  " << ms(e.step_us_serial) << " serial, " << ms(e.step_us_overlap)
       << " with overlap (FSDP's collectives behind compute, the update's behind the last backward)\n";
   out << "verdict    " << e.verdict() << "\n";
@@ -118,6 +129,14 @@ nlohmann::json plan_report_json(const PlanEstimate& e) {
                {"micro_step_fsdp_comm_us", e.prefetched_comm_us},
                {"update_comm_us", e.update_comm_us}, {"step_us_serial", e.step_us_serial},
                {"step_us_overlap", e.step_us_overlap}};
+  if (e.pipeline) {
+    const PipelineEstimate& p = *e.pipeline;
+    j["pipeline"] = {{"stages", p.stages}, {"virtual_stages", p.virtual_stages},
+                     {"in_flight_first", p.in_flight_first}, {"in_flight_last", p.in_flight_last},
+                     {"first_bytes", p.first_bytes}, {"last_bytes", p.last_bytes},
+                     {"first_micro_us", p.first_micro_us}, {"last_micro_us", p.last_micro_us},
+                     {"send_bytes", p.send_bytes}, {"send_us", p.send_us}, {"bubble_us", p.bubble_us}};
+  }
   j["fits"] = e.fits();
   j["verdict"] = e.verdict();
   return j;

@@ -91,7 +91,13 @@ void StepRecorder::record_static(torch::nn::Module& model, torch::optim::Optimiz
 }
 
 debug::CommDebugMode::Guard StepRecorder::trace_forward_backward(torch::nn::Module& root, std::string root_name) {
+  if (auto stats = world_.memory_stats()) forward_start_bytes_ = stats->current_bytes;
   return forward_backward_.enter(root, std::move(root_name));
+}
+
+void StepRecorder::forward_done() {
+  auto stats = world_.memory_stats();
+  if (stats && forward_start_bytes_) measure_.kept_bytes = stats->current_bytes - *forward_start_bytes_;
 }
 
 debug::CommDebugMode::Guard StepRecorder::trace_update() { return update_.enter(); }

@@ -42,6 +42,12 @@ struct StepMeasure {
   /// memory.
   std::optional<int64_t> peak_bytes;
   std::string peak_location;
+  /// Bytes the micro-step's forward keeps for its backward: live when the
+  /// forward ended (StepRecorder::forward_done) minus live when it began. A
+  /// pipeline stage holds this much per micro-batch in flight (Note
+  /// [Pipeline stages] in planner/estimate.cc). Unset when the world does
+  /// not count memory or the program did not say where its forward ended.
+  std::optional<int64_t> kept_bytes;
 };
 
 /// Records one step on the calling rank. The program calls, in order:
@@ -59,6 +65,9 @@ class StepRecorder {
   void record_static(torch::nn::Module& model, torch::optim::Optimizer& optimizer);
   /// Starts recording the micro-step; `root` names modules (CommDebugMode::enter).
   [[nodiscard]] debug::CommDebugMode::Guard trace_forward_backward(torch::nn::Module& root, std::string root_name);
+  /// Marks the end of the micro-step's forward (before its backward starts):
+  /// StepMeasure::kept_bytes.
+  void forward_done();
   /// Starts recording the update.
   [[nodiscard]] debug::CommDebugMode::Guard trace_update();
   /// The measure (call after both guards ended).
@@ -67,6 +76,7 @@ class StepRecorder {
  private:
   World& world_;
   StepMeasure measure_;
+  std::optional<int64_t> forward_start_bytes_;
   debug::CommDebugMode forward_backward_, update_;
 };
 

@@ -28,15 +28,21 @@ SweepResult sweep_plans(const StepProgram& program, const ModelConfig& model, co
       if (options.world_size % tp == 0) tps.push_back(tp);
     }
   }
-  for (int64_t tp : tps) {
-    if (options.world_size % tp != 0) {
-      r.skipped.push_back({"tp=" + std::to_string(tp), "does not divide the world size"});
+  for (int64_t pp : options.pp_sizes) {
+   for (int64_t v : pp > 1 ? options.virtual_stages : std::vector<int64_t>{1}) {
+    for (int64_t tp : tps) {
+    if (pp < 1 || options.world_size % (pp * tp) != 0) {
+      r.skipped.push_back({"pp=" + std::to_string(pp) + ",tp=" + std::to_string(tp), "does not divide the world size"});
       continue;
     }
-    const int64_t dp = options.world_size / tp;
+    const int64_t dp = options.world_size / (pp * tp);
     MeshConfig mesh;
     mesh.names = {"dp", "tp"};
     mesh.sizes = {dp, tp};
+    if (pp > 1) {
+      mesh.names.insert(mesh.names.begin(), "pp");
+      mesh.sizes.insert(mesh.sizes.begin(), pp);
+    }
     for (bool sp : {false, true}) {
       if (sp && (!options.try_sequence_parallel || tp == 1)) continue;
       for (int64_t micro : options.micro_batches) {
@@ -50,6 +56,7 @@ SweepResult sweep_plans(const StepProgram& program, const ModelConfig& model, co
             plan.mesh = mesh, plan.sequence_parallel = sp, plan.micro_batch = micro, plan.optimizer = opt;
             plan.zero1 = sharding == 1;
             plan.fsdp = sharding == 2;
+            plan.virtual_stages = v;
             set_checkpointing(plan, ac);
             const std::string problem = plan_problem(model, plan);
             if (!problem.empty()) {
@@ -62,6 +69,8 @@ SweepResult sweep_plans(const StepProgram& program, const ModelConfig& model, co
         }
       }
     }
+    }
+   }
   }
   std::stable_sort(r.ranked.begin(), r.ranked.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
     if (a.fits() != b.fits()) return a.fits();

@@ -30,6 +30,10 @@ struct SweepOptions {
   /// Activation checkpointing modes to try ("none", "op", "full", "N": as
   /// the plan's ac=).
   std::vector<std::string> activation_checkpointing = {"none", "op", "full"};
+  /// Pipeline-parallel sizes to try (1: none); each dividing world_size.
+  std::vector<int64_t> pp_sizes = {1};
+  /// Interleaving to try where pp > 1 (1: 1F1B; N: N chunks per rank).
+  std::vector<int64_t> virtual_stages = {1};
   EstimateOptions estimate;
 };
 

@@ -3,6 +3,8 @@
 
 #include <ATen/Functions.h>
 
+#include <stdexcept>
+
 #include "core/fsdp/fully_shard.h"
 #include "core/nn/module_call.h"
 #include "planner/training_update.h"
@@ -14,6 +16,9 @@ namespace dtensor::examples {
 planner::StepProgram transformer_step_program() {
   return [](World& /*world*/, c10::DeviceType device, const planner::ModelConfig& m, const planner::PlanConfig& plan,
             planner::StepRecorder& recorder) {
+    if (plan.stage != planner::PipelineStage::kWhole) {
+      throw std::invalid_argument("the example Transformer's step has no pipeline stages: plan it without pp");
+    }
     const int64_t dp = plan.mesh.size_of("dp"), tp = plan.mesh.size_of("tp");
     DeviceMesh mesh = DeviceMesh::init(device, {dp, tp}, {"dp", "tp"});
     const c10::ScalarType dtype = m.dtype == "float64" ? at::kDouble : at::kFloat;
