@@ -1,5 +1,6 @@
 // The capacity planner against published training runs (issue #37):
-// planner/published/runs.txt lists real runs (torchtitan, llm-foundry) with
+// planner/published/runs.txt lists real runs (torchtitan, llm-foundry,
+// Megatron-LM) with
 // their configuration, topology, calibration and measured tokens per second
 // per GPU; this test estimates each and prints published against estimated.
 // It checks what holds today: every run of a model the planner has exactly
@@ -74,7 +75,7 @@ TEST(PublishedRunsTest, EstimatesAgainstPublishedThroughput) {
     const double estimate = tokens_per_gpu / (e.step_us_overlap / 1e6);
     const double error = estimate / r.published - 1;
     const double gib = static_cast<double>(e.total_bytes) / (1ull << 30);
-    std::printf("%-38s %10.0f %10.0f %+7.1f%% %9.1f %9s\n", r.id.c_str(), r.published, estimate, 100 * error, gib,
+    std::printf("%-38s %10.1f %10.1f %+7.1f%% %9.1f %9s\n", r.id.c_str(), r.published, estimate, 100 * error, gib,
                 r.published_gib > 0 ? std::to_string(r.published_gib).substr(0, 4).c_str() : "-");
     if (r.exact) {
       EXPECT_TRUE(e.fits()) << "the run was trained, but the planner says it needs " << gib << " GiB";
