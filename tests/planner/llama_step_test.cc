@@ -247,6 +247,36 @@ TEST(LlamaStepTest, CheckedInCalibrationsAreBelowTheDatasheetPeaks) {
   }
 }
 
+// The A100 calibration no A100 measured (planner/calibration/
+// a100-sxm-80gb-derived.calib, tools/calibrate/derive_calibration.py): the
+// H100's measured profile scaled to the A100's best published bf16 rate
+// (271.2 TFLOP/s), so its best shape runs at that rate, every shape at the
+// H100's fraction of its best, and nothing above the A100's 312 peak.
+TEST(LlamaStepTest, DerivedA100CalibrationIsTheH100ProfileAtTheA100sBest) {
+  auto read = [](const char* path) {
+    std::ifstream in(path);
+    EXPECT_TRUE(in.good()) << path;
+    return parse_calibration(std::string(std::istreambuf_iterator<char>(in), {}));
+  };
+  const Calibration h100 = read("planner/calibration/h100-sxm-80gb.calib");
+  const Calibration a100 = read("planner/calibration/a100-sxm-80gb-derived.calib");
+  ASSERT_EQ(a100.matmuls.size(), h100.matmuls.size());
+  double best_h100 = 0, best_a100 = 0;
+  for (const MatmulRate& r : h100.matmuls) best_h100 = r.dtype == "bf16" ? std::max(best_h100, r.tflops) : best_h100;
+  for (const MatmulRate& r : a100.matmuls) best_a100 = r.dtype == "bf16" ? std::max(best_a100, r.tflops) : best_a100;
+  EXPECT_NEAR(best_a100, 271.2, 0.1);
+  for (size_t i = 0; i < a100.matmuls.size(); ++i) {
+    const MatmulRate &a = a100.matmuls[i], &h = h100.matmuls[i];
+    if (a.dtype != "bf16") continue;
+    EXPECT_NEAR(a.tflops / best_a100, h.tflops / best_h100, 1e-3) << a.m << " x " << a.n << " x " << a.k;
+    EXPECT_LT(a.tflops, 312);
+  }
+  const std::optional<double> forward = a100.attention_tflops("bf16", 8192, 128, true);
+  ASSERT_TRUE(forward);
+  EXPECT_NEAR(*forward / best_a100, *h100.attention_tflops("bf16", 8192, 128, true) / best_h100, 1e-3);
+  EXPECT_NEAR(a100.pointwise_gbps / 2039, h100.pointwise_gbps / 3350, 1e-3);
+}
+
 TEST(LlamaStepTest, CalibrationSetsTheComputeRates) {
   const ModelConfig m = parse_model(kSmall);
   const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam");

@@ -1,20 +1,19 @@
 // The capacity planner against published training runs (issue #37):
 // planner/published/runs.txt lists real runs (torchtitan, llm-foundry,
-// Megatron-LM) with
-// their configuration, topology, calibration and measured tokens per second
-// per GPU; this test estimates each and prints published against estimated.
-// It checks what holds today: every run of a model the planner has exactly
-// fits its memory estimate, and each estimate equals the one pinned in runs.txt
-// within 1% (so a change of the model shows up as a change of this table).
-// The issue's bar, within 15% of the published throughput, is printed, not
-// yet asserted: the model computes at the calibrated kernel rates with
-// ideal overlap, and real runs lose more (README, "Capacity planning").
+// Megatron-LM) with their configuration, topology, calibration and measured
+// tokens per second per GPU; this test estimates each and prints published
+// against estimated. It checks: every run of a model the planner has
+// exactly fits its memory estimate; each estimate equals the one pinned in
+// runs.txt within 1% (so a change of the model shows up as a change of this
+// table); and each is within the issue's 15% of the published throughput,
+// but for the runs kKnownMisses names, with why.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -59,6 +58,14 @@ std::vector<PublishedRun> read_runs() {
   return runs;
 }
 
+// Runs the estimate misses by more than 15%, and why.
+const std::map<std::string, std::string> kKnownMisses = {
+    {"torchtitan-a100-llama3-8b-ac-layer", "+17%: every 2nd layer checkpointed; torchtitan measures it slower "
+                                           "than selective op AC, which the planner costs the other way round"},
+    {"torchtitan-h100-llama3-8b-fsdp8", "+50%: 500 W power-capped 96 GB H100s, not the SXM part calibrated"},
+    {"torchtitan-h100-llama3-8b-fsdp128", "+57%: 500 W power-capped 96 GB H100s, not the SXM part calibrated"},
+};
+
 TEST(PublishedRunsTest, EstimatesAgainstPublishedThroughput) {
   const std::vector<PublishedRun> runs = read_runs();
   ASSERT_GE(runs.size(), 8u);
@@ -82,6 +89,12 @@ TEST(PublishedRunsTest, EstimatesAgainstPublishedThroughput) {
     }
     EXPECT_NEAR(estimate, r.pinned, 0.01 * r.pinned)
         << "the estimate moved from the pinned " << r.pinned << " tokens/s/GPU; if on purpose, update runs.txt";
+    const auto miss = kKnownMisses.find(r.id);
+    if (miss == kKnownMisses.end()) {
+      EXPECT_LT(std::fabs(error), 0.15) << "outside issue #37's 15% of the published " << r.published;
+    } else {
+      EXPECT_GE(std::fabs(error), 0.15) << "within 15% now: drop it from kKnownMisses (" << miss->second << ")";
+    }
   }
 }
 
