@@ -222,7 +222,7 @@ void add_comm(const trace::CommTrace& trace, const char* phase, int64_t times, c
 }
 
 int64_t micro_steps_of(const ModelConfig& model, const PlanConfig& plan) {
-  return model.batch / (plan.mesh.size_of("dp") * plan.micro_batch);
+  return model.batch / (plan.mesh.size_of("rep") * plan.mesh.size_of("dp") * plan.micro_batch);
 }
 
 }  // namespace
@@ -320,7 +320,10 @@ PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layer
   const double backward_us = totals.backward_compute_us;
   e.compute_us = n * (totals.forward_compute_us + backward_us) + totals.update_compute_us;
   for (const CommRow& r : totals.comm) {
-    double& bucket = r.phase == kUpdate ? e.update_comm_us : r.mesh_dim == "dp" ? e.prefetched_comm_us : e.blocking_comm_us;
+    // FSDP's (and HSDP's, over rep) collectives overlap compute; tp's block it.
+    double& bucket = r.phase == kUpdate                         ? e.update_comm_us
+                     : r.mesh_dim == "dp" || r.mesh_dim == "rep" ? e.prefetched_comm_us
+                                                                  : e.blocking_comm_us;
     bucket += r.time_us;
   }
   const double micro_compute_us = n * (totals.forward_compute_us + backward_us);
@@ -388,10 +391,6 @@ PlanEstimate estimate_traced(const StepProgram& program, const ModelConfig& mode
 // rows; the other's peak is in PipelineEstimate).
 PlanEstimate estimate_pipeline(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
                                const Topology& topology, const EstimateOptions& options) {
-  const std::string problem = plan_problem(model, plan);
-  if (!problem.empty()) {
-    throw std::invalid_argument("plan " + plan.to_string() + " cannot run " + model.to_string() + ": " + problem);
-  }
   const int64_t pp = plan.mesh.size_of("pp"), v = plan.virtual_stages, tp = plan.mesh.size_of("tp");
   PlanConfig stage_plan = plan;
   stage_plan.mesh = MeshConfig{};
@@ -456,6 +455,11 @@ PlanEstimate estimate_pipeline(const StepProgram& program, const ModelConfig& mo
 PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model, const PlanConfig& plan,
                            const Topology& topology, const EstimateOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  // Checked on the whole model (the traces check their 2- and 3-layer ones).
+  const std::string problem = plan_problem(model, plan);
+  if (!problem.empty()) {
+    throw std::invalid_argument("plan " + plan.to_string() + " cannot run " + model.to_string() + ": " + problem);
+  }
   PlanEstimate e = plan.mesh.size_of("pp") > 1 ? estimate_pipeline(program, model, plan, topology, options)
                                                : estimate_traced(program, model, plan, topology, options);
   e.trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

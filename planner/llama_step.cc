@@ -162,9 +162,12 @@ StepProgram llama_step_program() {
   return [](World& world, c10::DeviceType device, const ModelConfig& m, const PlanConfig& plan,
             StepRecorder& recorder) {
     (void)world;
-    const int64_t dp = plan.mesh.size_of("dp"), tp = plan.mesh.size_of("tp");
-    DeviceMesh mesh = DeviceMesh::init(device, {dp, tp}, {"dp", "tp"});
+    const int64_t rep = plan.mesh.size_of("rep"), dp = plan.mesh.size_of("dp"), tp = plan.mesh.size_of("tp");
+    DeviceMesh mesh = rep > 1 ? DeviceMesh::init(device, {rep, dp, tp}, {"rep", "dp", "tp"})
+                              : DeviceMesh::init(device, {dp, tp}, {"dp", "tp"});
     DeviceMesh tp_mesh = mesh["tp"], dp_mesh = mesh["dp"];
+    // HSDP: fully_shard over (rep, dp), the shards replicated over rep.
+    const DeviceMesh fsdp_mesh = rep > 1 ? mesh[{"rep", "dp"}] : dp_mesh;
     const c10::ScalarType dtype = m.dtype == "bfloat16" ? at::kBFloat16
                                   : m.dtype == "float16" ? at::kHalf
                                   : m.dtype == "float64" ? at::kDouble
@@ -173,8 +176,8 @@ StepProgram llama_step_program() {
     // FSDP (+ TP): one group per layer, then the root's (embedding, final
     // norm, output), as torchtitan applies fully_shard.
     if (plan.fsdp) {
-      for (const Layer& y : l.layers) fully_shard(*y.block, dp_mesh);
-      fully_shard(*l.root, dp_mesh);
+      for (const Layer& y : l.layers) fully_shard(*y.block, fsdp_mesh);
+      fully_shard(*l.root, fsdp_mesh);
     }
     TrainingUpdate update(*l.root, dp_mesh, plan);
     update.warm_up();

@@ -32,8 +32,9 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
                         llama, transformer (the example Transformer), e.g.
                         llama-70b:layers=40,seq=8192 or transformer:dim=32
                         keys: layers dim ffn heads kv_heads vocab seq batch dtype
-  --mesh MESH           dp=1024,tp=8 or pp=8,dp=128,tp=8 (dim names pp, dp, tp,
-                        outermost first; pp: pipeline stages)
+  --mesh MESH           dp=1024,tp=8 or pp=8,dp=128,tp=8 (dim names pp, rep, dp, tp,
+                        outermost first; pp: pipeline stages; rep: HSDP's
+                        replicas of the fsdp shards over dp)
   --plan OPTIONS        comma list: sp|nosp, adam|sgd-momentum|sgd, micro=N, zero1,
                         fsdp, ac=none|full|op|N (activation checkpointing: every
                         layer, torchtitan's selective op, every N-th layer),

@@ -148,15 +148,15 @@ MeshConfig parse_mesh(const std::string& text) {
     throw std::invalid_argument("mesh '" + text + "': " + e.what());
   }
   if (!shape.has_dim_names()) throw std::invalid_argument("mesh '" + text + "': name the dims, e.g. dp=1024,tp=8");
-  const std::vector<std::string> order = {"pp", "dp", "tp"};
+  const std::vector<std::string> order = {"pp", "rep", "dp", "tp"};
   size_t next = 0;  // the dims must follow `order`
   for (const std::string& name : shape.dim_names()) {
     auto it = std::find(order.begin() + static_cast<std::ptrdiff_t>(next), order.end(), name);
     if (std::find(order.begin(), order.end(), name) == order.end()) {
-      throw std::invalid_argument("mesh dim '" + name + "': the planner knows pp, dp and tp");
+      throw std::invalid_argument("mesh dim '" + name + "': the planner knows pp, rep, dp and tp");
     }
     if (it == order.end()) {
-      throw std::invalid_argument("mesh '" + text + "': order the dims pp, dp, tp (outermost first), e.g. pp=8,dp=64,tp=8");
+      throw std::invalid_argument("mesh '" + text + "': order the dims pp, rep, dp, tp (outermost first), e.g. pp=8,dp=64,tp=8");
     }
     next = static_cast<size_t>(it - order.begin()) + 1;
   }
@@ -233,7 +233,7 @@ PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text) {
 }
 
 std::string plan_problem(const ModelConfig& m, const PlanConfig& p) {
-  const int64_t tp = p.mesh.size_of("tp"), dp = p.mesh.size_of("dp");
+  const int64_t tp = p.mesh.size_of("tp"), dp = p.mesh.size_of("dp") * p.mesh.size_of("rep");
   auto need = [&](int64_t what, const char* name) -> std::string {
     if (what % tp == 0) return "";
     return "tp=" + std::to_string(tp) + " does not divide " + name + "=" + std::to_string(what);
@@ -244,8 +244,10 @@ std::string plan_problem(const ModelConfig& m, const PlanConfig& p) {
   }
   if (p.sequence_parallel && tp > 1 && m.seq % tp != 0) return "sp: tp=" + std::to_string(tp) + " does not divide seq=" + std::to_string(m.seq);
   if (p.fsdp && p.zero1) return "fsdp shards the optimizer state already: drop zero1";
+  if (p.mesh.size_of("rep") > 1 && !p.fsdp) return "rep replicates FSDP's shards (HSDP): add fsdp";
   if (m.batch % (dp * p.micro_batch) != 0) {
-    return "dp*micro=" + std::to_string(dp * p.micro_batch) + " does not divide batch=" + std::to_string(m.batch);
+    return std::string(p.mesh.size_of("rep") > 1 ? "rep*dp*micro=" : "dp*micro=") + std::to_string(dp * p.micro_batch) +
+           " does not divide batch=" + std::to_string(m.batch);
   }
   const int64_t pp = p.mesh.size_of("pp"), v = p.virtual_stages, micro_steps = m.batch / (dp * p.micro_batch);
   if (v > 1 && pp == 1) return "v=" + std::to_string(v) + " interleaves pipeline stages: add a pp mesh dim";

@@ -64,8 +64,10 @@ struct MeshConfig {
 };
 
 /// "dp=1024,tp=8" (or "tp=4", "dp=2, tp=4": layout/shape_text.h reads it;
-/// "pp=8,dp=64,tp=8" with pipeline parallelism). The planner knows the dim
-/// names "pp", "dp" and "tp", in that order (outermost first). Throws
+/// "pp=8,dp=64,tp=8" with pipeline parallelism; "rep=4,dp=256,tp=8" for
+/// HSDP: fsdp shards over dp and replicates the shards over rep). The
+/// planner knows the dim names "pp", "rep", "dp" and "tp", in that order
+/// (outermost first). Throws
 /// std::invalid_argument on a bad entry, an unnamed dim, an unknown name or
 /// another order.
 MeshConfig parse_mesh(const std::string& text);
@@ -92,7 +94,8 @@ struct PlanConfig {
   /// ZeRO stage 1: optimizer state sharded over dp (planner/training_update.h).
   bool zero1 = false;
   /// Fully sharded data parallel over dp (fully_shard on every layer and the
-  /// root, core/fsdp/fully_shard.h; with tp: FSDP + TP): parameters,
+  /// root, core/fsdp/fully_shard.h; with tp: FSDP + TP; with a "rep" mesh
+  /// dim: HSDP, the (rep, dp) mesh, shards replicated over rep): parameters,
   /// gradients and optimizer state sharded, each layer's parameters gathered
   /// before its forward and again before its backward, gradients
   /// reduce-scattered.
@@ -132,7 +135,8 @@ PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text);
 void set_checkpointing(PlanConfig& p, const std::string& mode);
 
 /// Checks that `plan` can run `model`: tp divides heads (and kv_heads, dim,
-/// ffn, vocab), dp * micro_batch divides batch, sequence parallelism needs
+/// ffn, vocab), rep * dp * micro_batch divides batch (rep needs fsdp),
+/// sequence parallelism needs
 /// tp dividing seq, fsdp is not combined with zero1 (it shards the optimizer
 /// state already), pp * virtual_stages divides layers and the step has at
 /// least pp micro-batches (a multiple of pp when interleaved) to fill the

@@ -19,8 +19,11 @@ planner::StepProgram transformer_step_program() {
     if (plan.stage != planner::PipelineStage::kWhole) {
       throw std::invalid_argument("the example Transformer's step has no pipeline stages: plan it without pp");
     }
-    const int64_t dp = plan.mesh.size_of("dp"), tp = plan.mesh.size_of("tp");
-    DeviceMesh mesh = DeviceMesh::init(device, {dp, tp}, {"dp", "tp"});
+    const int64_t rep = plan.mesh.size_of("rep"), dp = plan.mesh.size_of("dp"), tp = plan.mesh.size_of("tp");
+    DeviceMesh mesh = rep > 1 ? DeviceMesh::init(device, {rep, dp, tp}, {"rep", "dp", "tp"})
+                              : DeviceMesh::init(device, {dp, tp}, {"dp", "tp"});
+    // HSDP: fully_shard over (rep, dp), the shards replicated over rep.
+    const DeviceMesh fsdp_mesh = rep > 1 ? mesh[{"rep", "dp"}] : mesh["dp"];
     const c10::ScalarType dtype = m.dtype == "float64" ? at::kDouble : at::kFloat;
     TrainingConfig config;
     config.model = ModelArgs()
@@ -40,8 +43,8 @@ planner::StepProgram transformer_step_program() {
     model->to(dtype);
     parallelize_transformer(*model, mesh["tp"], plan.sequence_parallel && tp > 1);
     if (plan.fsdp) {  // FSDP (+ TP): every block, then the root, as TransformerTrainer
-      for (const auto& block : *model->layers) fully_shard(*block, mesh["dp"]);
-      fully_shard(*model, mesh["dp"]);
+      for (const auto& block : *model->layers) fully_shard(*block, fsdp_mesh);
+      fully_shard(*model, fsdp_mesh);
     }
     planner::TrainingUpdate update(*model, mesh["dp"], plan);
     update.warm_up();

@@ -65,6 +65,10 @@ TEST(PlanConfigTest, ParsesAndRejectsWithReasons) {
   EXPECT_THROW(parse_mesh("tp=8,dp=2"), std::invalid_argument);
   EXPECT_THROW(parse_mesh("ep=2"), std::invalid_argument);     // an unknown dim
   EXPECT_EQ(parse_mesh("pp=2,tp=4").world_size(), 8);           // pipeline stages (pipeline_plan_test.cc)
+  EXPECT_EQ(parse_mesh("rep=2,dp=4").world_size(), 8);          // HSDP (transformer_plan_test.cc)
+  EXPECT_THROW(parse_mesh("dp=4,rep=2"), std::invalid_argument);
+  EXPECT_EQ(plan_problem(parse_model("llama-8b"), parse_plan(parse_mesh("rep=2,dp=4"), "adam")),
+            "rep replicates FSDP's shards (HSDP): add fsdp");
   EXPECT_THROW(parse_mesh("4,2"), std::invalid_argument);  // unnamed
   EXPECT_EQ(parse_mesh("dp = 4, tp: 2").to_string(), "dp=4,tp=2");
   EXPECT_THROW(parse_model("llama-70b:layers=0"), std::invalid_argument);

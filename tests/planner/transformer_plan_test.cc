@@ -2,8 +2,8 @@
 // Transformer (a solo-mode trace of rank 0) against the CPU fake world
 // running the same step on every rank: per-rank peak memory within 10% of
 // the measured one, comm bytes exactly what each rank's CommDebugMode
-// recorded; TP, TP + SP, DP x TP, FSDP and FSDP + TP + SP, and activation
-// checkpointing (full, selective op) with TP and FSDP.
+// recorded; TP, TP + SP, DP x TP, FSDP and FSDP + TP + SP, HSDP (rep x dp),
+// and activation checkpointing (full, selective op) with TP, FSDP and HSDP.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -78,7 +78,8 @@ INSTANTIATE_TEST_SUITE_P(Meshes, TransformerPlanTest,
                          ::testing::Values(Case{"tp=4", false}, Case{"tp=4", true}, Case{"dp=2,tp=2", false},
                                            Case{"dp=2,tp=2", true}, Case{"dp=4", false, true},
                                            Case{"dp=2,tp=2", true, true}, Case{"dp=4", false, true, "full"},
-                                           Case{"dp=2,tp=2", true, true, "op"}, Case{"tp=4", true, false, "full"}),
+                                           Case{"dp=2,tp=2", true, true, "op"}, Case{"tp=4", true, false, "full"},
+                                           Case{"rep=2,dp=2", false, true}, Case{"rep=2,dp=2", false, true, "full"}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name = info.param.mesh;
                            for (char& ch : name) {
