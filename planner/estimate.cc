@@ -466,6 +466,21 @@ PlanEstimate estimate_plan(const StepProgram& program, const ModelConfig& model,
   return e;
 }
 
+double model_flops_per_token(const ModelConfig& m) {
+  const double embedding = static_cast<double>(m.vocab * m.dim);
+  const double n = static_cast<double>(m.parameter_count()) - embedding;
+  return 6 * n + 12.0 * static_cast<double>(m.layers) * static_cast<double>(m.dim) * static_cast<double>(m.seq);
+}
+
+double PlanEstimate::tokens_per_second_per_gpu() const {
+  const double tokens = static_cast<double>(model.batch) * static_cast<double>(model.seq);
+  return step_us_overlap > 0 ? tokens / static_cast<double>(plan.mesh.world_size()) / (step_us_overlap / 1e6) : 0;
+}
+
+double PlanEstimate::mfu() const {
+  return tokens_per_second_per_gpu() * model_flops_per_token(model) / (topology.peak_tflops * 1e12);
+}
+
 std::string PlanEstimate::verdict() const {
   const double gib = 1073741824.0;
   char buf[96];

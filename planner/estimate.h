@@ -72,6 +72,12 @@ StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t 
 /// scaling]); extrapolate_layers is w = layers - 2.
 StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w);
 
+/// Model FLOPs of one token, forward and backward, as PaLM and torchtitan
+/// count them: 6 N (N: parameters without the input embedding) + 12 L H Q T
+/// (attention scores and values, not halved for the causal mask; L layers,
+/// H heads, Q head dim, T sequence length). Recomputation is not counted.
+double model_flops_per_token(const ModelConfig& model);
+
 /// The estimate of one plan.
 struct PlanEstimate {
   ModelConfig model;
@@ -98,6 +104,11 @@ struct PlanEstimate {
   std::optional<PipelineEstimate> pipeline;
 
   bool fits() const { return total_bytes <= cap_bytes; }
+  /// Tokens each rank trains per second: batch * seq / world size / step (overlap).
+  double tokens_per_second_per_gpu() const;
+  /// Model FLOPs utilization: tokens_per_second_per_gpu() * model_flops_per_token(model)
+  /// over Topology::peak_tflops (the datasheet's, as torchtitan and Megatron report it).
+  double mfu() const;
   /// "fits (12.3 GiB free)" or "does not fit by 4.5 GiB".
   std::string verdict() const;
 };

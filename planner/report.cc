@@ -1,6 +1,7 @@
 // Plan report text and JSON. See report.h.
 #include "planner/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -81,6 +82,15 @@ std::string plan_report_text(const PlanEstimate& e) {
   }
   out << "step time  " << ms(e.step_us_serial) << " serial, " << ms(e.step_us_overlap)
       << " with overlap (FSDP's collectives behind compute, the update's behind the last backward)\n";
+  // What the step (with overlap) is made of: compute, the collectives it does
+  // not hide, the pipeline's fill and drain.
+  const double bubble = e.pipeline ? e.pipeline->bubble_us : 0;
+  const double exposed = std::max(0.0, e.step_us_overlap - bubble - e.compute_us);
+  out << "throughput " << fmt("%.0f", e.tokens_per_second_per_gpu()) << " tokens/s per GPU, MFU "
+      << fmt("%.1f", 100 * e.mfu()) << "% of " << fmt("%.0f", e.topology.peak_tflops) << " TFLOP/s; the step is "
+      << fmt("%.0f", 100 * e.compute_us / e.step_us_overlap) << "% compute, " << fmt("%.0f", 100 * exposed / e.step_us_overlap)
+      << "% exposed comm" << (e.pipeline ? ", " + fmt("%.0f", 100 * bubble / e.step_us_overlap) + "% pipeline bubble" : "")
+      << "\n";
   out << "verdict    " << e.verdict() << "\n";
   return out.str();
 }
@@ -137,6 +147,8 @@ nlohmann::json plan_report_json(const PlanEstimate& e) {
                      {"first_micro_us", p.first_micro_us}, {"last_micro_us", p.last_micro_us},
                      {"send_bytes", p.send_bytes}, {"send_us", p.send_us}, {"bubble_us", p.bubble_us}};
   }
+  j["throughput"] = {{"tokens_per_s_per_gpu", e.tokens_per_second_per_gpu()}, {"mfu", e.mfu()},
+                     {"model_flops_per_token", model_flops_per_token(e.model)}};
   j["fits"] = e.fits();
   j["verdict"] = e.verdict();
   return j;

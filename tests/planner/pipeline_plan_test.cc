@@ -108,6 +108,18 @@ TEST(PipelinePlanTest, MemoryAndBubbleFollowTheSchedule) {
   EXPECT_LT(longer.pipeline->bubble_us / longer.step_us_overlap, p.bubble_us / one.step_us_overlap);
 }
 
+// Throughput and MFU (PaLM's model FLOPs: 6 N without the input embedding
+// + 12 L H Q T per token) follow from the step time.
+TEST(PipelinePlanTest, ThroughputAndMfuFollowTheStep) {
+  const ModelConfig m = parse_model(kModel);
+  const PlanEstimate e =
+      estimate_plan(llama_step_program(), m, parse_plan(parse_mesh("pp=4,dp=2,tp=2"), "sp,adam"), default_topology());
+  EXPECT_DOUBLE_EQ(e.tokens_per_second_per_gpu(), 16.0 * 32 / 16 / (e.step_us_overlap / 1e6));
+  const double n = static_cast<double>(m.parameter_count() - m.vocab * m.dim);
+  EXPECT_DOUBLE_EQ(model_flops_per_token(m), 6 * n + 12.0 * 8 * 64 * 32);
+  EXPECT_DOUBLE_EQ(e.mfu(), e.tokens_per_second_per_gpu() * model_flops_per_token(m) / (989e12));
+}
+
 TEST(PipelinePlanTest, PlansThePipelineCannotRunAreRefused) {
   const ModelConfig m = parse_model(kModel);
   EXPECT_THROW(parse_mesh("dp=2,pp=4"), std::invalid_argument);
