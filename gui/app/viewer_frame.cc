@@ -5,6 +5,7 @@
 #include "gui/panels/layout_panel.h"
 #include "gui/panels/mesh_panel.h"
 #include "gui/panels/open_bar.h"
+#include "gui/panels/plan_panel.h"
 #include "gui/panels/playground_panel.h"
 #include "gui/panels/timeline_panel.h"
 
@@ -27,6 +28,10 @@ void draw_overview(ViewerState& state, ImVec2 d, bool relayout) {
   draw_playground_panel(state, tile(0, bar_h, left, d.y, cond));
   draw_mesh_panel(state, tile(left, bar_h, mesh_right, mid, cond));
   draw_layout_panel(state, tile(mesh_right, bar_h, d.x, mid, cond));
+  if (state.plan && !state.loaded) {  // a capacity plan and no trace: the plan takes the trace's row
+    draw_plan_panel(state, tile(left, mid, d.x, d.y, cond));
+    return;
+  }
   draw_comm_table_panel(state, tile(left, mid, comm_right, d.y, cond));
   draw_timeline_panel(state, tile(comm_right, mid, d.x, d.y, cond));
 }
@@ -56,6 +61,9 @@ void draw_viewer_frame(ViewerState& state, PanelId panel, ImVec2 display, bool r
       break;
     case PanelId::kTimeline:
       draw_timeline_panel(state, full);
+      break;
+    case PanelId::kPlan:
+      draw_plan_panel(state, full);
       break;
     case PanelId::kAll:
       break;

@@ -87,36 +87,42 @@ TraceLoadResult parse_trace_json(std::string_view text, const std::string& sourc
   return result;
 }
 
-TraceLoadResult load_trace_file(const std::string& path) {
-  TraceLoadResult result;
+std::optional<std::string> read_viewer_file(const std::string& path, std::string* error) {
   try {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-      result.error = "cannot open '" + path + "': " + std::strerror(errno);
-      return result;
+      *error = "cannot open '" + path + "': " + std::strerror(errno);
+      return std::nullopt;
     }
     in.seekg(0, std::ios::end);
     const std::streamoff size = in.tellg();
     if (size < 0) {
-      result.error = "cannot read '" + path + "' (is it a directory?)";
-      return result;
+      *error = "cannot read '" + path + "' (is it a directory?)";
+      return std::nullopt;
     }
     if (size > kMaxFileBytes) {
-      result.error = "'" + path + "' is larger than 256 MiB; not loading it";
-      return result;
+      *error = "'" + path + "' is larger than 256 MiB; not loading it";
+      return std::nullopt;
     }
     in.seekg(0, std::ios::beg);
     std::string text(static_cast<size_t>(size), '\0');
     in.read(text.data(), size);
     if (!in) {
-      result.error = "cannot read '" + path + "'";
-      return result;
+      *error = "cannot read '" + path + "'";
+      return std::nullopt;
     }
-    return parse_trace_json(text, path);
+    return text;
   } catch (const std::exception& e) {
-    result.error = "cannot read '" + path + "': " + e.what();
+    *error = "cannot read '" + path + "': " + e.what();
   }
-  return result;
+  return std::nullopt;
+}
+
+TraceLoadResult load_trace_file(const std::string& path) {
+  TraceLoadResult result;
+  const std::optional<std::string> text = read_viewer_file(path, &result.error);
+  if (!text) return result;
+  return parse_trace_json(*text, path);
 }
 
 }  // namespace dtensor::gui

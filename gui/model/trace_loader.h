@@ -56,4 +56,8 @@ TraceLoadResult parse_trace_json(std::string_view text, const std::string& sourc
 // "cannot open 'missing.json': No such file or directory".
 TraceLoadResult load_trace_file(const std::string& path);
 
+// The text of the file at `path` (at most 256 MiB), or nullopt with the
+// reason in *error (as load_trace_file words it).
+std::optional<std::string> read_viewer_file(const std::string& path, std::string* error);
+
 }  // namespace dtensor::gui

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <stdexcept>
 
 #include "layout/flags.h"
@@ -12,8 +13,8 @@
 namespace dtensor::gui {
 namespace {
 
-constexpr const char* kPanelNames[] = {"all",        "mesh",       "layout",
-                                       "playground", "comm_table", "timeline"};
+constexpr const char* kPanelNames[] = {"all",        "mesh",       "layout", "playground",
+                                       "comm_table", "timeline", "plan"};
 
 std::optional<int64_t> parse_int(const std::string& text) {
   if (text.empty() || text.size() > 12) return std::nullopt;
@@ -46,7 +47,7 @@ std::optional<PanelId> parse_panel_name(const std::string& name) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (lower == "comm") return PanelId::kCommTable;
-  for (int i = 0; i < 6; ++i) {
+  for (size_t i = 0; i < std::size(kPanelNames); ++i) {
     if (lower == kPanelNames[i]) return static_cast<PanelId>(i);
   }
   return std::nullopt;
@@ -75,7 +76,7 @@ ParsedOptions parse_viewer_options(const std::vector<std::string>& args) {
                 if (!panel) {
                   throw std::invalid_argument(
                       "unknown panel '" + v[0] +
-                      "' (all, mesh, layout, playground, comm_table, timeline)");
+                      "' (all, mesh, layout, playground, comm_table, timeline, plan)");
                 }
                 o.panel = *panel;
               })
@@ -115,13 +116,14 @@ std::string viewer_usage() {
          "\n"
          "Draws device meshes, sharding layouts, redistribute plans and the comm\n"
          "tables/timeline of a trace written by dtensor's debug tools\n"
-         "(trace/comm_trace_schema.md). Traces also load from the Open box or by\n"
-         "dropping a file on the window.\n"
+         "(trace/comm_trace_schema.md), and capacity plans (dtensor_plan --json).\n"
+         "Traces and plans also load from the Open box or by dropping a file on\n"
+         "the window.\n"
          "\n"
          "options:\n"
          "  --screenshot out.png   render headless, write a PNG and exit (needs an X\n"
          "                         display: run under xvfb-run without one)\n"
-         "  --panel NAME           all, mesh, layout, playground, comm_table, timeline\n"
+         "  --panel NAME           all, mesh, layout, playground, comm_table, timeline, plan\n"
          "  --size WxH             window / image size (default 1280x800)\n"
          "  --frames N             frames rendered before the screenshot (default 4)\n"
          "  --mesh TEXT            playground mesh, e.g. \"dp=2, tp=2\"\n"

@@ -12,9 +12,9 @@
 namespace dtensor::gui {
 
 // The panels of the viewer; kAll is the tiled overview.
-enum class PanelId { kAll, kMesh, kLayout, kPlayground, kCommTable, kTimeline };
+enum class PanelId { kAll, kMesh, kLayout, kPlayground, kCommTable, kTimeline, kPlan };
 
-// "all", "mesh", "layout", "playground", "comm_table", "timeline".
+// "all", "mesh", "layout", "playground", "comm_table", "timeline", "plan".
 const char* panel_name(PanelId panel);
 
 // Parses a panel name (also "comm" for the comm table), ignoring case.

@@ -44,7 +44,24 @@ bool ViewerState::apply_options(const ViewerOptions& options, std::string* error
 
 bool ViewerState::load_trace(const std::string& path) {
   open_path = path;  // the open box shows what was tried, loaded or not
-  TraceLoadResult result = load_trace_file(path);
+  std::string read_error;
+  const std::optional<std::string> text = read_viewer_file(path, &read_error);
+  if (!text) {
+    trace_error = read_error;
+    return false;
+  }
+  if (looks_like_plan_json(*text)) {
+    PlanLoadResult report = parse_plan_json(*text, path);
+    if (!report.report) {
+      trace_error = report.error;
+      return false;
+    }
+    plan = std::move(report.report);
+    selected_plan = 0;
+    trace_error.clear();
+    return true;
+  }
+  TraceLoadResult result = parse_trace_json(*text, path);
   if (!result.trace) {
     trace_error = result.error;
     return false;

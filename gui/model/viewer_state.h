@@ -16,6 +16,7 @@
 #include "gui/model/call_exchange.h"
 #include "gui/model/comm_table_model.h"
 #include "gui/model/mesh_grid_model.h"
+#include "gui/model/plan_model.h"
 #include "gui/model/playground_state.h"
 #include "gui/model/timeline_model.h"
 #include "gui/model/trace_loader.h"
@@ -48,7 +49,9 @@ class ViewerState {
 
   // Loads the trace at `path` (also put into the open box). On success
   // replaces the trace, clears trace_error and rebuilds the derived tables; on
-  // failure keeps the previous trace and sets trace_error. Never throws.
+  // failure keeps the previous trace and sets trace_error. A capacity
+  // planner report (dtensor_plan --json) loads into `plan` instead, the
+  // trace kept. Never throws.
   bool load_trace(const std::string& path);
 
   // Sets the playground mesh to the trace's mesh ("dp=2, tp=2"); false when
@@ -88,6 +91,9 @@ class ViewerState {
   int64_t calls_rank = -1;
   // The mesh dims the Mesh panel draws as rows / columns / grids.
   MeshGridSelection mesh_grid;
+  // A capacity planner report, and the plan of it the Plan panel draws.
+  std::optional<PlanReport> plan;
+  size_t selected_plan = 0;
 
   // Selects the call of loaded->trace.collectives[event_index] (clicked in the comm
   // table or the timeline): the Mesh panel draws its bytes between ranks,

@@ -302,6 +302,19 @@ TEST_F(ViewerScreenshotTest, MeshOf4dShowsOneIndexOfTheFixedDim) {
 // fake-world run (2x2 dp x tp, sequence parallel), and the viewer opens it
 // without a load error, with the quickstart's collective kinds in the table
 // and one timeline lane per rank.
+// A capacity planner sweep (dtensor_plan --json): the selected plan's
+// memory and time as stacked bars (parameters blue, activations red, compute
+// blue, exposed comm orange) above the table of plans; in the overview the
+// plan takes the trace's row.
+TEST_F(ViewerScreenshotTest, PlanPanelDrawsBarsAndTheSweepTable) {
+  Image image = render("plan", "plan", {runfile("tests/gui/testdata/plan_sweep.json")});
+  EXPECT_GT(testing::find_color(image, Rgb{78, 121, 167}, 2).count, 2000) << "parameters / compute";
+  EXPECT_GT(testing::find_color(image, Rgb{225, 87, 89}, 2).count, 1000) << "activations";
+  EXPECT_GT(testing::find_color(image, Rgb{242, 142, 43}, 2).count, 300) << "gradients / exposed comm";
+  Image overview = render("plan_overview", "all", {runfile("tests/gui/testdata/plan_llama70b_pp8.json")});
+  EXPECT_GT(testing::find_color(overview, Rgb{89, 161, 79}, 2).count, 100) << "optimizer state / bubble";
+}
+
 TEST_F(ViewerScreenshotTest, QuickstartTraceOpens) {
   const std::string json = out_dir() + "/quickstart_trace.json";
   testing::ProcessResult quickstart =

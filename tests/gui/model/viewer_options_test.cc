@@ -65,7 +65,7 @@ TEST(ViewerOptionsTest, ErrorsNameTheFlag) {
 
 TEST(ViewerOptionsTest, PanelNamesRoundTrip) {
   for (PanelId id : {PanelId::kAll, PanelId::kMesh, PanelId::kLayout, PanelId::kPlayground,
-                     PanelId::kCommTable, PanelId::kTimeline}) {
+                     PanelId::kCommTable, PanelId::kTimeline, PanelId::kPlan}) {
     EXPECT_EQ(parse_panel_name(panel_name(id)), id);
   }
   EXPECT_EQ(parse_panel_name("comm"), PanelId::kCommTable);
