@@ -298,9 +298,19 @@ void append_arg_key(const c10::IValue& v, std::vector<int64_t>* key) {
   }
 }
 
+// Note [Lazy conjugation of local results]
+// A local kernel may return a lazily conjugated or negated view (_conj,
+// conj of a complex tensor: a bit on the tensor, not its data). The DTensor
+// wrapping it carries no such bit, and collectives move the data as stored,
+// so a gathered or redistributed result would lose the conjugation: the
+// local result is materialized (resolve_conj / resolve_neg) before it is
+// wrapped. PyTorch 2.15's DTensor loses it (row pytorch-wrong-value).
 at::Tensor wrap_local_output(const at::Tensor& local, const DeviceMesh& mesh, const PropagationResult& result,
                              size_t output) {
   if (!local.defined()) return local;
+  if (local.is_conj() || local.is_neg()) {
+    return wrap_local_output(local.resolve_conj().resolve_neg(), mesh, result, output);
+  }
   const std::shared_ptr<const DTensorSpec>& shared = result.output_specs[output];
   if (shared->mesh.same_object(mesh)) return make_dtensor(local, shared);  // Note [Shared output specs]
   return make_dtensor(local, DTensorSpec{mesh, result.plan.output_placements[output], result.output_metas[output]});

@@ -175,9 +175,9 @@ DimRule layer_norm_backward_rule() {
 // default RandomMode::kSingleDeviceExact the global tensor does not depend on
 // the placements either. A local kernel per fill (See Note [Local kernels])
 // writes the block in place of the aten op. A Partial tensor becomes
-// Replicate (a random fill is not a partial sum). native_dropout, whose mask
-// the op draws internally, uses this rank's default generator: replicas of a
-// Replicate mesh dim would disagree, so it is refused there (use dropout).
+// Replicate (a random fill is not a partial sum). native_dropout (what
+// dropout is on CUDA) draws its mask the same way, in a local kernel of its
+// own (LibTorch's would use each rank's generator).
 // exponential_, geometric_ and log_normal_ transform the same draws
 // (inverse CDF of a uniform; exp of a normal), so they shard alike. Under
 // kSingleDeviceExact, uniform_ and normal_ run the op itself on the global
@@ -316,6 +316,88 @@ ShardingRule random_fill_rule(RandomFill kind, RandomTarget target = RandomTarge
   };
 }
 
+// rand_like, randn_like and randint_like (with high, or low and high; their
+// generator and out= forms): a new random tensor laid out as self (a Partial
+// self gives Replicate: the values are not a partial sum), or filling out,
+// kept as laid out. Drawn through the DTensor RNG like the fills above (one
+// uniform or normal per element of the global tensor, this rank's block), so
+// replicas agree: LibTorch's kernels would draw from each rank's own
+// generator. Under kSingleDeviceExact, rand_like and randn_like of a
+// floating dtype are one device's values (exact_fill_local); randint_like
+// is floor(u * (high - low)) + low of a double uniform u.
+enum class RandomLike { kRand, kRandn, kRandint };
+const char* kRandomLike[] = {"dtensor::rand_like", "dtensor::randn_like", "dtensor::randint_like"};
+
+// The schema position of argument `name`, or -1.
+int64_t argument_position(const OpCall& call, const char* name) {
+  const auto& args = call.op->schema().arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].name() == name) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+ShardingRule random_like_rule(RandomLike kind) {
+  return [kind](const OpCall& call) {
+    const int64_t high = argument_position(call, "high");
+    TORCH_CHECK(high < 0 || !call.arg(static_cast<size_t>(high)).isTensor(), call.describe(),
+                ": randint_like with a tensor `high` has no DTensor rule (PyTorch 2.15 has none either); pass high "
+                "as an int");
+    const bool out_form = call.self_input >= 0;
+    Placements target = call.inputs[out_form ? static_cast<size_t>(call.self_input) : 0].placements;
+    for (Placement& q : target) {
+      TORCH_CHECK(!(out_form && q.is_partial()), call.describe(), ": out is laid out as ", to_string(target),
+                  ", which cannot hold random values; redistribute it to Replicate first");
+      if (q.is_partial()) q = Replicate();
+    }
+    ShardingPlan plan;
+    // self gives only its shape: it stays as it is (its layout has the
+    // output's local shapes, a Partial's being a Replicate's).
+    for (const DTensorSpec& in : call.inputs) plan.input_placements.push_back(in.placements);
+    plan.output_placements.assign(call.outputs.size(), target);
+    plan.local_kernel = kRandomLike[static_cast<int>(kind)];
+    plan.local_kernel_reads_no_specs = true;  // the block it draws is output 0's
+    return plan;
+  };
+}
+
+LocalKernel random_like_kernel(RandomLike kind) {
+  return [kind](const LocalCall& local, std::vector<c10::IValue>* stack) {
+    const OpCall& call = local.call;
+    const DTensorSpec& spec = *local.output_specs[0];
+    RandomOptions options;
+    const int64_t gen = argument_position(call, "generator");
+    if (gen >= 0 && (*stack)[static_cast<size_t>(gen)].isGenerator()) {
+      options.generator = (*stack)[static_cast<size_t>(gen)].toGenerator();
+    }
+    const at::Tensor self = (*stack)[0].toTensor();
+    const int64_t out_arg = argument_position(call, "out");
+    at::Tensor result = out_arg >= 0 ? (*stack)[static_cast<size_t>(out_arg)].toTensor()
+                                     : at::empty(self.sizes(), self.options().dtype(spec.meta.dtype));
+    const auto distribution =
+        kind == RandomLike::kRandn ? detail::RandomDistribution::kNormal : detail::RandomDistribution::kUniform;
+    if (kind != RandomLike::kRandint && at::isFloatingType(spec.meta.dtype) &&
+        options.mode.value_or(random_mode()) == RandomMode::kSingleDeviceExact) {
+      detail::exact_fill_local(distribution, 0, 1, spec, options, kRandomLike[static_cast<int>(kind)], result);
+    } else {
+      DTensorSpec draw = spec;
+      draw.meta.dtype = kind == RandomLike::kRandint || !at::isFloatingType(spec.meta.dtype) ? at::kDouble
+                                                                                               : spec.meta.dtype;
+      at::Tensor u = detail::random_local(distribution, draw, result.options().dtype(draw.meta.dtype), options,
+                                          kRandomLike[static_cast<int>(kind)]);
+      if (kind == RandomLike::kRandint) {
+        const int64_t low_arg = argument_position(call, "low");
+        const int64_t low = low_arg >= 0 ? (*stack)[static_cast<size_t>(low_arg)].toInt() : 0;
+        const int64_t high = (*stack)[static_cast<size_t>(argument_position(call, "high"))].toInt();
+        TORCH_CHECK(low < high, call.describe(), ": randint_like expects low < high, got low=", low, " high=", high);
+        u = u.mul_(static_cast<double>(high - low)).floor_().add_(static_cast<double>(low));
+      }
+      result.copy_(u);
+    }
+    *stack = {result};
+  };
+}
+
 // Note [Multinomial on DTensors]
 // multinomial(probs [*, n], num_samples, replacement, generator) draws
 // num_samples category indices per row. Rows are independent, so every dim
@@ -340,9 +422,17 @@ ShardingRule multinomial_rule() {
         q = Replicate();
       }
     }
-    TORCH_CHECK(call.self_input < 0 || call.inputs[static_cast<size_t>(call.self_input)].placements == p,
-                call.describe(), ": out must be laid out as the samples are, ", to_string(p),
-                " (the probabilities' rows; the categories whole): pass such an out or call multinomial without one");
+    if (call.self_input >= 0) {
+      // multinomial.out: the probabilities' rows move to out's layout (as
+      // PyTorch 2.15 does), which must keep each row's samples whole.
+      const Placements& out = call.inputs[static_cast<size_t>(call.self_input)].placements;
+      for (const Placement& q : out) {
+        TORCH_CHECK(!q.is_partial() && !q.is_strided_shard() && !(q.splits_dim() && q.normalized(last + 1).shard_dim() == last),
+                    call.describe(), ": out is laid out as ", to_string(out), ", which splits a row's samples or ",
+                    "holds a Partial result; lay out out by rows (Shard of a dim but the last) or Replicate");
+      }
+      p = out;
+    }
     ShardingPlan plan;
     plan.input_placements.push_back(p);
     for (size_t i = 1; i < call.inputs.size(); ++i) plan.input_placements.push_back(call.inputs[i].placements);
@@ -491,18 +581,63 @@ void rrelu_with_noise_kernel(const LocalCall& local, std::vector<c10::IValue>* s
   }
 }
 
-// native_dropout(input, p, train) -> (out, mask): see Note [Random ops on DTensors].
-DimRule native_dropout_rule() {
-  return [](const OpCall& call, int mesh_dim) {
-    const Placement& p = placement_of(call, 0, mesh_dim);
-    const bool train = call.arg(2).isNone() || detail::bool_arg(call, 2, true);
-    if (!train) return std::vector<DimStrategy>{{{detail::partial_to_replicate(p)}, {detail::partial_to_replicate(p), detail::partial_to_replicate(p)}}};
-    TORCH_CHECK(p.is_shard(), call.describe(), ": native_dropout draws its mask from each rank's "
-                "own generator, so on mesh dim ", mesh_dim, " (", p.to_string(), ") the replicas "
-                "would get different masks. Use dropout (bernoulli_, drawn by the DTensor RNG) or "
-                "shard the input on every mesh dim");
-    return std::vector<DimStrategy>{{{p}, {p, p}}};
+// native_dropout(input, p, train) -> (out, mask) and its out= form (outs
+// out0, out1): see Note [Random ops on DTensors]. Everything is laid out as
+// the input (out= form: as out0), a Partial reduced first (dropout is not
+// linear in a partial sum's terms), as PyTorch 2.15. In training the mask
+// is the DTensor RNG's bernoulli(1 - p) draw of the whole tensor, this
+// rank's block (CPU dropout, empty_like + bernoulli_, draws the same mask
+// for the same seed), so replicas agree; LibTorch's kernel would draw from
+// each rank's generator, and on an empty shard it returns a mask of the
+// input's dtype, not bool.
+const char* kNativeDropout = "dtensor::native_dropout";
+
+bool native_dropout_trains(const OpCall& call) { return call.arg(2).isNone() || detail::bool_arg(call, 2, true); }
+
+ShardingRule native_dropout_rule() {
+  return [](const OpCall& call) {
+    const bool out_form = call.self_input >= 0;
+    Placements target = call.inputs[out_form ? 1 : 0].placements;
+    for (Placement& q : target) {
+      TORCH_CHECK(!(out_form && q.is_partial()), call.describe(), ": out is laid out as ", to_string(target),
+                  ", which cannot hold dropout's result; redistribute it to Replicate first");
+      if (q.is_partial()) q = Replicate();
+    }
+    TORCH_CHECK(!out_form || call.inputs[2].placements == target, call.describe(), ": the outs are laid out as ",
+                to_string(target), " and ", to_string(call.inputs[2].placements),
+                "; lay them out alike (each element's mask is stored where its result is)");
+    ShardingPlan plan;
+    plan.input_placements.assign(call.inputs.size(), target);
+    plan.output_placements.assign(call.outputs.size(), target);
+    if (native_dropout_trains(call)) {
+      plan.local_kernel = kNativeDropout;
+      plan.local_kernel_reads_no_specs = true;  // the block it draws is output 0's
+    }
+    return plan;
   };
+}
+
+// (input, p, train[, out0, out1]).
+void native_dropout_kernel(const LocalCall& local, std::vector<c10::IValue>* stack) {
+  const OpCall& call = local.call;
+  const at::Tensor input = (*stack)[0].toTensor();
+  const double p = (*stack)[1].toDouble();
+  DTensorSpec draw = *local.output_specs[0];
+  if (!at::isFloatingType(draw.meta.dtype)) draw.meta.dtype = at::kFloat;
+  const at::Tensor u = detail::random_local(detail::RandomDistribution::kUniform, draw,
+                                            input.options().dtype(draw.meta.dtype), RandomOptions{},
+                                            "DTensor native_dropout");
+  const at::Tensor mask = u.lt(1 - p);
+  const double scale = p >= 1 ? 0.0 : 1.0 / (1 - p);  // LibTorch's: all dropped when p == 1
+  const at::Tensor result = input.mul(mask).mul_(scale);
+  if (call.self_input < 0) {
+    *stack = {result, mask};
+    return;
+  }
+  at::Tensor out = (*stack)[3].toTensor(), out_mask = (*stack)[4].toTensor();
+  out.copy_(result);
+  out_mask.copy_(mask);
+  *stack = {out, out_mask};
 }
 
 // native_dropout_backward(grad, mask, scale): pointwise, linear in grad.
@@ -550,7 +685,21 @@ void register_nn_rules(ShardingRegistry& registry) {
   }
   registry.add({"aten::multinomial", "aten::multinomial.out"}, multinomial_rule());
   registry.add_local_kernel(kMultinomial, multinomial_kernel);
-  registry.add({"aten::native_dropout"}, per_mesh_dim(native_dropout_rule()));
+  registry.add({"aten::native_dropout", "aten::native_dropout.out"}, native_dropout_rule());
+  // The *_like draws (not randint_like's Tensor-high forms: PyTorch 2.15 shards none).
+  registry.add({"aten::rand_like", "aten::rand_like.generator", "aten::rand_like.out", "aten::rand_like.generator_out"},
+               random_like_rule(RandomLike::kRand));
+  registry.add({"aten::randn_like", "aten::randn_like.generator", "aten::randn_like.out",
+                "aten::randn_like.generator_out"},
+               random_like_rule(RandomLike::kRandn));
+  registry.add({"aten::randint_like", "aten::randint_like.generator", "aten::randint_like.low_dtype",
+                "aten::randint_like.low_generator_dtype", "aten::randint_like.out", "aten::randint_like.generator_out",
+                "aten::randint_like.low_dtype_out", "aten::randint_like.low_generator_dtype_out"},
+               random_like_rule(RandomLike::kRandint));
+  for (RandomLike kind : {RandomLike::kRand, RandomLike::kRandn, RandomLike::kRandint}) {
+    registry.add_local_kernel(kRandomLike[static_cast<int>(kind)], random_like_kernel(kind));
+  }
+  registry.add_local_kernel(kNativeDropout, native_dropout_kernel);
   registry.add({"aten::rrelu_with_noise", "aten::rrelu_with_noise.out", "aten::rrelu_with_noise_functional"},
                rrelu_with_noise_rule());
   registry.add_local_kernel(kRreluWithNoise, rrelu_with_noise_kernel);

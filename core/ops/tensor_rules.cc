@@ -25,7 +25,7 @@ DimRule same_placements() {
   };
 }
 
-// zeros_like, ones_like, empty_like, full_like, rand_like: values do not depend
+// zeros_like, ones_like, empty_like, full_like: values do not depend
 // on the input, so a Partial input gives a Replicate output (ones_like of a
 // partial sum must not be summed).
 DimRule like_placements() {
@@ -144,6 +144,34 @@ ShardingRule new_factory() {
   };
 }
 
+// view.dtype(self, dtype): self's bytes read as another dtype. Each mesh
+// dim keeps its placement, except that a Partial is reduced first unless
+// the reading is linear, a sum or average reading as the same values
+// (float64 as complex128 pairs, complex128 as float64 pairs: the bits of a
+// partial sum of floats read as integers are no partial sum; PyTorch 2.15
+// keeps every Partial and gathers nonsense there), and where the element
+// size changes (float64 read as complex128 halves the last dim) a split of
+// the last dim is gathered (a shard need not hold whole elements: PyTorch
+// 2.15 raises there).
+DimRule view_dtype_rule() {
+  return [](const OpCall& call, int mesh_dim) {
+    const Placement& p = placement_of(call, 0, mesh_dim);
+    const int64_t ndim = detail::input_ndim(call, 0);
+    const at::ScalarType from = call.inputs[0].meta.dtype;
+    const auto to = static_cast<at::ScalarType>(call.arg(1).toInt());
+    const bool linear = to == from || (at::isComplexType(to) && c10::toRealValueType(to) == from) ||
+                        (at::isComplexType(from) && c10::toRealValueType(from) == to);
+    const bool keeps_partial =
+        p.is_partial() && (to == from || (linear && (p.reduce_op() == ReduceOp::kSum || p.reduce_op() == ReduceOp::kAvg)));
+    const bool resized = c10::elementSize(to) != c10::elementSize(from);
+    const bool splits_last = p.splits_dim() && ndim > 0 && p.normalized(ndim).shard_dim() == ndim - 1;
+    const Placement q = (p.is_partial() && !keeps_partial) || (resized && (splits_last || p.is_strided_shard()))
+                            ? Placement(Replicate())
+                            : p;
+    return std::vector<DimStrategy>{{{q}, {q}}};
+  };
+}
+
 // item(), equal(): need the whole value on every rank.
 DimRule replicate_all() {
   return [](const OpCall& call, int) { return std::vector<DimStrategy>{detail::all_replicate(call)}; };
@@ -156,8 +184,8 @@ void register_tensor_rules(ShardingRegistry& registry) {
                 "aten::lift_fresh", "aten::lift", "aten::_conj", "aten::conj_physical",
                 "aten::positive", "aten::contiguous"},
                per_mesh_dim(same_placements()));
-  registry.add({"aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like",
-                "aten::rand_like", "aten::randn_like", "aten::randint_like"},
+  // rand_like, randn_like, randint_like: nn_rules.cc (drawn by the DTensor RNG).
+  registry.add({"aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like"},
                per_mesh_dim(like_placements()));
   // The functional fills (what _foreach_zero_ and the out= forms derive
   // from): zero keeps a Partial (zeros sum to zero), fill.Scalar does not.
@@ -171,6 +199,8 @@ void register_tensor_rules(ShardingRegistry& registry) {
                 "aten::new_empty_strided"},
                new_factory());
   registry.add({"aten::_local_scalar_dense", "aten::allclose", "aten::is_nonzero"}, per_mesh_dim(replicate_all()));
+  // Not "aten::view"'s rule (a size list), which the name lookup would fall back to.
+  registry.add({"aten::view.dtype"}, per_mesh_dim(view_dtype_rule()));
   // equal(a, b) (PyTorch 2.15: a single-dim strategy asking one non-Partial
   // layout of both, then one all_reduce(min) of the answers): per mesh dim
   // both take a shard either has (a Replicate one is chunked for free; a's

@@ -20,6 +20,20 @@ at::Tensor tensor_ref(const json& j, const std::vector<at::Tensor>& env, const s
   return env[static_cast<size_t>(i)];
 }
 
+// A ScalarType argument written {"dtype": "float32"} (the PyTorch runner
+// passes torch.float32).
+at::ScalarType scalar_type_named(const std::string& name, const std::string& where) {
+  static const std::vector<std::pair<std::string, at::ScalarType>> kNames = {
+      {"float64", at::kDouble}, {"float32", at::kFloat}, {"bfloat16", at::kBFloat16}, {"float16", at::kHalf},
+      {"int64", at::kLong},     {"int32", at::kInt},     {"bool", at::kBool},         {"complex128", at::kComplexDouble},
+      {"float8_e4m3fn", at::kFloat8_e4m3fn}};
+  for (const auto& [n, t] : kNames) {
+    if (n == name) return t;
+  }
+  TORCH_CHECK(false, where, ": unknown dtype ", name);
+  return at::kDouble;
+}
+
 c10::IValue convert(const json& j, const c10::TypePtr& type, const std::vector<at::Tensor>& env,
                     const std::string& where) {
   const c10::TypeKind kind = type->kind();
@@ -32,6 +46,10 @@ c10::IValue convert(const json& j, const c10::TypePtr& type, const std::vector<a
       return tensor_ref(j, env, where);
     case c10::TypeKind::IntType:
     case c10::TypeKind::SymIntType:
+      // A ScalarType is an int in the schema's types: {"dtype": "float32"}.
+      if (j.is_object() && j.contains("dtype")) {
+        return static_cast<int64_t>(scalar_type_named(j.at("dtype").get<std::string>(), where));
+      }
       TORCH_CHECK(j.is_number_integer(), where, ": expected an int, got ", j.dump());
       return j.get<int64_t>();
     case c10::TypeKind::FloatType:
@@ -87,7 +105,7 @@ c10::IValue convert(const json& j, const c10::TypePtr& type, const std::vector<a
       return c10::IValue();
     }
     default:
-      // ScalarType, MemoryFormat, Layout: integers in the boxed convention.
+      // MemoryFormat, Layout: integers in the boxed convention.
       if (j.is_number_integer()) return j.get<int64_t>();
       TORCH_CHECK(false, where, ": unsupported argument type ", type->str(), " for ", j.dump());
   }

@@ -92,6 +92,39 @@ TEST(CompareTest, OurInternalFailureNeverAgreesEvenWhenPyTorchRaisedToo) {
   EXPECT_EQ(c.diffs[0].deviation, "");
 }
 
+// Note [A local op failing on some ranks] (runner.cc): such a raise agrees
+// with a raise only where one device raised at that step too.
+TEST(CompareTest, LocalOpFailingOnSomeRanksAgreesOnlyWhereOneDeviceRaised) {
+  const json raised = json{{"raised", true}, {"error", "RuntimeError: no valid sharding strategy"}};
+  json ours = record({json{{"raised", true},
+                           {"error", "aten::embedding, rank 0: the local op failed on this rank's shards: index out "
+                                     "of range in self"},
+                           {"some_ranks", true}}});
+  json one_device_raised = record({json{{"raised", true}, {"error", "index out of range in self"}, {"comms", json::object()}}});
+  EXPECT_TRUE(compare_records(program_with_steps(1), ours, record({raised}), one_device_raised).agrees());
+  json one_device_ran = record({step(json::object(), {out({}, {1.0})})});
+  ProgramComparison c = compare_records(program_with_steps(1), ours, record({raised}), one_device_ran);
+  EXPECT_FALSE(c.agrees());
+  ASSERT_EQ(c.diffs.size(), 1u);
+  EXPECT_EQ(c.diffs[0].field, "internal");
+}
+
+// Note [Random values] (compare.cc): a step marked "random" compares
+// everything but values, against PyTorch and against one device.
+TEST(CompareTest, RandomStepsCompareEverythingButValues) {
+  Program p = program_with_steps(1);
+  json ours = record({step({{"all_reduce", 1}}, {out({"R"}, {0.25, 0.5})})});
+  json theirs = record({step({{"all_reduce", 1}}, {out({"R"}, {0.75, 0.125})})});
+  json one_device = record({step(json::object(), {out({}, {0.5, 0.5})})});
+  EXPECT_FALSE(compare_records(p, ours, theirs, one_device).agrees());
+  p.steps[0].json["random"] = true;
+  EXPECT_TRUE(compare_records(p, ours, theirs, one_device).identical());
+  theirs["steps"][0]["outputs"][0]["placements"] = {"S(0)"};
+  ProgramComparison c = compare_records(p, ours, theirs, one_device);
+  ASSERT_EQ(c.diffs.size(), 1u);
+  EXPECT_EQ(c.diffs[0].field, "placements");
+}
+
 TEST(DeviationTest, FewerBytesRowOnlyWhenOursAreFewer) {
   json ours = record({step({{"all_to_all_single", 1}}, {out({"S(1)"}, {1.0})})});
   json theirs = record({step({{"shard_dim_alltoall", 1}}, {out({"S(1)"}, {1.0})})});

@@ -1158,7 +1158,8 @@ VALIDATION_SHARDS = 4  # files, so that golden_test's shards stay alike in size
 
 def validation_programs(seed, samples_path, key="samples", prefix="x"):
     """Programs of the samples under `key` ("samples": schema-built;
-    "recipes": sample_recipes.py's), ids `prefix`<seed>_NNNN."""
+    "recipes": sample_recipes.py's; "random": random-valued overloads'),
+    ids `prefix`<seed>_NNNN."""
     if not os.path.exists(samples_path):
         return []
     samples = json.load(open(samples_path)).get(key, [])
@@ -1172,12 +1173,18 @@ def validation_programs(seed, samples_path, key="samples", prefix="x"):
             inputs = []
             for i, spec in enumerate(sample["inputs"]):
                 spec = dict(spec, seed=g.rng.randint(0, 10000))
-                partial_ok = i not in sample["written"] and spec.get("dtype") not in ("int64", "bool")
+                # Partial only for real floating values that can be summed
+                # (an int32 pivot's average, a complex maximum are undefined;
+                # LibTorch adds no float8).
+                partial_ok = i not in sample["written"] and spec.get("dtype", "float64") in ("float64", "float32",
+                                                                                         "bfloat16")
                 spec["placements"] = placement(g, len(spec["shape"]), len(mesh_shape), partial_ok)
                 inputs.append(spec)
             steps = [op(sample["op"], *sample["args"], **sample["kwargs"])]
-            if prefix == "y":  # what the op wrote in place, gathered (row pytorch-writes-a-copy)
+            if prefix in ("y", "r", "z"):  # what the op wrote in place, gathered (row pytorch-writes-a-copy)
                 steps += [{"kind": "full_tensor", "t": i} for i in sample["written"]]
+            if sample.get("random"):  # values random or uninitialized: not compared (compare.cc)
+                steps = [dict(step, random=True) for step in steps]
             progs.append({"id": f"{prefix}{seed}_{len(progs):04d}", "world_size": world,
                           "mesh": {"shape": list(mesh_shape), "names": names}, "inputs": inputs, "steps": steps})
     return progs
@@ -1261,6 +1268,16 @@ def main():
     if recipes:
         write_shard(os.path.join(a.out, f"programs_{first:02d}.json"), a.seed, recipes)
         summary.append(f"{len(recipes)} validation programs from recipes in shard {first}")
+    # The random-valued overloads' validation shard, after that.
+    randoms = validation_programs(a.seed, a.samples, key="random", prefix="r")
+    if randoms:
+        write_shard(os.path.join(a.out, f"programs_{first + 1:02d}.json"), a.seed, randoms)
+        summary.append(f"{len(randoms)} validation programs of random-valued overloads in shard {first + 1}")
+    # Recipes with float8 or uint8 tensors, after that.
+    late = validation_programs(a.seed, a.samples, key="late", prefix="z")
+    if late:
+        write_shard(os.path.join(a.out, f"programs_{first + 2:02d}.json"), a.seed, late)
+        summary.append(f"{len(late)} validation programs with float8 or uint8 tensors in shard {first + 2}")
     print(", ".join(summary) + f" under {a.out}")
 
 

@@ -29,8 +29,10 @@ using nlohmann::json;
 // overloads, PyTorch 2.15's other pointwise ops, convolution / pooling /
 // normalization, indexing / scatters / linear algebra and uneven views, 4
 // validating overloads from schema-built samples, one of flattened-mesh
-// redistributions, one validating overloads from recipes (generate_programs.py).
-constexpr int kShards = 20;
+// redistributions, one validating overloads from recipes, one validating
+// random-valued overloads, their values not compared, one of recipes with
+// float8 or uint8 tensors (generate_programs.py).
+constexpr int kShards = 22;
 
 std::string testdata(const std::string& name) { return data_file("tests/diff/testdata/" + name); }
 

@@ -35,14 +35,18 @@ InputSpec parse_input(const json& j, const std::string& where) {
   s.shape = int_list(field(j, "shape", where), where + ".shape");
   for (const json& p : field(j, "placements", where)) s.placements.push_back(p.get<std::string>());
   s.seed = field(j, "seed", where).get<int64_t>();
-  const std::string dtype = j.value("dtype", std::string("float64"));
-  if (dtype != "float64" && dtype != "int64" && dtype != "bool") {
-    bad(where, "dtype must be float64, int64 or bool, got " + dtype);
+  s.dtype = j.value("dtype", std::string("float64"));
+  static const std::vector<std::string> kDtypes = {"float64", "float32", "bfloat16", "float8_e4m3fn", "complex128",
+                                                   "int64",   "int32",   "uint8",    "bool"};
+  if (std::find(kDtypes.begin(), kDtypes.end(), s.dtype) == kDtypes.end()) {
+    bad(where, "dtype must be float64, float32, bfloat16, float8_e4m3fn, complex128, int64, int32, uint8 or bool, got " +
+                   s.dtype);
   }
-  s.is_int = dtype == "int64";
-  s.is_bool = dtype == "bool";
+  s.low = j.value("low", int64_t{0});
   s.high = j.value("high", int64_t{1});
-  if (s.is_int && s.high < 1) bad(where, "high must be >= 1");
+  if (s.is_integral() && s.high <= s.low) bad(where, "high must be > low");
+  s.sorted = j.value("sorted", false);
+  if (s.sorted && s.dtype == "complex128") bad(where, "complex values cannot be sorted");
   s.scale = j.value("scale", 1.0);
   s.offset = j.value("offset", 0.0);
   s.requires_grad = j.value("requires_grad", false);
@@ -105,23 +109,41 @@ std::vector<Program> parse_programs(const json& doc) {
 // float64 results are bit-identical, no PRNG involved):
 //   s = seed + 101 * variant; a = 1 + (s * 389) % 1008; b = (s * 7) % 1009
 //   raw[i] = (i * a + b) % 1009                       (int64, i = 0..n-1)
-//   int64:   raw % high
+//   int64, int32, uint8: raw % (high - low) + low
 //   bool:    raw % 2 == 1
 //   float64: (raw / 1009.0 - 0.5) * scale + offset
+//   float32, bfloat16, float8_e4m3fn: the float64 values, cast
+//   complex128: real part the float64 values, imaginary part those of seed + 1
+//   sorted: then sorted along the last dim
 // `variant` tells the ranks of a Partial group apart: each rank's local tensor
 // is its shard of the variant given by its row-major index among the Partial
 // mesh dims, so partial values differ across the group (README, "Inputs").
 at::Tensor global_values(const InputSpec& spec, int64_t variant) {
   int64_t n = 1;
   for (int64_t s : spec.shape) n *= s;
+  auto raw_of = [n](int64_t seed) {
+    const int64_t a = 1 + (seed * 389) % 1008;
+    const int64_t b = (seed * 7) % 1009;
+    return (at::arange(n, at::kLong) * a + b) % 1009;
+  };
+  auto float_of = [&](int64_t seed) { return (raw_of(seed).to(at::kDouble) / 1009.0 - 0.5) * spec.scale + spec.offset; };
   const int64_t seed = spec.seed + 101 * variant;
-  const int64_t a = 1 + (seed * 389) % 1008;
-  const int64_t b = (seed * 7) % 1009;
-  at::Tensor raw = (at::arange(n, at::kLong) * a + b) % 1009;
-  if (spec.is_int) return (raw % spec.high).reshape(spec.shape);
-  if (spec.is_bool) return (raw % 2 == 1).reshape(spec.shape);
-  at::Tensor x = raw.to(at::kDouble) / 1009.0 - 0.5;
-  return (x * spec.scale + spec.offset).reshape(spec.shape);
+  at::Tensor v;
+  if (spec.is_integral()) {
+    v = (raw_of(seed) % (spec.high - spec.low) + spec.low)
+            .to(spec.dtype == "int32" ? at::kInt : spec.dtype == "uint8" ? at::kByte : at::kLong);
+  } else if (spec.dtype == "bool") {
+    v = raw_of(seed) % 2 == 1;
+  } else if (spec.dtype == "complex128") {
+    v = at::complex(float_of(seed), float_of(seed + 1));
+  } else {
+    v = float_of(seed).to(spec.dtype == "float32"         ? at::kFloat
+                          : spec.dtype == "bfloat16"      ? at::kBFloat16
+                          : spec.dtype == "float8_e4m3fn" ? at::kFloat8_e4m3fn
+                                                          : at::kDouble);
+  }
+  v = v.reshape(spec.shape);
+  return spec.sorted && v.dim() > 0 ? std::get<0>(v.sort(-1)) : v;
 }
 
 // Note [Module parameter values]

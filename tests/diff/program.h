@@ -22,12 +22,17 @@ struct InputSpec {
   std::vector<int64_t> shape;
   std::vector<std::string> placements;
   int64_t seed = 0;
-  bool is_int = false;       // "dtype": "int64" (else float64)
-  bool is_bool = false;      // "dtype": "bool": raw % 2 == 1 (Note [Input values])
-  int64_t high = 1;          // int64 values lie in [0, high)
+  /// "float64" (default), "float32", "bfloat16", "float8_e4m3fn",
+  /// "complex128" (real and imaginary parts as float64 values of seeds s and
+  /// s + 1), "int64", "int32", "uint8" or "bool" (raw % 2 == 1): Note [Input values].
+  std::string dtype = "float64";
+  int64_t low = 0;           // integer values lie in [low, high)
+  int64_t high = 1;
   double scale = 1.0;        // float values: (base - 0.5) * scale + offset
   double offset = 0.0;
+  bool sorted = false;       // values sorted along the last dim (bucketize's boundaries)
   bool requires_grad = false;
+  bool is_integral() const { return dtype == "int64" || dtype == "int32" || dtype == "uint8"; }
 };
 
 /// One step; `json` keeps the step as written (kind "op", "redistribute",

@@ -77,17 +77,27 @@ def global_values(shape, spec, variant):
     n = 1
     for s in shape:
         n *= s
+    def raw_of(seed):
+        a = 1 + (seed * 389) % 1008
+        b = (seed * 7) % 1009
+        return (torch.arange(n, dtype=torch.int64) * a + b) % 1009
+
+    def float_of(seed):
+        return (raw_of(seed).to(torch.float64) / 1009.0 - 0.5) * spec.get("scale", 1.0) + spec.get("offset", 0.0)
+
     seed = spec["seed"] + 101 * variant
-    a = 1 + (seed * 389) % 1008
-    b = (seed * 7) % 1009
-    i = torch.arange(n, dtype=torch.int64)
-    raw = (i * a + b) % 1009
-    if spec.get("dtype", "float64") == "int64":
-        return (raw % spec["high"]).reshape(shape)
-    if spec.get("dtype") == "bool":
-        return (raw % 2 == 1).reshape(shape)
-    x = raw.to(torch.float64) / 1009.0 - 0.5
-    return (x * spec.get("scale", 1.0) + spec.get("offset", 0.0)).reshape(shape)
+    dtype = spec.get("dtype", "float64")
+    if dtype in ("int64", "int32", "uint8"):
+        low = spec.get("low", 0)
+        v = (raw_of(seed) % (spec["high"] - low) + low).to(getattr(torch, dtype))
+    elif dtype == "bool":
+        v = raw_of(seed) % 2 == 1
+    elif dtype == "complex128":
+        v = torch.complex(float_of(seed), float_of(seed + 1))
+    else:
+        v = float_of(seed).to(getattr(torch, dtype))
+    v = v.reshape(shape)
+    return v.sort(-1).values if spec.get("sorted") and v.dim() > 0 else v
 
 
 def partial_index(coord, mesh_shape, placements):
@@ -130,7 +140,12 @@ def make_input(spec, mesh, world, coords):
 
 
 def encode_values(t):
-    flat = t.detach().to(torch.float64).reshape(-1).tolist()
+    """Float64 numbers in row-major order; a complex tensor's as (real,
+    imaginary) pairs (runner.cc alike)."""
+    t = t.detach()
+    if t.is_complex():
+        t = torch.view_as_real(t.resolve_conj().contiguous())
+    flat = t.to(torch.float64).reshape(-1).tolist()
     out = []
     for v in flat:
         if v != v:
@@ -155,10 +170,14 @@ def describe(t):
     if isinstance(t, DTensor):
         with torch.no_grad():
             full = t.full_tensor()
-        return {"placements": [placement_str(p) for p in t.placements],
-                "shape": list(t.shape), "values": encode_values(rank0(full))}
-    local = rank0(t)  # a local tensor: rank 0's (its shape may differ per rank)
-    return {"placements": None, "shape": list(local.shape), "values": encode_values(local)}
+        rec = {"placements": [placement_str(p) for p in t.placements],
+               "shape": list(t.shape), "values": encode_values(rank0(full))}
+    else:
+        local = rank0(t)  # a local tensor: rank 0's (its shape may differ per rank)
+        rec = {"placements": None, "shape": list(local.shape), "values": encode_values(local)}
+    if t.dtype not in (torch.float64, torch.int64, torch.bool):  # compare.cc's tolerance_of reads it
+        rec["dtype"] = str(t.dtype).replace("torch.", "")
+    return rec
 
 
 class CommBytes(torch.utils._python_dispatch.TorchDispatchMode):
@@ -204,6 +223,8 @@ def comm_counts(mode):
 def resolve(arg, env):
     if isinstance(arg, dict) and "t" in arg:
         return env[arg["t"]]
+    if isinstance(arg, dict) and "dtype" in arg:  # a ScalarType argument
+        return getattr(torch, arg["dtype"])
     if isinstance(arg, list):
         return [resolve(a, env) for a in arg]
     return arg

@@ -8,7 +8,9 @@
 # from samples sample_overloads.py builds from the schemas, with the followed
 # version's torch, a 19th of redistributions on meshes with flattened dims, a
 # 20th validating the overloads whose schema-built calls fail, from the
-# recipes of sample_recipes.py),
+# recipes of sample_recipes.py, a 21st validating the random-valued
+# overloads, values not compared, a 22nd the recipes with float8 or uint8
+# tensors),
 # one PyTorch version's records (pytorch_runner.py, one
 # process per shard, in parallel: pytorch-<version>_NN.json), and that
 # version's known_divergences-<version>.txt (diff_runner).
@@ -26,7 +28,7 @@ PYTHON="${PYTHON:-${DTENSOR_HOME:-$HOME/.cache/dtensor}/venv-torch-$VERSION.0/bi
 SEED="${SEED:-18}"
 COUNT="${COUNT:-2400}"
 SHARDS=8  # of op programs; then the structured, out=/in-place, more-pointwise, spatial, more-ops, uneven-views
-LAST=$((SHARDS + 11))  # and 4 validation shards, the flattened-mesh shard, the recipes' validation shard
+LAST=$((SHARDS + 13))  # and 4 validation shards, the flattened-mesh shard, the recipes', the random ops' and the float8/uint8 validation shards
 OUT=tests/diff/testdata
 FOLLOWED=2.15  # golden_test.cc's reference_versions().back()
 if [[ -z ${LISTS_ONLY:-} ]]; then

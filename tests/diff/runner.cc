@@ -69,8 +69,11 @@ at::Tensor make_input(const InputSpec& spec, const DeviceMesh& mesh) {
   return x;
 }
 
+// Values as float64 numbers in row-major order; a complex tensor's as (real,
+// imaginary) pairs.
 json encode_values(const at::Tensor& t) {
-  at::Tensor flat = t.detach().to(at::kDouble).contiguous().reshape({-1});
+  const at::Tensor plain = t.is_complex() ? at::view_as_real(t.detach().resolve_conj().contiguous()) : t.detach();
+  at::Tensor flat = plain.to(at::kDouble).contiguous().reshape({-1});
   json out = json::array();
   const double* data = flat.data_ptr<double>();
   for (int64_t i = 0; i < flat.numel(); ++i) {
@@ -86,12 +89,30 @@ json encode_values(const at::Tensor& t) {
   return out;
 }
 
+// The names pytorch_runner.py writes (torch.float32 -> "float32").
+std::string dtype_name(at::ScalarType st) {
+  switch (st) {
+    case at::kFloat: return "float32";
+    case at::kBFloat16: return "bfloat16";
+    case at::kHalf: return "float16";
+    case at::kInt: return "int32";
+    case at::kComplexDouble: return "complex128";
+    case at::kComplexFloat: return "complex64";
+    case at::kByte: return "uint8";
+    case at::kFloat8_e4m3fn: return "float8_e4m3fn";
+    default: return c10::toString(st);
+  }
+}
+
 // Placements, shape and global values of one step output (collective: every
 // rank calls it for every output).
 json describe(const at::Tensor& t) {
   if (!t.defined()) return nullptr;
   json out;
   out["shape"] = t.sizes().vec();
+  // See tolerance_of in compare.cc: a dtype other than the corpus's usual ones is named.
+  const at::ScalarType st = t.scalar_type();
+  if (st != at::kDouble && st != at::kLong && st != at::kBool) out["dtype"] = dtype_name(st);
   if (is_dtensor(t)) {
     DTensor d(t);
     json placements = json::array();
@@ -376,6 +397,18 @@ bool is_internal_failure(const std::exception& e) {
   return std::string(e.what()).find("INTERNAL ASSERT FAILED") != std::string::npos;
 }
 
+// Note [A local op failing on some ranks]
+// A local kernel may fail on the values of one rank's shards only (an index
+// out of range in that rank's block of an embedding's indices), which the
+// rules, deciding on metadata, cannot foresee: that rank raises "the local
+// op failed on this rank's shards", the others fail in their next
+// collective. That is the program's error, not a disagreement of ours, when
+// one device raises at that step too: the record keeps the failing rank's
+// error marked "some_ranks", and the comparer (compare.cc) treats it as a
+// raise where the single-device run raised, as an internal failure where
+// it did not.
+constexpr const char* kLocalOpFailed = "the local op failed on this rank's shards";
+
 json run_on_rank(const Program& program) {
   std::vector<std::string> names = program.mesh_names;
   DeviceMesh mesh = DeviceMesh::init(c10::kCPU, program.mesh_shape, names);
@@ -516,6 +549,20 @@ json run_program(const Program& program) {
                             at(other) + "'";
     // endings[0] is the inputs' when they raised; the step where the ranks parted gets the mark.
     const size_t offset = record.value("inputs_raised", false) ? 1 : 0;
+    if (k >= offset && k - offset < record.at("steps").size()) {
+      // See Note [A local op failing on some ranks]
+      const size_t s = k - offset;
+      for (const json& rank_record : records) {
+        const json& steps = rank_record.at("steps");
+        if (s < steps.size() && steps[s].value("raised", false) &&
+            steps[s].value("error", std::string()).find(kLocalOpFailed) != std::string::npos) {
+          record["steps"][s] = steps[s];
+          record["steps"][s]["some_ranks"] = true;
+          record["steps"].erase(record["steps"].begin() + static_cast<std::ptrdiff_t>(s) + 1, record["steps"].end());
+          return record;
+        }
+      }
+    }
     if (k >= offset && k - offset < record.at("steps").size()) {
       json& step = record["steps"][k - offset];
       step["internal"] = true;

@@ -1,16 +1,19 @@
-"""Samples for the validation shard (issue #33): for every aten overload
+"""Samples for the validation shards (issue #33): for every aten overload
 PyTorch 2.15's DTensor shards (tools/op_coverage/pytorch-2.15-ops.txt) that
-the other shards never call, up to three calls built from its schema, each
-checked to run on plain tensors holding the corpus's own input values
-(Note [Input values] in program.cc). Needs torch (run it with the venv of
+the other shards start fewer than six programs with, three calls built from
+its schema, or else from its recipe (sample_recipes.py), each checked to run
+on plain tensors holding the corpus's own input values (Note [Input values]
+in program.cc). Random-valued overloads' samples are flagged "random"
+(their values are not compared). Needs torch (run it with the venv of
 tools/setup.sh); generate_programs.py, plain Python, then lays the samples
 out on meshes.
 
     $VENV/bin/python tests/diff/sample_overloads.py --out tests/diff/testdata/validation_samples.json
 
 A sample is {"op", "inputs": [input specs without placements], "args",
-"kwargs", "written": [input indices the op writes]}; overloads for which no
-schema-built call runs are listed under "unsampled" with the last error.
+"kwargs", "written": [input indices the op writes]}, under "samples"
+(schema-built), "recipes", "random" or "late" (recipes with float8 or
+uint8 tensors); overloads with none are listed under "unsampled" with why.
 """
 import argparse
 import glob
@@ -29,22 +32,57 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # The shapes the samples try, in order; every tensor argument of a call
 # takes the same one (what pointwise, reduction and most unary ops accept).
-SHAPES = [[4, 6], [6], [2, 3, 4], [3, 5], [2, 4, 2, 3], [2, 3, 4, 4], [2, 2, 3, 4, 4]]
+# The shapes after the first FIRST_SHAPES give the overloads that took
+# fewer than three samples from those (1-D only, 3- to 5-D only, square
+# matrices) more; an overload with three samples, or with none (its
+# recipe's, sample_recipes.py), never reaches them, so they move no sample.
+SHAPES = [[4, 6], [6], [2, 3, 4], [3, 5], [2, 4, 2, 3], [2, 3, 4, 4], [2, 2, 3, 4, 4],
+          [3, 2, 5], [1, 2, 3, 5], [1, 3, 2, 3, 2], [8], [5, 2, 2], [2, 2], [1, 4, 3], [2, 1, 3, 3, 2],
+          [5], [2, 5, 3], [3, 4]]
+FIRST_SHAPES = 7
 # Value domains (program.cc: (raw/1009 - 0.5) * scale + offset): inside
 # (0.1, 0.9), where log, sqrt, acos, atanh, logit, ... are defined; then the
 # signed (-0.5, 0.5); int64 tensors hold [0, 3).
 DOMAINS = [{"scale": 0.8, "offset": 0.5}, {"scale": 1.0, "offset": 0.0}]
 INT_HIGH = 3
 FOREACH_SHAPES = [[4, 3], [5], [2, 6]]
-# Ops whose values are random or uninitialized: no record can compare them
-# with PyTorch's or one device's (PyTorch's ranks draw their own). Their
-# placements and consistency are tested in tests/core/ops/nn_ops_test.cc.
+
+
+def foreach_shapes(shape):
+    """The list elements' shapes of a _foreach_* sample: FOREACH_SHAPES for
+    the first shape (the samples of before), then ones built from `shape`,
+    so that each shape gives a sample of its own."""
+    if shape == SHAPES[0]:
+        return FOREACH_SHAPES
+    return [list(shape), [shape[0] + 1], list(reversed(shape))]
+
+
+# Ops whose values are random or uninitialized: no record can compare their
+# values with PyTorch's or one device's (PyTorch's ranks draw their own), so
+# their samples are flagged "random" and the comparison skips values there
+# (their placements, shapes, collectives and raising are compared; their
+# consistency is tested in tests/core/ops/nn_ops_test.cc).
 NONDETERMINISTIC = ("rand", "bernoulli", "normal", "uniform", "exponential", "geometric", "log_normal",
                     "multinomial", "dropout", "empty", "cauchy")
+
+
+def is_random(name):
+    """Whether overload `name`'s values are random or uninitialized (dropout's
+    backward is not: it scales by the mask it is given)."""
+    return any(word in name for word in NONDETERMINISTIC) and "dropout_backward" not in name
+
+
 # Ops defined only on sorted inputs, which the corpus's values are not (a
 # search in unsorted boundaries differs with where the boundaries are split).
 NEEDS_SORTED = ("bucketize", "searchsorted")
 SCALAR_LIST = [0.5, 2.0, -1.0]
+# What a recipe's call may take and return besides float64, int64 and bool
+# (the records hold them: Note [Input values] in program.cc, encode_values).
+RECIPE_DTYPES = (torch.float64, torch.int64, torch.bool, torch.int32, torch.float32, torch.bfloat16,
+                 torch.complex128, torch.float8_e4m3fn, torch.uint8)
+# Dtypes the records learnt after the recipes' shard was recorded: samples
+# using them go to a shard of their own ("late"), so that no recipe program moves.
+LATE_DTYPES = ("float8_e4m3fn", "uint8")
 
 
 def values(spec, seed):
@@ -54,17 +92,23 @@ def values(spec, seed):
 
 
 def corpus_ops():
-    """The overloads the other shards call (the validation shards, ids x* and
-    the recipes' y*, excluded)."""
-    ops = set()
+    """Per overload, the programs of the other shards (the validation shards,
+    ids x*, the recipes' y* and the random-valued overloads' r*, excluded)
+    whose first op step calls it."""
+    calls = {}
     for path in sorted(glob.glob(os.path.join(HERE, "testdata", "programs_*.json"))):
         for prog in json.load(open(path))["programs"]:
-            if prog["id"].startswith(("x", "y")):
+            if prog["id"].startswith(("x", "y", "r", "z")):
                 break
-            for step in prog["steps"]:
-                if step.get("op"):
-                    ops.add(step["op"])
-    return ops
+            first = next((step["op"] for step in prog["steps"] if step.get("kind") == "op"), None)
+            if first:  # the op diff_runner --by-op credits the program to
+                calls[first] = calls.get(first, 0) + 1
+    return calls
+
+
+# An overload the other shards start fewer programs with gets samples too:
+# three samples on two meshes each (issue #33).
+ENOUGH_PROGRAMS = 6
 
 
 def overload(name):
@@ -118,7 +162,7 @@ def build(op, schema, shape, domain, int_dtype):
     """(inputs, args, kwargs, written) for one call, or None."""
     inputs, args, kwargs, written = [], [], {}, []
     foreach = schema.name.startswith("aten::_foreach_")
-    list_len = len(FOREACH_SHAPES) if foreach else 2
+    list_len = len(foreach_shapes(shape)) if foreach else 2
 
     def tensor(shape_):
         spec = {"shape": list(shape_), "seed": 0}
@@ -148,7 +192,7 @@ def build(op, schema, shape, domain, int_dtype):
             (kwargs.__setitem__(a.name, ref) if a.kwarg_only else args.append(ref))
             continue
         if t in ("Tensor[]", "List[Tensor]"):
-            shapes = FOREACH_SHAPES if foreach else [shape] * list_len
+            shapes = foreach_shapes(shape) if foreach else [shape] * list_len
             refs = [tensor(s) for s in shapes]
             if is_written:
                 written.extend(r["t"] for r in refs)
@@ -185,6 +229,8 @@ def drop_trailing_defaults(schema, args):
 def materialize(value, tensors):
     if isinstance(value, dict) and "t" in value:
         return tensors[value["t"]]
+    if isinstance(value, dict) and "dtype" in value:  # a ScalarType argument
+        return getattr(torch, value["dtype"])
     if isinstance(value, list):
         return [materialize(v, tensors) for v in value]
     return value
@@ -236,13 +282,17 @@ def try_call(op, inputs, args, kwargs, written, recipe=False):
                 if len(res) != len(outs):
                     return "outs and results differ in number"
                 for i, r in zip(outs, res):
-                    if r.dtype not in ((torch.float64, torch.int64, torch.bool) if recipe else (torch.float64, torch.int64)):
+                    if r.dtype not in (RECIPE_DTYPES if recipe else (torch.float64, torch.int64)):
                         return f"out dtype {r.dtype}"
                     inputs[i] = {"shape": list(r.shape), "seed": 0}
                     if r.dtype == torch.bool:
                         inputs[i]["dtype"] = "bool"
+                    elif r.dtype in (torch.int64, torch.int32, torch.uint8):
+                        inputs[i].update({"dtype": str(r.dtype)[len("torch."):], "high": INT_HIGH})
                     else:
-                        inputs[i].update({"dtype": "int64", "high": INT_HIGH} if r.dtype == torch.int64 else DOMAINS[1])
+                        inputs[i].update(DOMAINS[1])
+                        if r.dtype != torch.float64:
+                            inputs[i]["dtype"] = str(r.dtype)[len("torch."):]
                     tensors[i] = torch.empty_like(r)
             result = op(*materialize(args, tensors), **{k: materialize(v, tensors) for k, v in kwargs.items()})
     except Exception as e:  # noqa: BLE001: any refusal means "try another shape"
@@ -250,7 +300,7 @@ def try_call(op, inputs, args, kwargs, written, recipe=False):
     results = result if isinstance(result, (tuple, list)) else [result]
     for r in results:
         if isinstance(r, torch.Tensor) and r.dtype not in (torch.float64, torch.int64, torch.bool) and \
-                not (recipe and (r.dtype == torch.int32 or r.numel() == 0)):
+                not (recipe and (r.dtype in RECIPE_DTYPES or r.numel() == 0)):
             return f"result dtype {r.dtype}"
     return None
 
@@ -262,7 +312,9 @@ def samples_of(name, want, recipe=False):
         return [], "not in this PyTorch"
     schema = op._schema
     found, error, seen = [], "no schema-built call", set()
-    for shape in SHAPES:
+    for i, shape in enumerate(SHAPES):
+        if i == FIRST_SHAPES and not found:
+            break  # the overload's recipe's, as before the later shapes were added
         for int_dtype in (False, True):
             for domain in DOMAINS if not int_dtype else [None]:
                 built = build(op, schema, shape, domain, int_dtype)
@@ -376,35 +428,44 @@ def main():
     ap.add_argument("--per-op", type=int, default=3)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    covered = corpus_ops()
+    calls = corpus_ops()
     names = [l.strip() for l in open(a.ops) if l.strip() and not l.startswith("#")]
-    uncalled = [n for n in names if n.startswith("aten::") and n not in covered]
-    samples, recipes, unsampled = [], [], {}
+    uncalled = [n for n in names if n.startswith("aten::") and calls.get(n, 0) < ENOUGH_PROGRAMS]
+    samples, recipes, random_samples, late, unsampled = [], [], [], [], {}
     for name in uncalled:
-        if any(word in name for word in NONDETERMINISTIC):
-            unsampled[name] = "random or uninitialized values (tests/core/ops/nn_ops_test.cc)"
+        if is_random(name):
+            found, error = isolated(samples_of, name, a.per_op)
+            if not found:
+                found, recipe_error = isolated(recipe_samples_of, name)
+                error = error if recipe_error == "no recipe" else recipe_error
+            random_samples.extend(dict(sample, random=True) for sample in found)
+            if not found:
+                unsampled[name] = error
             continue
-        if any(word in name for word in NEEDS_SORTED):
-            unsampled[name] = "needs sorted boundaries (tests/core/ops/linalg_ops_test.cc)"
-            continue
-        found, error = isolated(samples_of, name, a.per_op)
+        # Sorted boundaries: the recipes' (sorted inputs), never schema-built.
+        found, error = ([], "needs sorted boundaries") if any(w in name for w in NEEDS_SORTED) \
+            else isolated(samples_of, name, a.per_op)
         samples.extend(found)
         if found:
             continue
         # Stage 2: the overload's hand-written recipe (sample_recipes.py).
         found, recipe_error = isolated(recipe_samples_of, name)
-        recipes.extend(found)
+        for sample in found:
+            (late if any(spec.get("dtype") in LATE_DTYPES for spec in sample["inputs"]) else recipes).append(sample)
         if not found:
             unsampled[name] = error if recipe_error == "no recipe" else recipe_error
     with open(a.out, "w") as f:
         json.dump({"format": FORMAT, "pytorch": torch.__version__.split("+")[0], "samples": samples,
-                   "recipes": recipes, "unsampled": unsampled}, f, indent=None, separators=(",", ":"),
+                   "recipes": recipes, "random": random_samples, "late": late, "unsampled": unsampled}, f, indent=None, separators=(",", ":"),
                   sort_keys=True)
         f.write("\n")
     ops = len({s["op"] for s in samples})
     by_recipe = len({s["op"] for s in recipes})
-    print(f"{len(uncalled)} overloads no other shard calls: {ops} sampled ({len(samples)} samples), "
-          f"{by_recipe} by recipe ({len(recipes)} samples), {len(unsampled)} unsampled -> {a.out}")
+    randoms = len({s["op"] for s in random_samples})
+    print(f"{len(uncalled)} overloads other shards call in fewer than {ENOUGH_PROGRAMS} programs: {ops} sampled ({len(samples)} samples), "
+          f"{by_recipe} by recipe ({len(recipes)} samples), {randoms} with random values ({len(random_samples)} "
+          f"samples), {len({s['op'] for s in late})} with float8 or uint8 tensors ({len(late)} samples), "
+          f"{len(unsampled)} unsampled -> {a.out}")
 
 
 if __name__ == "__main__":

@@ -290,20 +290,83 @@ TEST(NnOpsTest, DropoutIsConsistentAcrossPlacements) {
   }
 }
 
-TEST(NnOpsTest, NativeDropoutRefusesReplicatedMeshDims) {
-  run_fake_world(2, [](World&) {
-    auto mesh = DeviceMesh::init(c10::kCPU, {2});
-    DTensor dx = distribute_tensor(at::ones({4, 4}), mesh, {Replicate()});
-    try {
-      at::native_dropout(dx, 0.5, true);
-      ADD_FAILURE() << "native_dropout on a replicated DTensor did not throw";
-    } catch (const c10::Error& e) {
-      EXPECT_NE(std::string(e.what()).find("replicas would get different masks"), std::string::npos) << e.what();
-    }
-    DTensor sharded = distribute_tensor(at::ones({4, 4}), mesh, {Shard(0)});
-    auto [out, mask] = at::native_dropout(sharded, 0.5, true);
-    EXPECT_EQ(DTensor(out).placements(), (Placements{Shard(0)}));
+// native_dropout (what dropout is on CUDA) draws the mask CPU dropout draws
+// (bernoulli(1 - p) through the DTensor RNG): for a seed the same global
+// mask whatever the placements, replicas agreeing, a Partial input reduced
+// first (as PyTorch 2.15), and a bool mask on every rank, an empty shard's
+// too (LibTorch's kernel returns one of the input's dtype there).
+TEST(NnOpsTest, NativeDropoutDrawsDropoutsMask) {
+  const at::Tensor x = at::rand({2, 3, 4}, at::kDouble).add_(1);
+  at::Tensor dropout_mask;
+  run_fake_world(4, [&](World& world) {
+    auto mesh = DeviceMesh::init(c10::kCPU, {4});
+    dtensor::manual_seed(5);
+    at::Tensor y = DTensor(torch::dropout(distribute_tensor(x, mesh, {Shard(2)}), 0.25, /*train=*/true)).full_tensor();
+    if (world.rank() == 0) dropout_mask = y.ne(0);
   });
+  for (const Placements& placements :
+       std::vector<Placements>{{Replicate(), Replicate()}, {Shard(1), Shard(1)}, {Partial(), Shard(0)}}) {
+    SCOPED_TRACE(to_string(placements));
+    at::Tensor out_full, mask_full;
+    run_fake_world(4, [&](World& world) {
+      auto mesh = DeviceMesh::init(c10::kCPU, {2, 2});
+      dtensor::manual_seed(5);
+      DTensor dx = distribute_tensor(x, mesh, placements[0].is_partial() ? Placements{Replicate(), Shard(0)} : placements);
+      if (placements[0].is_partial()) dx = DTensor::from_local(dx.to_local() / 2, mesh, placements);
+      auto [out, mask] = at::native_dropout(dx, 0.25, true);
+      const Placements want = placements[0].is_partial() ? Placements{Replicate(), Shard(0)} : placements;
+      EXPECT_EQ(DTensor(out).placements(), want);
+      EXPECT_EQ(DTensor(mask).placements(), want);
+      EXPECT_EQ(DTensor(mask).to_local().scalar_type(), at::kBool) << "rank " << world.rank();
+      at::Tensor o = DTensor(out).full_tensor(), m = DTensor(mask).full_tensor();
+      if (world.rank() == 0) out_full = o, mask_full = m;
+    });
+    EXPECT_TRUE(at::equal(mask_full, dropout_mask)) << "native_dropout's mask is not dropout's";
+    EXPECT_TRUE(at::allclose(out_full, x * mask_full / 0.75));
+  }
+}
+
+// rand_like, randn_like and randint_like draw through the DTensor RNG: for a
+// seed the same global tensor whatever the placements, every replica
+// holding its block of it (LibTorch's kernels would draw per rank).
+TEST(NnOpsTest, RandomLikeOpsAgreeAcrossReplicasAndPlacements) {
+  const at::Tensor x = at::zeros({6, 4}, at::kDouble);
+  using Draw = std::function<at::Tensor(const at::Tensor&)>;
+  const std::vector<std::pair<std::string, Draw>> draws = {
+      {"rand_like", [](const at::Tensor& t) { return at::rand_like(t); }},
+      {"randn_like", [](const at::Tensor& t) { return at::randn_like(t); }},
+      {"randint_like.low_dtype", [](const at::Tensor& t) { return at::randint_like(t, -3, 4); }},
+  };
+  for (const auto& [name, draw] : draws) {
+    SCOPED_TRACE(name);
+    at::Tensor first;
+    for (const Placements& placements : std::vector<Placements>{{Shard(0)}, {Replicate()}, {Shard(1)}, {Partial()}}) {
+      SCOPED_TRACE(to_string(placements));
+      std::vector<at::Tensor> locals(4);
+      run_fake_world(4, [&](World& world) {
+        auto mesh = DeviceMesh::init(c10::kCPU, {4});
+        dtensor::manual_seed(3);
+        DTensor dx = placements[0].is_partial() ? DTensor::from_local(at::zeros({6, 4}, at::kDouble), mesh, placements)
+                                                : distribute_tensor(x, mesh, placements);
+        DTensor out(draw(dx));
+        EXPECT_EQ(out.placements(), placements[0].is_partial() ? Placements{Replicate()} : placements);
+        locals[static_cast<size_t>(world.rank())] = out.to_local();
+      });
+      if (!first.defined()) {
+        first = at::cat(locals, 0);  // Shard(0): the global tensor
+        if (name == "randint_like.low_dtype") {
+          EXPECT_TRUE(first.ge(-3).all().item<bool>() && first.lt(4).all().item<bool>());
+          EXPECT_GT(std::get<0>(at::unique_consecutive(std::get<0>(first.flatten().sort()))).numel(), 4) << first;
+        }
+        continue;
+      }
+      for (int r = 0; r < 4; ++r) {
+        const at::Tensor want =
+            placements[0].is_shard() ? first.tensor_split(4, 1)[static_cast<size_t>(r)] : first;
+        EXPECT_TRUE(at::equal(locals[static_cast<size_t>(r)], want)) << "rank " << r;
+      }
+    }
+  }
 }
 
 // Uneven shards (torch.chunk sizes, some ranks empty): 6 over 4 is 2, 2, 2, 0.
