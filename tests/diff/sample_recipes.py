@@ -439,13 +439,13 @@ RECIPES["clip"] = RECIPES["clamp"]
 # Overloads no recipe can sample, and why (the reason is what the samples
 # file lists for them).
 NOT_RECORDABLE = {
-    "_scaled_dot_product_flash_attention": "runs on CUDA only (tests/core/ops/attention_plans_test.cc)",
-    "_scaled_dot_product_flash_attention_backward": "runs on CUDA only (tests/core/ops/attention_plans_test.cc)",
-    "_scaled_dot_product_efficient_attention": "runs on CUDA only (tests/core/ops/attention_plans_test.cc)",
-    "_scaled_dot_product_efficient_attention_backward": "runs on CUDA only (tests/core/ops/attention_plans_test.cc)",
-    "_scaled_dot_product_cudnn_attention": "runs on CUDA only (tests/core/ops/attention_plans_test.cc)",
-    "_scaled_dot_product_cudnn_attention_backward": "runs on CUDA only (tests/core/ops/attention_plans_test.cc)",
-    "_fused_rms_norm_backward": "no CPU kernel in LibTorch 2.15",
+    "_scaled_dot_product_flash_attention": "runs on CUDA only (tests/core/ops/attention_ops_test.cc)",
+    "_scaled_dot_product_flash_attention_backward": "runs on CUDA only (tests/core/ops/attention_ops_test.cc)",
+    "_scaled_dot_product_efficient_attention": "runs on CUDA only (tests/core/ops/attention_ops_test.cc)",
+    "_scaled_dot_product_efficient_attention_backward": "runs on CUDA only (tests/core/ops/attention_ops_test.cc)",
+    "_scaled_dot_product_cudnn_attention": "runs on CUDA only (tests/core/ops/attention_ops_test.cc)",
+    "_scaled_dot_product_cudnn_attention_backward": "runs on CUDA only (tests/core/ops/attention_ops_test.cc)",
+    "_fused_rms_norm_backward": "no CPU kernel in LibTorch 2.15 (tests/core/ops/rms_norm_plans_test.cc)",
 }
 
 

@@ -4,7 +4,7 @@ Each case runs one kernel on DTensors over meta tensors (a fake process group,
 one rank of a world of 8, on a 1-D mesh [8] or a 2-D mesh [2, 4]), then the
 backward of out.sum(), and writes the placements of the output, the
 log-sum-exp and the gradients of q, k and v, and whether any collective ran.
-tests/core/ops/attention_plans_test.cc replays every case on a solo world and
+tests/core/ops/attention_ops_test.cc replays every case on a solo world and
 compares (no Python in CI).
   python tests/core/ops/pytorch_attention_plans.py tests/core/ops/testdata/attention_plans-2.15.json
 """
