@@ -15,8 +15,6 @@ namespace {
 const Rgb kSliceColors[] = {{78, 121, 167}, {242, 142, 43}, {89, 161, 79}, {225, 87, 89}};
 const Rgb kCapColor{255, 255, 255};
 
-std::string format_ms(double us) { return format_duration_us(us); }
-
 // One horizontal bar of `slices` scaled so that `full` spans the width; a
 // white tick at `mark` (the cap) when it is > 0; a legend below.
 void stacked_bar(const char* id, const std::vector<PlanSlice>& slices, double full, double mark,
@@ -51,7 +49,6 @@ void stacked_bar(const char* id, const std::vector<PlanSlice>& slices, double fu
 }
 
 std::string bytes_text(double v) { return format_bytes(v, 1); }
-std::string time_text(double v) { return format_ms(v); }
 
 void draw_plan(const PlanSummary& p) {
   ImGui::TextColored(to_imvec4(p.fits ? Rgb{120, 200, 120} : kErrorColor), "%s: %s", p.spec.c_str(),
@@ -64,12 +61,12 @@ void draw_plan(const PlanSummary& p) {
   if (p.total_bytes > listed) memory.push_back({"other", p.total_bytes - listed});
   stacked_bar("memory", memory, std::max(p.total_bytes, p.cap_bytes), p.cap_bytes, bytes_text);
   ImGui::Spacing();
-  ImGui::Text("step %s with overlap (%s serial)", format_ms(p.step_us).c_str(), format_ms(p.serial_us).c_str());
+  ImGui::Text("step %s with overlap (%s serial)", format_duration_us(p.step_us).c_str(), format_duration_us(p.serial_us).c_str());
   if (p.tokens_per_s_per_gpu > 0) {
     ImGui::SameLine();
     ImGui::Text(";  %.0f tokens/s per GPU, MFU %.1f%%", p.tokens_per_s_per_gpu, 100 * p.mfu);
   }
-  stacked_bar("time", p.time, std::max(p.step_us, 1.0), 0, time_text);
+  stacked_bar("time", p.time, std::max(p.step_us, 1.0), 0, format_duration_us);
 }
 
 void draw_sweep_table(ViewerState& state) {
@@ -107,7 +104,7 @@ void draw_sweep_table(ViewerState& state) {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(format_bytes(p.total_bytes, 2).c_str());
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(format_ms(p.step_us).c_str());
+      ImGui::TextUnformatted(format_duration_us(p.step_us).c_str());
       ImGui::TableNextColumn();
       ImGui::Text("%.0f", p.tokens_per_s_per_gpu);
       ImGui::TableNextColumn();

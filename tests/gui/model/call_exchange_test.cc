@@ -14,6 +14,7 @@
 #include "gui/model/call_preset.h"
 #include "gui/model/trace_loader.h"
 #include "gui/model/viewer_state.h"
+#include "tests/gui/model/testdata_files.h"
 
 namespace dtensor::gui {
 namespace {
@@ -178,16 +179,6 @@ TEST(CallPresetTest, ImplicitFilterKeepsOnlyImplicitOrigins) {
   EXPECT_FALSE(state.shows_event(trace.collectives[1])) << "no origin: not known to be implicit";
   trace.collectives[0].origin->is_explicit = true;
   EXPECT_FALSE(state.shows_event(trace.collectives[0]));
-}
-
-std::string testdata(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  std::string rel = "tests/gui/testdata/" + name;
-  if (srcdir != nullptr) {
-    std::string full = std::string(srcdir) + "/dtensor/" + rel;
-    if (std::ifstream(full).good()) return full;
-  }
-  return rel;
 }
 
 // The screenshot tests' schema-2 trace (origins on a 2x2x2 mesh) passes

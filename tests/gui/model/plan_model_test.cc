@@ -12,26 +12,10 @@
 #include <string>
 
 #include "gui/model/viewer_state.h"
+#include "tests/gui/model/testdata_files.h"
 
 namespace dtensor::gui {
 namespace {
-
-std::string testdata(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  std::string rel = "tests/gui/testdata/" + name;
-  if (srcdir != nullptr) {
-    std::string full = std::string(srcdir) + "/dtensor/" + rel;
-    if (std::ifstream(full).good()) return full;
-  }
-  return rel;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 double sum(const std::vector<PlanSlice>& slices) {
   double s = 0;

@@ -11,26 +11,10 @@
 #include <sstream>
 
 #include "trace/collective_name.h"
+#include "tests/gui/model/testdata_files.h"
 
 namespace dtensor::gui {
 namespace {
-
-std::string testdata(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  std::string rel = "tests/gui/testdata/" + name;
-  if (srcdir != nullptr) {
-    std::string full = std::string(srcdir) + "/dtensor/" + rel;
-    if (std::ifstream(full).good()) return full;
-  }
-  return rel;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 const trace::ModuleNode* find(const trace::ModuleNode& node, const std::string& fqn) {
   if (node.fqn == fqn) return &node;
