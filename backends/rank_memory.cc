@@ -35,6 +35,8 @@ namespace dtensor {
 // Such storages' data pointer differs from their context, so
 // Allocator::raw_allocate (which asserts they agree; no op of LibTorch's CPU
 // path uses it) is not supported on a rank thread.
+// With an allocation log started (Note [Allocation log]), the record also
+// carries the allocation's id in the log.
 // CUDA ranks use another mechanism (backends/fake/cuda_memory.cc) that charges
 // the same account.
 
@@ -117,6 +119,43 @@ void RankMemoryAccount::throw_if_over_cap() {
   TORCH_CHECK(false, message);
 }
 
+// Note [Allocation log]
+// A rank's peak live bytes is what torch.cuda.max_memory_allocated() would
+// say; what the GPU holds (max_memory_reserved(), nvidia-smi) depends on how
+// PyTorch's caching allocator places those allocations in segments, which
+// depends on their order and sizes. The log keeps exactly that: each counted
+// allocation (id, bytes) and each free of a logged allocation, in the order
+// they happened. Frees of allocations made before the log started are not
+// logged. Off (the default), the cost is one relaxed atomic load per
+// allocation and free.
+
+void RankMemoryAccount::start_allocation_log() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  log_.clear();
+  logging_.store(true, std::memory_order_relaxed);
+}
+
+std::vector<AllocationEvent> RankMemoryAccount::take_allocation_log() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  logging_.store(false, std::memory_order_relaxed);
+  return std::move(log_);
+}
+
+int64_t RankMemoryAccount::log_allocation(int64_t bytes) {
+  if (!logging_.load(std::memory_order_relaxed)) return -1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!logging_.load(std::memory_order_relaxed)) return -1;
+  const int64_t id = next_logged_id_++;
+  log_.push_back(AllocationEvent{id, bytes, false});
+  return id;
+}
+
+void RankMemoryAccount::log_free(int64_t id, int64_t bytes) {
+  if (id < 0 || !logging_.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (logging_.load(std::memory_order_relaxed)) log_.push_back(AllocationEvent{id, bytes, true});
+}
+
 void RankMemoryAccount::raise_peak(int64_t now) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (now <= peak_.load(std::memory_order_relaxed)) return;
@@ -133,10 +172,12 @@ struct Charged {
   std::shared_ptr<RankMemoryAccount> account;
   int64_t bytes;
   c10::DataPtr inner;
+  int64_t log_id;  // -1: not in an allocation log
 };
 
 void release_charged(void* context) {
   auto* charged = static_cast<Charged*>(context);
+  charged->account->log_free(charged->log_id, charged->bytes);
   charged->account->release(charged->bytes);
   delete charged;  // frees the inner allocation
 }
@@ -206,7 +247,7 @@ class CountingAllocator final : public c10::Allocator {
     void* data = inner.get();
     const c10::Device device = inner.device();
     const bool simple = simple_ && data != nullptr && data == inner.get_context();
-    auto* charged = new Charged{*owner, bytes, std::move(inner)};
+    auto* charged = new Charged{*owner, bytes, std::move(inner), (*owner)->log_allocation(bytes)};
     if (!simple) return c10::DataPtr(data, charged, &release_charged, device);
     {
       SimpleChargeShard& shard = simple_charges(data);

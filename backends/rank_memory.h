@@ -11,8 +11,16 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace dtensor {
+
+/// One entry of a rank's allocation log (RankMemoryAccount::start_allocation_log).
+struct AllocationEvent {
+  int64_t id = 0;  // the allocation's number; its free carries the same
+  int64_t bytes = 0;
+  bool is_free = false;
+};
 
 /// One rank's memory figures (World::memory_stats()).
 struct RankMemoryStats {
@@ -55,6 +63,20 @@ class RankMemoryAccount {
   /// Counts the free of an allocation charged before. Any thread.
   void release(int64_t bytes) { current_.fetch_sub(bytes, std::memory_order_relaxed); }
 
+  /// From now on, every CPU and meta allocation charged to this account and
+  /// every free of one is appended, in order, to a log (Note [Allocation
+  /// log]): what a model of another allocator replays (the planner's
+  /// CUDA caching allocator model). CUDA ranks' allocations are not logged:
+  /// their own caching allocator is the real thing.
+  void start_allocation_log();
+  /// The log since start_allocation_log(); logging stops.
+  std::vector<AllocationEvent> take_allocation_log();
+  /// For the counting allocator: logs an allocation of `bytes` and returns
+  /// its id, or -1 when nothing is being logged.
+  int64_t log_allocation(int64_t bytes);
+  /// For the counting allocator: logs the free of allocation `id` (>= 0).
+  void log_free(int64_t id, int64_t bytes);
+
  private:
   void raise_peak(int64_t now);
   std::string over_cap_message(int64_t bytes, const char* device, int64_t live) const;
@@ -69,6 +91,9 @@ class RankMemoryAccount {
   std::shared_ptr<const std::string> peak_location_;  // guarded by mutex_
   std::atomic<bool> over_cap_{false};
   std::string over_cap_error_;  // guarded by mutex_
+  std::atomic<bool> logging_{false};
+  int64_t next_logged_id_ = 0;        // guarded by mutex_
+  std::vector<AllocationEvent> log_;  // guarded by mutex_
 };
 
 /// Makes `account` (may hold nullptr: no accounting) the calling thread's
