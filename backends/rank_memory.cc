@@ -125,9 +125,19 @@ void RankMemoryAccount::throw_if_over_cap() {
 // PyTorch's caching allocator places those allocations in segments, which
 // depends on their order and sizes. The log keeps exactly that: each counted
 // allocation (id, bytes) and each free of a logged allocation, in the order
-// they happened. Frees of allocations made before the log started are not
-// logged. Off (the default), the cost is one relaxed atomic load per
+// they happened, with the stream a CUDA run would have allocated on
+// (ScopedAllocationStream). Frees of allocations made before the log started
+// are not logged. Off (the default), the cost is one relaxed atomic load per
 // allocation and free.
+
+namespace {
+thread_local AllocationStream t_allocation_stream = kComputeStream;
+}  // namespace
+
+ScopedAllocationStream::ScopedAllocationStream(AllocationStream stream) : previous_(t_allocation_stream) {
+  t_allocation_stream = stream;
+}
+ScopedAllocationStream::~ScopedAllocationStream() { t_allocation_stream = previous_; }
 
 void RankMemoryAccount::start_allocation_log() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -146,14 +156,14 @@ int64_t RankMemoryAccount::log_allocation(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!logging_.load(std::memory_order_relaxed)) return -1;
   const int64_t id = next_logged_id_++;
-  log_.push_back(AllocationEvent{id, bytes, false});
+  log_.push_back(AllocationEvent{id, bytes, false, t_allocation_stream});
   return id;
 }
 
 void RankMemoryAccount::log_free(int64_t id, int64_t bytes) {
   if (id < 0 || !logging_.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (logging_.load(std::memory_order_relaxed)) log_.push_back(AllocationEvent{id, bytes, true});
+  if (logging_.load(std::memory_order_relaxed)) log_.push_back(AllocationEvent{id, bytes, true, kComputeStream});
 }
 
 void RankMemoryAccount::raise_peak(int64_t now) {

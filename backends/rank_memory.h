@@ -15,11 +15,36 @@
 
 namespace dtensor {
 
+/// The stream a CUDA run would make an allocation on. PyTorch's caching
+/// allocator caches each stream's freed blocks for that stream, so it
+/// matters for what the allocator holds; the allocation log records it
+/// (Note [Allocation log]). FSDP's collective buffers are on streams of
+/// their own, as in PyTorch's FSDP2.
+enum AllocationStream : int {
+  kComputeStream = 0,
+  kFsdpAllGatherStream = 1,      // the all_gather's input and output buffers
+  kFsdpReduceScatterStream = 2,  // the reduce_scatter's output
+};
+
 /// One entry of a rank's allocation log (RankMemoryAccount::start_allocation_log).
 struct AllocationEvent {
   int64_t id = 0;  // the allocation's number; its free carries the same
   int64_t bytes = 0;
   bool is_free = false;
+  int stream = kComputeStream;  // allocations only
+};
+
+/// While in scope, the calling thread's allocations are logged as made on
+/// `stream` (no effect on where they are made).
+class ScopedAllocationStream {
+ public:
+  explicit ScopedAllocationStream(AllocationStream stream);
+  ~ScopedAllocationStream();
+  ScopedAllocationStream(const ScopedAllocationStream&) = delete;
+  ScopedAllocationStream& operator=(const ScopedAllocationStream&) = delete;
+
+ private:
+  AllocationStream previous_;
 };
 
 /// One rank's memory figures (World::memory_stats()).

@@ -32,11 +32,15 @@ namespace dtensor::planner {
 // - a free block merges with its free neighbours of the same segment;
 //   segments are never returned (only empty_cache or a failed cudaMalloc
 //   frees them: see AllocatorPeaks::pinned).
-// Not modelled: streams (each stream has its own cached blocks: FSDP's
-// all-gather and reduce-scatter streams hold blocks the compute stream
-// cannot reuse, so a real run can reserve more), and addresses (new
-// segments are placed in the order they are made, which decides ties of
-// best fit).
+// - blocks belong to the stream they were allocated on: a freed block is
+//   cached for that stream only (the small and large pools of each stream
+//   are apart; with expandable segments each has its own segment). The
+//   allocation log says which stream a CUDA run would have allocated on
+//   (backends/rank_memory.h's AllocationStream: FSDP's all-gather and
+//   reduce-scatter buffers are on streams of their own, as in FSDP2).
+// Not modelled: addresses (new segments are placed in the order they are
+// made, which decides ties of best fit), and events (a block freed on one
+// stream while another still uses it waits for that use to end).
 
 namespace {
 
@@ -47,11 +51,14 @@ constexpr int64_t kSmallBuffer = 2 * kMiB;
 constexpr int64_t kLargeBuffer = 20 * kMiB;
 constexpr int64_t kMinLargeAlloc = 10 * kMiB;
 constexpr int64_t kRoundLarge = 2 * kMiB;
-// Expandable segments: where each pool's address space starts.
-constexpr int64_t kPoolBase[2] = {int64_t{1} << 50, 0};  // [small]: large, small
+// Expandable segments: pool p's segment starts at (p + 1) << kPoolShift
+// (default-mode segments are placed below 1 << kPoolShift).
+constexpr int kPoolShift = 46;
 
 int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
-int64_t page_size(bool small) { return small ? kSmallBuffer : kLargeBuffer; }
+bool is_small(int pool) { return pool % 2 == 1; }
+int64_t page_size(int pool) { return is_small(pool) ? kSmallBuffer : kLargeBuffer; }
+int64_t pool_base(int pool) { return int64_t{pool + 1} << kPoolShift; }
 
 }  // namespace
 
@@ -59,29 +66,32 @@ CachingAllocatorModel::CachingAllocatorModel(bool expandable_segments) : expanda
 
 int64_t CachingAllocatorModel::pinned_bytes() const {
   if (!expandable_) return pinned_segment_bytes_;
-  return pinned_pages_[1] * page_size(true) + pinned_pages_[0] * page_size(false);
+  int64_t bytes = 0;
+  for (int pool = 0; pool < 2 * kStreams; ++pool) bytes += expandable_segments_[pool].pinned_pages * page_size(pool);
+  return bytes;
 }
 
 void CachingAllocatorModel::insert_free(Blocks::iterator it) {
-  free_[it->second.small].insert({it->second.size, it->first});
+  free_[it->second.pool].insert({it->second.size, it->first});
 }
 void CachingAllocatorModel::erase_free(Blocks::iterator it) {
-  free_[it->second.small].erase({it->second.size, it->first});
+  free_[it->second.pool].erase({it->second.size, it->first});
 }
 
-CachingAllocatorModel::Blocks::iterator CachingAllocatorModel::new_segment(int64_t size, bool small) {
+CachingAllocatorModel::Blocks::iterator CachingAllocatorModel::new_segment(int64_t size, int pool) {
   const int64_t address = next_address_;
   next_address_ += size;
   segments_[address] = {0, size};
   reserved_ += size;
-  auto it = blocks_.emplace(address, Block{size, address, true, small}).first;
+  auto it = blocks_.emplace(address, Block{size, address, true, pool}).first;
   insert_free(it);
   return it;
 }
 
-CachingAllocatorModel::Blocks::iterator CachingAllocatorModel::grow_expandable(int64_t size, bool small) {
-  const int64_t base = kPoolBase[small], page = page_size(small);
-  int64_t& end = mapped_end_[small];
+CachingAllocatorModel::Blocks::iterator CachingAllocatorModel::grow_expandable(int64_t size, int pool) {
+  const int64_t base = pool_base(pool), page = page_size(pool);
+  Expandable& segment = expandable_segments_[pool];
+  int64_t& end = segment.mapped_end;
   // The free block at the pool's mapped end, if any, is taken in.
   auto tail = blocks_.end();
   auto after = blocks_.lower_bound(base + end);
@@ -91,10 +101,10 @@ CachingAllocatorModel::Blocks::iterator CachingAllocatorModel::grow_expandable(i
   }
   const int64_t have = tail == blocks_.end() ? 0 : tail->second.size;
   const int64_t grow = round_up(size - have, page);
-  page_live_[small].resize(static_cast<size_t>((end + grow) / page), 0);
+  segment.page_live.resize(static_cast<size_t>((end + grow) / page), 0);
   reserved_ += grow;
   if (tail == blocks_.end()) {
-    tail = blocks_.emplace(base + end, Block{grow, base, true, small}).first;
+    tail = blocks_.emplace(base + end, Block{grow, base, true, pool}).first;
   } else {
     erase_free(tail);
     tail->second.size += grow;
@@ -104,13 +114,15 @@ CachingAllocatorModel::Blocks::iterator CachingAllocatorModel::grow_expandable(i
   return tail;
 }
 
-CachingAllocatorModel::Blocks::iterator CachingAllocatorModel::find_or_grow(int64_t size, bool small) {
-  auto& pool = free_[small];
-  auto fit = pool.lower_bound({size, std::numeric_limits<int64_t>::min()});
-  if (fit != pool.end()) return blocks_.find(fit->second);
-  if (expandable_) return grow_expandable(size, small);
-  const int64_t segment = small ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : round_up(size, kRoundLarge);
-  return new_segment(segment, small);
+CachingAllocatorModel::Blocks::iterator CachingAllocatorModel::find_or_grow(int64_t size, int pool) {
+  auto& cached = free_[pool];
+  auto fit = cached.lower_bound({size, std::numeric_limits<int64_t>::min()});
+  if (fit != cached.end()) return blocks_.find(fit->second);
+  if (expandable_) return grow_expandable(size, pool);
+  const int64_t segment = is_small(pool)            ? kSmallBuffer
+                          : size < kMinLargeAlloc   ? kLargeBuffer
+                                                    : round_up(size, kRoundLarge);
+  return new_segment(segment, pool);
 }
 
 void CachingAllocatorModel::pin(int64_t address, int64_t size, int delta) {
@@ -122,13 +134,14 @@ void CachingAllocatorModel::pin(int64_t address, int64_t size, int delta) {
     if (live == 0) pinned_segment_bytes_ -= seg->second.second;
     return;
   }
-  const bool small = address < kPoolBase[0];
-  const int64_t page = page_size(small), offset = address - kPoolBase[small];
+  const int pool = static_cast<int>(address >> kPoolShift) - 1;
+  Expandable& segment = expandable_segments_[pool];
+  const int64_t page = page_size(pool), offset = address - pool_base(pool);
   for (int64_t p = offset / page; p <= (offset + size - 1) / page; ++p) {
-    int32_t& live = page_live_[small][static_cast<size_t>(p)];
-    if (live == 0 && delta > 0) ++pinned_pages_[small];
+    int32_t& live = segment.page_live[static_cast<size_t>(p)];
+    if (live == 0 && delta > 0) ++segment.pinned_pages;
     live += delta;
-    if (live == 0) --pinned_pages_[small];
+    if (live == 0) --segment.pinned_pages;
   }
 }
 
@@ -138,17 +151,21 @@ void CachingAllocatorModel::raise_peaks() {
   peaks_.pinned = std::max(peaks_.pinned, pinned_bytes());
 }
 
-void CachingAllocatorModel::allocate(int64_t id, int64_t bytes) {
+void CachingAllocatorModel::allocate(int64_t id, int64_t bytes, int stream) {
   if (bytes <= 0) return;
   if (live_.count(id)) throw std::invalid_argument("caching allocator model: allocation " + std::to_string(id) + " is live already");
+  if (stream < 0 || stream >= kStreams) {
+    throw std::invalid_argument("caching allocator model: stream " + std::to_string(stream) + " is not in 0.." +
+                                std::to_string(kStreams - 1));
+  }
   const int64_t size = round_up(bytes, kMinBlockSize);
   const bool small = size <= kSmallSize;
-  auto it = find_or_grow(size, small);
+  auto it = find_or_grow(size, pool_of(stream, small));
   erase_free(it);
   Block& b = it->second;
   const int64_t remaining = b.size - size;
   if (small ? remaining >= kMinBlockSize : remaining > kSmallSize) {
-    auto rest = blocks_.emplace(it->first + size, Block{remaining, b.segment, true, small}).first;
+    auto rest = blocks_.emplace(it->first + size, Block{remaining, b.segment, true, b.pool}).first;
     insert_free(rest);
     b.size = size;
   }

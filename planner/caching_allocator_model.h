@@ -1,5 +1,5 @@
 // A model of PyTorch's CUDA caching allocator (CUDACachingAllocator.cpp, its
-// default settings, one stream): it replays one rank's allocations and frees,
+// default settings): it replays one rank's allocations and frees,
 // as a rank's allocation log records them (backends/rank_memory.h), and says
 // how much device memory the allocator would hold. Plain C++ (no LibTorch).
 // See Note [Caching allocator model].
@@ -41,8 +41,10 @@ class CachingAllocatorModel {
   explicit CachingAllocatorModel(bool expandable_segments = false);
 
   /// Allocation `id` of `bytes` (> 0; 0 is ignored, as the allocator hands
-  /// out no block for it). Throws std::invalid_argument for an id in use.
-  void allocate(int64_t id, int64_t bytes);
+  /// out no block for it) on `stream` (0..15; a freed block is reused by its
+  /// own stream only). Throws std::invalid_argument for an id in use or a
+  /// stream out of range.
+  void allocate(int64_t id, int64_t bytes, int stream = 0);
   /// Frees allocation `id`; an id never allocated is ignored (an allocation
   /// made before the replay started).
   void free(int64_t id);
@@ -53,17 +55,26 @@ class CachingAllocatorModel {
   int64_t pinned_bytes() const;
 
  private:
+  static constexpr int kStreams = 16;
+  /// A pool: the blocks of one stream of one size class (small: <= 1 MiB).
+  static int pool_of(int stream, bool small) { return 2 * stream + (small ? 1 : 0); }
   struct Block {
     int64_t size = 0;
     int64_t segment = 0;  // blocks of one segment are neighbours by address
     bool free = true;
-    bool small = false;   // pool
+    int pool = 0;
   };
   using Blocks = std::map<int64_t, Block>;  // by address
+  /// An expandable segment: one per pool, at its own base address.
+  struct Expandable {
+    int64_t mapped_end = 0;         // bytes mapped from the base
+    std::vector<int32_t> page_live; // live blocks per page
+    int64_t pinned_pages = 0;       // pages with a live block
+  };
 
-  Blocks::iterator find_or_grow(int64_t size, bool small);
-  Blocks::iterator new_segment(int64_t size, bool small);
-  Blocks::iterator grow_expandable(int64_t size, bool small);
+  Blocks::iterator find_or_grow(int64_t size, int pool);
+  Blocks::iterator new_segment(int64_t size, int pool);
+  Blocks::iterator grow_expandable(int64_t size, int pool);
   void insert_free(Blocks::iterator it);
   void erase_free(Blocks::iterator it);
   void pin(int64_t address, int64_t size, int delta);
@@ -71,15 +82,12 @@ class CachingAllocatorModel {
 
   const bool expandable_;
   Blocks blocks_;
-  std::set<std::pair<int64_t, int64_t>> free_[2];  // (size, address), [small]
-  std::unordered_map<int64_t, int64_t> live_;      // id -> address
+  std::set<std::pair<int64_t, int64_t>> free_[2 * kStreams];  // by pool: (size, address)
+  std::unordered_map<int64_t, int64_t> live_;                 // id -> address
   // Segments (default mode): base address -> live blocks in it, and size.
   std::map<int64_t, std::pair<int64_t, int64_t>> segments_;
   int64_t next_address_ = 0;
-  // Expandable segments: each pool's mapped end, and live blocks per page.
-  int64_t mapped_end_[2] = {0, 0};
-  std::vector<int32_t> page_live_[2];
-  int64_t pinned_pages_[2] = {0, 0};
+  Expandable expandable_segments_[2 * kStreams];
   int64_t pinned_segment_bytes_ = 0;
   int64_t allocated_ = 0, reserved_ = 0;
   AllocatorPeaks peaks_;

@@ -248,6 +248,17 @@ StepTotals step_totals(const StepMeasure& m, const ModelConfig& model, const Pla
   t.update_pointwise_bytes = update.bytes;
   t.forward_compute_us = forward.us, t.backward_compute_us = backward.us, t.update_compute_us = update.us;
   t.kept_bytes = m.kept_bytes;
+  if (m.allocations) {
+    CachingAllocatorModel allocator(topology.expandable_segments);
+    for (const AllocationEvent& event : *m.allocations) {
+      if (event.is_free) {
+        allocator.free(event.id);
+      } else {
+        allocator.allocate(event.id, event.bytes, event.stream);
+      }
+    }
+    t.allocator = allocator.peaks();
+  }
   return t;
 }
 
@@ -303,8 +314,74 @@ StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w) {
   t.backward_compute_us = mix(a.backward_compute_us, b.backward_compute_us);
   t.update_compute_us = mix(a.update_compute_us, b.update_compute_us);
   if (a.kept_bytes && b.kept_bytes) t.kept_bytes = mixi(*a.kept_bytes, *b.kept_bytes);
+  auto mix_peaks = [&](const std::optional<AllocatorPeaks>& x, const std::optional<AllocatorPeaks>& y) {
+    std::optional<AllocatorPeaks> p;
+    if (x && y) p = AllocatorPeaks{mixi(x->allocated, y->allocated), mixi(x->reserved, y->reserved), mixi(x->pinned, y->pinned)};
+    return p;
+  };
+  t.allocator = mix_peaks(a.allocator, b.allocator);
   return t;
 }
+
+// Note [Device memory]
+// The trace's peak is the live bytes (torch.cuda.max_memory_allocated()).
+// The GPU holds more (what nvidia-smi shows):
+// - the caching allocator's cache: the rank's allocation log replayed
+//   through the allocator model (Note [Caching allocator model]), scaled
+//   per layer like every other total (Note [Per-layer scaling]), in the
+//   topology's allocator mode. It gives what the allocator reserves
+//   (torch.cuda.max_memory_reserved(), what torchtitan's memory figure is)
+//   and the least it can shrink to by freeing cached blocks (the segments,
+//   or pages, that hold a live block);
+// - NCCL's buffers: Topology::nccl_gib_per_communicator for each mesh dim
+//   the rank communicates over (one process group each, as DeviceMesh makes
+//   them), plus the pipeline's send/recv group;
+// - the CUDA context: Topology::cuda_context_gib.
+// The plan fits when the least (pinned + NCCL + context) fits the device.
+// When the reserve would not fit beside NCCL and the context, PyTorch frees
+// its cache and retries the cudaMalloc: the run fits but pays for it
+// (DeviceMemory::cache_flushed), and its reserve is what room there is.
+// Streams are not modelled (Note [Caching allocator model]), so a real
+// FSDP run can reserve more.
+
+namespace {
+
+DeviceMemory device_memory(const AllocatorPeaks& peaks, int64_t live_bytes, int64_t extra_bytes,
+                           int64_t communicators, int64_t cap_bytes, const Topology& topology) {
+  const double gib = 1073741824.0;
+  DeviceMemory d;
+  d.expandable_segments = topology.expandable_segments;
+  d.allocated = std::max(peaks.allocated + extra_bytes, live_bytes);
+  d.pinned = std::max(peaks.pinned + extra_bytes, d.allocated);
+  d.reserved = std::max(peaks.reserved + extra_bytes, d.pinned);
+  d.communicators = communicators;
+  d.nccl = static_cast<int64_t>(std::llround(static_cast<double>(communicators) * topology.nccl_gib_per_communicator * gib));
+  d.cuda_context = static_cast<int64_t>(std::llround(topology.cuda_context_gib * gib));
+  const int64_t room = cap_bytes - d.nccl - d.cuda_context;
+  if (d.reserved > room) {
+    d.cache_flushed = true;
+    d.reserved = std::max(room, d.pinned);
+  }
+  return d;
+}
+
+// Mesh dims the rank's collectives ran over (a communicator each).
+int64_t communicators_of(const StepTotals& totals) {
+  std::set<std::string> dims;
+  for (const CommRow& r : totals.comm) {
+    if (r.count > 0) dims.insert(r.mesh_dim);
+  }
+  return static_cast<int64_t>(dims.size());
+}
+
+std::optional<DeviceMemory> device_of(const StepTotals& totals, int64_t live_bytes, int64_t extra_bytes,
+                                      int64_t extra_communicators, int64_t cap_bytes, const Topology& topology) {
+  if (!totals.allocator) return std::nullopt;
+  return device_memory(*totals.allocator, live_bytes, extra_bytes, communicators_of(totals) + extra_communicators, cap_bytes,
+                       topology);
+}
+
+}  // namespace
 
 PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layers, const ModelConfig& model,
                                   const PlanConfig& plan, const Topology& topology) {
@@ -316,6 +393,7 @@ PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layer
   if (totals.peak_bytes) e.activation_bytes = std::max<int64_t>(0, *totals.peak_bytes - static_bytes);
   e.total_bytes = totals.peak_bytes ? std::max(*totals.peak_bytes, static_bytes) : static_bytes;
   e.cap_bytes = topology.memory_cap_bytes();
+  e.device = device_of(totals, e.total_bytes, 0, 0, e.cap_bytes, topology);
   const double n = static_cast<double>(e.micro_steps);
   const double backward_us = totals.backward_compute_us;
   e.compute_us = n * (totals.forward_compute_us + backward_us) + totals.update_compute_us;
@@ -435,9 +513,12 @@ PlanEstimate estimate_pipeline(const StepProgram& program, const ModelConfig& mo
     return compute_of(s) + (s.blocking_comm_us + s.prefetched_comm_us) / m + 2 * vs * pipe.send_us;
   };
 
-  PlanEstimate e = pipe.first_bytes >= pipe.last_bytes ? first : last;
+  const PlanEstimate& held_more = pipe.first_bytes >= pipe.last_bytes ? first : last;
+  PlanEstimate e = held_more;
   e.model = model, e.plan = plan;
   e.total_bytes = std::max(pipe.first_bytes, pipe.last_bytes);
+  // The micro-batches in flight on top of the traced one; the pp send/recv group.
+  e.device = device_of(e.totals, e.total_bytes, e.total_bytes - held_more.total_bytes, 1, e.cap_bytes, topology);
   const int64_t static_bytes = e.totals.parameter_bytes + e.totals.gradient_bytes + e.totals.optimizer_bytes;
   if (e.activation_bytes) e.activation_bytes = std::max<int64_t>(0, e.total_bytes - static_bytes);
   e.compute_us = m * std::max(compute_of(first), compute_of(last)) +
@@ -483,13 +564,15 @@ double PlanEstimate::mfu() const {
 
 std::string PlanEstimate::verdict() const {
   const double gib = 1073741824.0;
-  char buf[96];
+  char buf[160];
   if (fits()) {
-    std::snprintf(buf, sizeof(buf), "fits (%.2f GiB free of %.2f GiB)", static_cast<double>(cap_bytes - total_bytes) / gib,
-                  static_cast<double>(cap_bytes) / gib);
+    const int64_t used = device ? device->total() : total_bytes;
+    std::snprintf(buf, sizeof(buf), "fits (%.2f GiB free of %.2f GiB%s)", static_cast<double>(cap_bytes - used) / gib,
+                  static_cast<double>(cap_bytes) / gib,
+                  device && device->cache_flushed ? "; the allocator must free its cache to make room: slow" : "");
   } else {
     std::snprintf(buf, sizeof(buf), "does not fit by %.2f GiB (cap %.2f GiB)",
-                  static_cast<double>(total_bytes - cap_bytes) / gib, static_cast<double>(cap_bytes) / gib);
+                  static_cast<double>(needed_bytes() - cap_bytes) / gib, static_cast<double>(cap_bytes) / gib);
   }
   return buf;
 }

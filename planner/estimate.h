@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/caching_allocator_model.h"
 #include "planner/plan_config.h"
 #include "planner/step_trace.h"
 #include "planner/topology.h"
@@ -42,6 +43,27 @@ struct StepTotals {
   double forward_compute_us = 0, backward_compute_us = 0, update_compute_us = 0;
   /// Bytes one micro-step's forward keeps for its backward (StepMeasure::kept_bytes).
   std::optional<int64_t> kept_bytes;
+  /// The caching allocator's peaks over the step, in the topology's mode
+  /// (StepMeasure::allocations replayed).
+  std::optional<AllocatorPeaks> allocator;
+};
+
+/// Memory as the GPU sees it (Note [Device memory] in estimate.cc).
+struct DeviceMemory {
+  bool expandable_segments = false;  // the topology's allocator
+  int64_t allocated = 0;  // the allocator's blocks at their peak: live tensors, rounded up
+  int64_t reserved = 0;   // what the allocator holds: torch.cuda.max_memory_reserved()
+  int64_t pinned = 0;     // the least it can shrink to by freeing its cache
+  /// The cache would outgrow the device: the allocator frees it and retries
+  /// (cudaMalloc retries, slow); `reserved` is then what room there is.
+  bool cache_flushed = false;
+  int64_t communicators = 0;  // NCCL communicators this rank uses (mesh dims it communicates over)
+  int64_t nccl = 0;           // their buffers
+  int64_t cuda_context = 0;
+  /// What nvidia-smi would show.
+  int64_t total() const { return reserved + nccl + cuda_context; }
+  /// The least the run needs (the allocator at its pinned minimum).
+  int64_t needed() const { return pinned + nccl + cuda_context; }
 };
 
 /// A pipeline-parallel plan's stages (Note [Pipeline stages] in estimate.cc).
@@ -92,6 +114,8 @@ struct PlanEstimate {
   /// Peak bytes per rank: the measured peak, else the static bytes.
   int64_t total_bytes = 0;
   int64_t cap_bytes = 0;
+  /// Set where the trace counted memory.
+  std::optional<DeviceMemory> device;
   double compute_us = 0;         // matmul FLOPs and memory-bound bytes at the accelerator's rates, whole step
   double blocking_comm_us = 0;   // micro-step collectives (tp/sp): on the critical path
   double prefetched_comm_us = 0; // micro-step collectives over dp (FSDP's gathers and reduce-scatters): overlappable
@@ -103,13 +127,17 @@ struct PlanEstimate {
   /// the first or the last rank's, whichever holds more memory.
   std::optional<PipelineEstimate> pipeline;
 
-  bool fits() const { return total_bytes <= cap_bytes; }
+  /// What the plan needs of the device's memory: DeviceMemory::needed(), or
+  /// the peak bytes where the trace counted no memory.
+  int64_t needed_bytes() const { return device ? device->needed() : total_bytes; }
+  bool fits() const { return needed_bytes() <= cap_bytes; }
   /// Tokens each rank trains per second: batch * seq / world size / step (overlap).
   double tokens_per_second_per_gpu() const;
   /// Model FLOPs utilization: tokens_per_second_per_gpu() * model_flops_per_token(model)
   /// over Topology::peak_tflops (the datasheet's, as torchtitan and Megatron report it).
   double mfu() const;
-  /// "fits (12.3 GiB free)" or "does not fit by 4.5 GiB".
+  /// "fits (12.3 GiB free of 80 GiB)" or "does not fit by 4.5 GiB (cap 80 GiB)",
+  /// as the device would be filled (DeviceMemory::total()).
   std::string verdict() const;
 };
 

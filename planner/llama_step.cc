@@ -172,12 +172,17 @@ StepProgram llama_step_program() {
                                   : m.dtype == "float16" ? at::kHalf
                                   : m.dtype == "float64" ? at::kDouble
                                                          : at::kFloat;
-    Llama l = build(m, tp_mesh, dtype, plan.stage);
+    // Mixed precision: float32 parameters (and so gradients and optimizer
+    // state), gathered in the model's dtype (PlanConfig::mixed_precision).
+    const bool mixed = !plan.mixed_precision.empty();
+    Llama l = build(m, tp_mesh, mixed ? at::kFloat : dtype, plan.stage);
     // FSDP (+ TP): one group per layer, then the root's (embedding, final
     // norm, output), as torchtitan applies fully_shard.
     if (plan.fsdp) {
-      for (const Layer& y : l.layers) fully_shard(*y.block, fsdp_mesh);
-      fully_shard(*l.root, fsdp_mesh);
+      FullyShardOptions options;
+      if (mixed) options.mp_policy = MixedPrecisionPolicy{dtype, at::kFloat, std::nullopt, true};
+      for (const Layer& y : l.layers) fully_shard(*y.block, fsdp_mesh, options);
+      fully_shard(*l.root, fsdp_mesh, options);
     }
     TrainingUpdate update(*l.root, dp_mesh, plan);
     update.warm_up();
@@ -271,6 +276,11 @@ StepProgram llama_step_program() {
         logits = scope.output(DTensor(at::matmul(xo, param(l.output, "weight"))).redistribute({Replicate()}));
       }
       if (root) logits = root->output(logits);
+      // torchtitan's loss upcasts the logits. As a same-placements
+      // redistribute (a local cast, no collective; its backward casts the
+      // gradient back): on meta tensors, at::Tensor::to's backward handed a
+      // plain gradient to the redistribute before it.
+      if (mixed) logits = DTensor(logits).redistribute(DTensor(logits).placements(), {false, at::kFloat, std::nullopt});
       at::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({b * s, m.vocab}), targets);
       recorder.forward_done();
       loss.backward();

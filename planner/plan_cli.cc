@@ -16,6 +16,7 @@
 #include "planner/llama_step.h"
 #include "planner/report.h"
 #include "planner/sweep.h"
+#include "planner/verdict_changes.h"
 
 namespace dtensor::planner {
 namespace {
@@ -38,11 +39,16 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
   --plan OPTIONS        comma list: sp|nosp, adam|sgd-momentum|sgd, micro=N, zero1,
                         fsdp, ac=none|full|op|N (activation checkpointing: every
                         layer, torchtitan's selective op, every N-th layer),
-                        v=N (with pp: interleaved 1F1B, N chunks per rank)
+                        v=N (with pp: interleaved 1F1B, N chunks per rank),
+                        mp=bf16|fp16 (with fsdp: float32 parameters and optimizer
+                        state, computed in the model's dtype, as torchtitan)
                         (default nosp,adam,micro=1)
-  --topology FILE       links per mesh dim, peak rates and the memory cap
+  --topology FILE       links per mesh dim, peak rates, the memory cap, CUDA
+                        context, NCCL buffers and the allocator's mode
                         (format: planner/topology.h; default H100 + NVLink + 400G)
   --cap-gib X           memory cap per rank in GiB (overrides the topology's)
+  --allocator MODE      PyTorch's caching allocator: expandable (expandable_segments:True)
+                        or segments (PyTorch's default); overrides the topology's
   --calibration FILE    compute at the rates measured on a GPU (tools/calibrate_gpu.sh;
                         format: planner/calibration.h) instead of the topology's peaks
   --sweep WORLD         enumerate meshes dp x tp of WORLD ranks and the plan
@@ -54,16 +60,19 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
   --sweep-optimizers LIST  sweep: optimizers (default adam,sgd-momentum,sgd)
   --top N               sweep: plans shown (default 10)
   --trace-layers N      trace all layers up to N (at least 3), else 2 and 3 and scale (default 3; 0: all)
+  --no-alternatives     plan: skip estimating the plans one option away (what
+                        would make it fit, or faster)
   --json FILE           also write the report as JSON ("-": stdout only JSON)
 exit status: 0 fits, 1 does not fit (sweep: none fits), 2 usage or run error
 )";
 
 struct Args {
-  std::string model, mesh, plan = "nosp,adam,micro=1", topology, calibration, json, sweep_ac = "none,op,full",
+  std::string model, mesh, plan = "nosp,adam,micro=1", topology, calibration, json, allocator, sweep_ac = "none,op,full",
                                                                                   sweep_pp = "1", sweep_v = "1",
                                                                                   sweep_optimizers = "adam,sgd-momentum,sgd";
   double cap_gib = 0;
   int64_t sweep = 0, top = 10, trace_layers = 3;
+  bool no_alternatives = false;
 };
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
@@ -75,17 +84,22 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
       .value("--calibration", &a.calibration)
       .value("--json", &a.json)
       .value("--cap-gib", &a.cap_gib)
+      .value("--allocator", &a.allocator)
       .value("--sweep", &a.sweep)
       .value("--sweep-ac", &a.sweep_ac)
       .value("--sweep-pp", &a.sweep_pp)
       .value("--sweep-v", &a.sweep_v)
       .value("--sweep-optimizers", &a.sweep_optimizers)
       .value("--top", &a.top)
-      .value("--trace-layers", &a.trace_layers);
+      .value("--trace-layers", &a.trace_layers)
+      .toggle("--no-alternatives", &a.no_alternatives);
   if (!flags.parse(argc, argv, error)) return false;
   if (a.model.empty()) error = "--model is required";
   else if (a.mesh.empty() == (a.sweep == 0)) error = "give exactly one of --mesh and --sweep";
   else if (a.cap_gib < 0) error = "--cap-gib must be positive";
+  else if (!a.allocator.empty() && a.allocator != "expandable" && a.allocator != "segments") {
+    error = "--allocator " + a.allocator + ": expected expandable or segments";
+  }
   return error.empty();
 }
 
@@ -146,6 +160,7 @@ int plan_cli(int argc, char** argv, const std::map<ModelKind, ProgramEntry>& ext
     if (it == programs.end()) throw std::invalid_argument("no step program for model " + model.to_string());
     Topology topology = a.topology.empty() ? default_topology() : parse_topology(read_file(a.topology));
     if (a.cap_gib > 0) topology.memory_gib = a.cap_gib;
+    if (!a.allocator.empty()) topology.expandable_segments = a.allocator == "expandable";
     if (!a.calibration.empty()) {
       topology.calibration = std::make_shared<const Calibration>(parse_calibration(read_file(a.calibration)));
     }
@@ -184,8 +199,17 @@ int plan_cli(int argc, char** argv, const std::map<ModelKind, ProgramEntry>& ext
     }
     const PlanConfig plan = parse_plan(parse_mesh(a.mesh), a.plan);
     const PlanEstimate e = estimate_plan(it->second.program, model, plan, topology, options);
-    if (!json_only) std::cout << plan_report_text(e);
-    if (!a.json.empty()) write_json(a.json, plan_report_json(e));
+    std::vector<VerdictChange> changes;
+    if (!a.no_alternatives) changes = verdict_changes(it->second.program, e, options);
+    if (!json_only) {
+      std::cout << plan_report_text(e);
+      if (!a.no_alternatives) std::cout << "changes    " << verdict_changes_text(e, changes) << "\n";
+    }
+    if (!a.json.empty()) {
+      nlohmann::json j = plan_report_json(e);
+      if (!a.no_alternatives) j["alternatives"] = verdict_changes_json(changes);
+      write_json(a.json, j);
+    }
     return e.fits() ? 0 : kDoesNotFit;
   } catch (const std::exception& ex) {
     std::cerr << "dtensor_plan: " << ex.what() << "\n";

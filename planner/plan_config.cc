@@ -177,7 +177,8 @@ std::string PlanConfig::to_string() const {
   return mesh.to_string() + (sequence_parallel ? ",sp" : ",nosp") + ",micro=" + std::to_string(micro_batch) + "," +
          optimizer_name(optimizer) + (zero1 ? ",zero1" : "") + (fsdp ? ",fsdp" : "") +
          (checkpoint_ops || checkpoint_every > 0 ? ",ac=" + ac : "") +
-         (virtual_stages > 1 ? ",v=" + std::to_string(virtual_stages) : "");
+         (virtual_stages > 1 ? ",v=" + std::to_string(virtual_stages) : "") +
+         (mixed_precision.empty() ? "" : ",mp=" + mixed_precision);
 }
 
 std::string PlanConfig::checkpointing() const {
@@ -225,8 +226,14 @@ PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text) {
       set_checkpointing(p, w.substr(3));
     } else if (w.rfind("v=", 0) == 0) {
       p.virtual_stages = positive_int("v", w.substr(2));
+    } else if (w.rfind("mp=", 0) == 0) {
+      const std::string dtype = w.substr(3);
+      if (dtype != "bf16" && dtype != "fp16" && dtype != "none") {
+        throw std::invalid_argument("mp=" + dtype + ": expected bf16, fp16 or none");
+      }
+      p.mixed_precision = dtype == "none" ? "" : dtype;
     } else {
-      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N, zero1, nozero, fsdp, nofsdp, ac=none|full|op|N, v=N)");
+      throw std::invalid_argument("plan option '" + w + "' unknown (sp, nosp, adam, sgd-momentum, sgd, micro=N, zero1, nozero, fsdp, nofsdp, ac=none|full|op|N, v=N, mp=bf16|fp16|none)");
     }
   }
   return p;
@@ -244,6 +251,14 @@ std::string plan_problem(const ModelConfig& m, const PlanConfig& p) {
   }
   if (p.sequence_parallel && tp > 1 && m.seq % tp != 0) return "sp: tp=" + std::to_string(tp) + " does not divide seq=" + std::to_string(m.seq);
   if (p.fsdp && p.zero1) return "fsdp shards the optimizer state already: drop zero1";
+  if (!p.mixed_precision.empty()) {
+    const std::string dtype = p.mixed_precision == "bf16" ? "bfloat16" : "float16";
+    if (!p.fsdp) return "mp=" + p.mixed_precision + ": mixed precision is fully_shard's policy: add fsdp";
+    if (m.kind != ModelKind::kLlama) return "mp=" + p.mixed_precision + ": only the Llama step program trains in mixed precision";
+    if (m.dtype != dtype) {
+      return "mp=" + p.mixed_precision + " computes in " + dtype + ", the model's dtype is " + m.dtype + ": set dtype=" + dtype;
+    }
+  }
   if (p.mesh.size_of("rep") > 1 && !p.fsdp) return "rep replicates FSDP's shards (HSDP): add fsdp";
   if (m.batch % (dp * p.micro_batch) != 0) {
     return std::string(p.mesh.size_of("rep") > 1 ? "rep*dp*micro=" : "dp*micro=") + std::to_string(dp * p.micro_batch) +

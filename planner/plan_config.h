@@ -106,6 +106,14 @@ struct PlanConfig {
   /// torchtitan's selective op policy (nn::torchtitan_op_policy).
   int64_t checkpoint_every = 0;
   bool checkpoint_ops = false;
+  /// Mixed precision as torchtitan trains: "" (none: parameters, gradients
+  /// and optimizer state in the model's dtype), or the model's dtype as
+  /// "bf16" / "fp16": parameters, gradients and optimizer state in float32,
+  /// fully_shard's MixedPrecisionPolicy gathering them in the model's dtype
+  /// for compute and reduce-scattering gradients in float32, and the loss
+  /// computed in float32 (torchtitan's cross_entropy_loss upcasts the
+  /// logits). Needs fsdp.
+  std::string mixed_precision;
   /// Pipeline parallelism over the mesh dim "pp": stages of layers / pp
   /// layers each, run with the 1F1B schedule (virtual_stages 1) or
   /// Megatron's interleaved 1F1B with this many model chunks per rank.
@@ -126,7 +134,8 @@ struct PlanConfig {
 /// Plan options over `mesh`: a comma list of "sp" / "nosp", "adam" /
 /// "sgd-momentum" / "sgd", "micro=N", "zero1" / "nozero", "fsdp" / "nofsdp",
 /// "ac=none" / "ac=full" / "ac=op" / "ac=N" (every N-th layer), "v=N"
-/// (interleaved 1F1B with N chunks per pipeline rank; 1: 1F1B).
+/// (interleaved 1F1B with N chunks per pipeline rank; 1: 1F1B), "mp=bf16" /
+/// "mp=fp16" / "mp=none" (PlanConfig::mixed_precision).
 /// Example: parse_plan(mesh, "sp,adam,micro=2,zero1").
 PlanConfig parse_plan(const MeshConfig& mesh, const std::string& text);
 

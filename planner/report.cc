@@ -44,8 +44,28 @@ std::string plan_report_text(const PlanEstimate& e) {
     out << "  " << pad("activations at peak", 22) << rpad("n/a", 12) << "  (this world counts no memory)\n";
   }
   mem("total (peak)", static_cast<double>(e.total_bytes));
-  mem("cap", static_cast<double>(e.cap_bytes));
   if (!e.totals.peak_location.empty()) out << "  peak at " << e.totals.peak_location << "\n";
+  if (e.device) {
+    // Note [Device memory]: the rows add up to what nvidia-smi would show.
+    const DeviceMemory& d = *e.device;
+    auto row = [&](const char* name, double bytes, const std::string& why) {
+      out << "  " << pad(name, 22) << rpad(format_bytes(bytes, 2), 12) << "  " << why << "\n";
+    };
+    out << "as the GPU sees it\n";
+    row("allocator cache", static_cast<double>(d.reserved - e.total_bytes),
+        std::string("PyTorch's caching allocator, ") + (d.expandable_segments ? "expandable segments" : "default segments") +
+            ": rounding and cached blocks over the live peak" +
+            (d.cache_flushed ? "; it would hold " + format_bytes(static_cast<double>(d.pinned), 2) +
+                                   " at least and must free its cache to fit (slow)"
+                             : ""));
+    row("reserved", static_cast<double>(d.reserved), "torch.cuda.max_memory_reserved()");
+    row("NCCL buffers", static_cast<double>(d.nccl),
+        std::to_string(d.communicators) + " communicator" + (d.communicators == 1 ? "" : "s") + " x " +
+            fmt("%.2f", e.topology.nccl_gib_per_communicator) + " GiB (the topology's assumption)");
+    row("CUDA context", static_cast<double>(d.cuda_context), "the topology's assumption");
+    row("device total", static_cast<double>(d.total()), "what nvidia-smi would show");
+  }
+  mem("cap", static_cast<double>(e.cap_bytes));
   out << "\ncomm per rank and step\n  " << pad("phase", 11) << pad("collective", 24) << pad("dim", 5) << rpad("count", 8)
       << rpad("bytes", 13) << rpad("ring bytes", 13) << rpad("time", 12) << "\n";
   for (const CommRow& r : e.totals.comm) {
@@ -107,9 +127,12 @@ nlohmann::json plan_report_json(const PlanEstimate& e) {
   for (size_t i = 0; i < e.plan.mesh.names.size(); ++i) mesh[e.plan.mesh.names[i]] = e.plan.mesh.sizes[i];
   j["plan"] = {{"spec", e.plan.to_string()}, {"mesh", mesh}, {"world_size", e.plan.mesh.world_size()},
                {"sequence_parallel", e.plan.sequence_parallel}, {"micro_batch", e.plan.micro_batch},
-               {"micro_steps", e.micro_steps}, {"optimizer", optimizer_name(e.plan.optimizer)}};
+               {"micro_steps", e.micro_steps}, {"optimizer", optimizer_name(e.plan.optimizer)},
+               {"mixed_precision", e.plan.mixed_precision.empty() ? "none" : e.plan.mixed_precision}};
   j["topology"] = {{"peak_tflops", e.topology.peak_tflops}, {"hbm_gbps", e.topology.hbm_gbps},
-                   {"memory_gib", e.topology.memory_gib}};
+                   {"memory_gib", e.topology.memory_gib}, {"cuda_context_gib", e.topology.cuda_context_gib},
+                   {"nccl_gib_per_communicator", e.topology.nccl_gib_per_communicator},
+                   {"allocator", e.topology.expandable_segments ? "expandable" : "segments"}};
   if (e.topology.calibration) {
     j["topology"]["calibration"] = {{"gpu", e.topology.calibration->gpu}, {"source", e.topology.calibration->source}};
   }
@@ -125,6 +148,14 @@ nlohmann::json plan_report_json(const PlanEstimate& e) {
   j["memory"]["activations"] = e.activation_bytes ? nlohmann::json(*e.activation_bytes) : nlohmann::json(nullptr);
   j["memory"]["peak"] = e.totals.peak_bytes ? nlohmann::json(*e.totals.peak_bytes) : nlohmann::json(nullptr);
   j["memory"]["peak_location"] = e.totals.peak_location;
+  if (e.device) {
+    const DeviceMemory& d = *e.device;
+    j["memory"]["device"] = {{"allocator", d.expandable_segments ? "expandable" : "segments"},
+                             {"allocated", d.allocated}, {"reserved", d.reserved}, {"pinned", d.pinned},
+                             {"cache_flushed", d.cache_flushed}, {"communicators", d.communicators},
+                             {"nccl", d.nccl}, {"cuda_context", d.cuda_context}, {"total", d.total()},
+                             {"needed", d.needed()}};
+  }
   j["comm"] = nlohmann::json::array();
   for (const CommRow& r : e.totals.comm) {
     j["comm"].push_back({{"phase", r.phase}, {"kind", r.kind}, {"mesh_dim", r.mesh_dim}, {"count", r.count},

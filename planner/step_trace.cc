@@ -78,9 +78,12 @@ debug::CommDebugModeOptions with_local_ops() {
 StepRecorder::StepRecorder(World& world)
     : world_(world), forward_backward_(with_local_ops()), update_(with_local_ops()) {
   measure_.rank = world.rank();
+  if (world.memory_account()) world.memory_account()->start_allocation_log();
 }
 
-StepRecorder::~StepRecorder() = default;
+StepRecorder::~StepRecorder() {
+  if (world_.memory_account()) world_.memory_account()->take_allocation_log();  // stops logging
+}
 
 void StepRecorder::record_static(torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
   std::vector<at::Tensor> params = model.parameters(), grads;
@@ -105,6 +108,7 @@ debug::CommDebugMode::Guard StepRecorder::trace_update() { return update_.enter(
 StepMeasure StepRecorder::finish() {
   measure_.forward_backward = forward_backward_.trace();
   measure_.update = update_.trace();
+  if (world_.memory_account()) measure_.allocations = world_.memory_account()->take_allocation_log();
   // Each session's peak (CommDebugMode resets it at enter, See Note [Memory
   // location]); the step's is the larger.
   for (const trace::CommTrace* t : {&measure_.forward_backward, &measure_.update}) {

@@ -21,8 +21,8 @@
 
 #include "backends/world.h"
 #include "debug/comm_debug_mode.h"
-#include "trace/trace_model.h"
 #include "planner/plan_config.h"
+#include "trace/trace_model.h"
 
 namespace dtensor::planner {
 
@@ -48,9 +48,17 @@ struct StepMeasure {
   /// [Pipeline stages] in planner/estimate.cc). Unset when the world does
   /// not count memory or the program did not say where its forward ended.
   std::optional<int64_t> kept_bytes;
+  /// This rank's allocations and frees from building the model to the end
+  /// of the update, in order (Note [Allocation log] in
+  /// backends/rank_memory.cc): replayed through
+  /// planner/caching_allocator_model.h, what PyTorch's CUDA caching allocator
+  /// would hold (step_totals). Unset when the world does not count memory.
+  std::optional<std::vector<AllocationEvent>> allocations;
 };
 
-/// Records one step on the calling rank. The program calls, in order:
+/// Records one step on the calling rank; construct it before the program
+/// builds its model (its allocations are part of what the allocator holds).
+/// The program calls, in order:
 /// record_static (after the warm-up), trace_forward_backward (guard around
 /// one micro-step), trace_update (guard around averaging + optimizer step).
 class StepRecorder {

@@ -37,6 +37,10 @@ double positive_number(const std::string& word, int line_no, const std::string& 
   return v;
 }
 
+double non_negative_number(const std::string& word, int line_no, const std::string& line) {
+  return word == "0" ? 0.0 : positive_number(word, line_no, line);
+}
+
 }  // namespace
 
 Topology parse_topology(const std::string& text) {
@@ -66,6 +70,19 @@ Topology parse_topology(const std::string& text) {
     } else if (w[0] == "memory_gib") {
       expect(2, "memory_gib X");
       t.memory_gib = positive_number(w[1], line_no, raw);
+    } else if (w[0] == "cuda_context_gib") {
+      expect(2, "cuda_context_gib X");
+      t.cuda_context_gib = non_negative_number(w[1], line_no, raw);
+    } else if (w[0] == "nccl_gib_per_communicator") {
+      expect(2, "nccl_gib_per_communicator X");
+      t.nccl_gib_per_communicator = non_negative_number(w[1], line_no, raw);
+    } else if (w[0] == "allocator") {
+      expect(2, "allocator expandable|segments");
+      if (w[1] != "expandable" && w[1] != "segments") {
+        throw std::invalid_argument("topology line " + std::to_string(line_no) + " '" + raw +
+                                    "': the allocator is 'expandable' (expandable_segments:True) or 'segments'");
+      }
+      t.expandable_segments = w[1] == "expandable";
     } else if (w[0] == "link") {
       if (w.size() != 5) expect(4, "link DIM LATENCY_US GBPS [STEP_LATENCY_US]");
       CommCostModel link{positive_number(w[2], line_no, raw), positive_number(w[3], line_no, raw)};
@@ -73,7 +90,7 @@ Topology parse_topology(const std::string& text) {
       t.links[w[1]] = link;
     } else {
       throw std::invalid_argument("topology line " + std::to_string(line_no) + " '" + raw + "': unknown key '" +
-                                  w[0] + "' (known: peak_tflops, hbm_gbps, memory_gib, link)");
+                                  w[0] + "' (known: peak_tflops, hbm_gbps, memory_gib, link, cuda_context_gib, nccl_gib_per_communicator, allocator)");
     }
   }
   return t;
@@ -83,6 +100,8 @@ std::string topology_text(const Topology& t) {
   std::ostringstream out;
   out.precision(17);
   out << "peak_tflops " << t.peak_tflops << "\nhbm_gbps " << t.hbm_gbps << "\nmemory_gib " << t.memory_gib << "\n";
+  out << "cuda_context_gib " << t.cuda_context_gib << "\nnccl_gib_per_communicator " << t.nccl_gib_per_communicator
+      << "\nallocator " << (t.expandable_segments ? "expandable" : "segments") << "\n";
   for (const auto& [name, link] : t.links) {
     out << "link " << name << " " << link.latency_us << " " << link.bandwidth_gbytes_per_s << " "
         << link.step_latency_us << "\n";

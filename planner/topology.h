@@ -26,18 +26,40 @@ namespace dtensor::planner {
 //   link * 10 50             # any other mesh dim
 //   link ep 10 50 1.5        # optional 4th number: latency per ring step, us
 //                            # (default 0.5; Note [Comm cost model])
+//   cuda_context_gib 0.5     # device memory outside PyTorch's allocator: the
+//                            # CUDA context, cuBLAS/cuDNN workspaces, kernels
+//   nccl_gib_per_communicator 0.5   # NCCL's buffers of each communicator a rank uses
+//   allocator expandable     # PYTORCH_CUDA_ALLOC_CONF of the runs: "expandable"
+//                            # (expandable_segments:True, the default here) or
+//                            # "segments" (PyTorch's own default)
+// The last three give memory as the GPU sees it (Note [Device memory] in
+// planner/estimate.cc); 0 is allowed for the two sizes.
 // Lines may come in any order; what a file leaves out keeps the default.
 // The defaults (default_topology) are an H100 SXM node of 8 GPUs: dense BF16
 // peak 989 TFLOP/s, HBM3 3.35 TB/s, 80 GiB; "tp" on NVLink (450 GB/s per
 // direction, 3 us), every other dim across nodes on one 400 Gb/s NIC per GPU
 // (50 GB/s, 10 us). They are datasheet numbers, not measurements: a step
 // estimate from them is a lower bound (100% of peak), useful to rank plans.
+// The device memory defaults are assumptions from user reports (NVIDIA/nccl
+// issue 1685: an 8 x H100 rank held 1.06 GB outside PyTorch with its NCCL
+// communicator up, before its first all_to_all): 0.5 GiB of CUDA context and
+// 0.5 GiB per communicator. The allocator: expandable segments, as
+// torchtitan launches its runs (run_train.sh) and as PyTorch recommends
+// against fragmentation; with PyTorch's default segments the allocator model
+// finds FSDP runs of deep models fragmenting into many partly used segments
+// (Llama 3 70B with full AC on 64 ranks: 138 GiB reserved for 48 GiB live),
+// which a real run would meet with cache flushes or run out of memory.
 // GB means 1e9 bytes, GiB 2^30.
 
 struct Topology {
   double peak_tflops = 989.0;
   double hbm_gbps = 3350.0;
   double memory_gib = 80.0;
+  /// Device memory outside PyTorch's caching allocator (Note [Device memory]).
+  double cuda_context_gib = 0.5;
+  double nccl_gib_per_communicator = 0.5;
+  /// PyTorch's caching allocator with expandable_segments:True.
+  bool expandable_segments = true;
   /// Mesh dim name -> its link; "*" is the link of dims not listed.
   std::map<std::string, CommCostModel> links = {{"tp", CommCostModel{3.0, 450.0}},
                                                 {"*", CommCostModel{10.0, 50.0}}};

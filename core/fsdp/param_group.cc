@@ -8,8 +8,10 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/engine.h>
 
+#include <optional>
 #include <utility>
 
+#include "backends/rank_memory.h"
 #include "core/collectives.h"
 #include "core/dtensor.h"
 #include "core/dtensor_impl.h"
@@ -188,6 +190,9 @@ void ParamGroup::unshard(const std::shared_ptr<const StreamMark>& params_written
   const int64_t world = post_forward ? post_world_ : world_;
   std::unique_ptr<AsyncRegion> region;
   at::Tensor send;
+  // The gather's buffers are on its own stream in FSDP2 (what a caching
+  // allocator model needs to know: Note [Allocation log]).
+  std::optional<ScopedAllocationStream> stream(std::in_place, kFsdpAllGatherStream);
   if (post_forward) {
     region = begin_async_region(device_, {post_forward_});
     send = post_forward_;
@@ -212,6 +217,7 @@ void ParamGroup::unshard(const std::shared_ptr<const StreamMark>& params_written
       pending.gathered = collectives::all_gather_dim(send, group, group_dim, 0, send.numel() * world);
     });
   }
+  stream.reset();  // the unsharded parameters are the compute stream's
   pending.world = world;
   post_forward_ = at::Tensor();
   if (region) pending.done = region->finish({pending.gathered});
@@ -335,6 +341,10 @@ bool ParamGroup::reduce_gradients() {
   }
   at::Tensor mine;
   {
+    // As FSDP2: the input is copied in on the compute stream, the output is
+    // the reduce-scatter stream's (what a caching allocator model needs to
+    // know: Note [Allocation log]).
+    ScopedAllocationStream stream(kFsdpReduceScatterStream);
     ExplicitOriginScope origin(origin_cause::kFsdpReduceGrad, "fully_shard reduce_scatter");
     // Sum (every backend has it; Gloo has no avg), then the average.
     naming_failures(module_name_, "reduce_scatter of its gradients", mesh_.global_rank(), [&] {

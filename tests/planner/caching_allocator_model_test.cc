@@ -101,6 +101,21 @@ TEST(CachingAllocatorModelTest, ExpandableSegmentsGrowAtTheEndInPages) {
   EXPECT_EQ(m.reserved_bytes(), 62 * kMiB);
 }
 
+TEST(CachingAllocatorModelTest, AFreedBlockIsReusedByItsOwnStreamOnly) {
+  for (bool expandable : {false, true}) {
+    SCOPED_TRACE(expandable ? "expandable" : "segments");
+    CachingAllocatorModel m(expandable);
+    m.allocate(0, 12 * kMiB, /*stream=*/1);
+    m.free(0);
+    m.allocate(1, 12 * kMiB, /*stream=*/0);  // stream 1's cached block is not stream 0's
+    EXPECT_EQ(m.reserved_bytes(), expandable ? 40 * kMiB : 24 * kMiB);
+    m.allocate(2, 12 * kMiB, /*stream=*/1);  // but stream 1 takes it again
+    EXPECT_EQ(m.reserved_bytes(), expandable ? 40 * kMiB : 24 * kMiB);
+  }
+  CachingAllocatorModel m;
+  EXPECT_THROW(m.allocate(0, 10, /*stream=*/16), std::invalid_argument);
+}
+
 TEST(CachingAllocatorModelTest, IgnoresZeroBytesAndUnknownFreesRefusesALiveId) {
   CachingAllocatorModel m;
   m.allocate(0, 0);
@@ -127,7 +142,7 @@ TEST(CachingAllocatorModelTest, InvariantsOverRandomSequences) {
         if (live.empty() || rng() % 3 != 0) {
           // Sizes from bytes to ~100 MiB, log-uniform.
           const int64_t bytes = int64_t{1} << (rng() % 27);
-          m.allocate(next, bytes + static_cast<int64_t>(rng() % 4096));
+          m.allocate(next, bytes + static_cast<int64_t>(rng() % 4096), static_cast<int>(rng() % 3));
           live.push_back(next++);
         } else {
           const size_t i = rng() % live.size();

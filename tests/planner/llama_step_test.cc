@@ -114,6 +114,43 @@ TEST(LlamaStepTest, FullyShardedPlans) {
   EXPECT_NEAR(with.step_us_serial, with.compute_us + with.blocking_comm_us + with.prefetched_comm_us, 1e-6 * with.step_us_serial);
 }
 
+// mp=bf16 (torchtitan's mixed precision): float32 parameters, gradients and
+// Adam state (twice the bf16 plan's bytes), all-gathered in bf16 (the same
+// all_gather bytes) and reduce-scattered in float32 (twice the
+// reduce_scatter bytes); the loss in float32 makes the step's peak larger.
+TEST(LlamaStepTest, MixedPrecisionKeepsFloat32MastersAndReducesInFloat32) {
+  const ModelConfig m = parse_model("llama:layers=3,dim=64,ffn=128,heads=8,kv_heads=4,vocab=96,seq=16,batch=8,dtype=bfloat16");
+  const Topology topo = default_topology();
+  const PlanConfig bf16 = parse_plan(parse_mesh("dp=4,tp=2"), "fsdp,adam");
+  const PlanConfig mp = parse_plan(parse_mesh("dp=4,tp=2"), "fsdp,adam,mp=bf16");
+  EXPECT_EQ(mp.to_string(), "dp=4,tp=2,nosp,micro=1,adam,fsdp,mp=bf16");
+  const StepMeasure a = trace_solo_step(llama_step_program(), m, bf16);
+  const StepMeasure b = trace_solo_step(llama_step_program(), m, mp);
+  EXPECT_EQ(b.parameter_bytes, 2 * a.parameter_bytes);
+  EXPECT_EQ(b.gradient_bytes, 2 * a.gradient_bytes);
+  EXPECT_EQ(b.optimizer_bytes, 2 * a.optimizer_bytes);
+  auto bytes_of = [&](const StepMeasure& s, const PlanConfig& p, const std::string& kind) {
+    int64_t bytes = 0;
+    for (const CommRow& r : step_totals(s, m, p, topo).comm) {
+      if (r.kind == kind && r.mesh_dim == "dp") bytes += r.bytes;
+    }
+    return bytes;
+  };
+  EXPECT_GT(bytes_of(a, bf16, "all_gather_into_tensor"), 0);
+  EXPECT_EQ(bytes_of(b, mp, "all_gather_into_tensor"), bytes_of(a, bf16, "all_gather_into_tensor"));
+  EXPECT_EQ(bytes_of(b, mp, "reduce_scatter_tensor"), 2 * bytes_of(a, bf16, "reduce_scatter_tensor"));
+  ASSERT_TRUE(a.peak_bytes && b.peak_bytes);
+  EXPECT_GT(*b.peak_bytes - (b.parameter_bytes + b.gradient_bytes + b.optimizer_bytes),
+            *a.peak_bytes - (a.parameter_bytes + a.gradient_bytes + a.optimizer_bytes))
+      << "float32 logits and loss hold more than bf16 ones";
+  // Refused: without fsdp, and naming another dtype than the model's.
+  EXPECT_THROW(trace_solo_step(llama_step_program(), m, parse_plan(parse_mesh("dp=4,tp=2"), "mp=bf16")),
+               std::invalid_argument);
+  EXPECT_NE(plan_problem(m, parse_plan(parse_mesh("dp=4,tp=2"), "fsdp,mp=fp16")).find("set dtype=float16"),
+            std::string::npos);
+  EXPECT_THROW(parse_plan(parse_mesh("dp=4"), "mp=fp8"), std::invalid_argument);
+}
+
 TEST(LlamaStepTest, ExtrapolationFromTwoAndThreeLayersEqualsTheFullTrace) {
   ModelConfig m = parse_model(kSmall);
   m.layers = 5;

@@ -5,8 +5,11 @@
 // against estimated. It checks: every run of a model the planner has
 // exactly fits its memory estimate; each estimate equals the one pinned in
 // runs.txt within 1% (so a change of the model shows up as a change of this
-// table); and each is within the issue's 15% of the published throughput,
-// but for the runs kKnownMisses names, with why.
+// table); each is within the issue's 15% of the published throughput,
+// but for the runs kKnownMisses names, with why; and where a run publishes
+// its memory (torchtitan: torch.cuda.max_memory_reserved()), the estimate's
+// reserved bytes (Note [Device memory]) are within the issue's 10% of it,
+// but for the runs kKnownMemoryMisses names.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -66,10 +69,14 @@ const std::map<std::string, std::string> kKnownMisses = {
     {"torchtitan-h100-llama3-8b-fsdp128", "+57%: 500 W power-capped 96 GB H100s, not the SXM part calibrated"},
 };
 
+// Runs whose memory the estimate misses by more than 10%, and why.
+const std::map<std::string, std::string> kKnownMemoryMisses = {};
+
 TEST(PublishedRunsTest, EstimatesAgainstPublishedThroughput) {
   const std::vector<PublishedRun> runs = read_runs();
   ASSERT_GE(runs.size(), 8u);
-  std::printf("%-38s %10s %10s %8s %9s %9s\n", "run", "published", "estimate", "error", "GiB est", "GiB pub");
+  std::printf("%-38s %10s %10s %8s %9s %9s %9s %8s\n", "run", "published", "estimate", "error", "GiB live",
+              "GiB rsvd", "GiB pub", "error");
   for (const PublishedRun& r : runs) {
     SCOPED_TRACE(r.id);
     const ModelConfig model = parse_model(r.model);
@@ -82,10 +89,24 @@ TEST(PublishedRunsTest, EstimatesAgainstPublishedThroughput) {
     const double estimate = tokens_per_gpu / (e.step_us_overlap / 1e6);
     const double error = estimate / r.published - 1;
     const double gib = static_cast<double>(e.total_bytes) / (1ull << 30);
-    std::printf("%-38s %10.1f %10.1f %+7.1f%% %9.1f %9s\n", r.id.c_str(), r.published, estimate, 100 * error, gib,
-                r.published_gib > 0 ? std::to_string(r.published_gib).substr(0, 4).c_str() : "-");
+    ASSERT_TRUE(e.device.has_value()) << "solo traces count memory";
+    const double reserved_gib = static_cast<double>(e.device->reserved) / (1ull << 30);
+    const double memory_error = r.published_gib > 0 ? reserved_gib / r.published_gib - 1 : 0;
+    std::printf("%-38s %10.1f %10.1f %+7.1f%% %9.1f %9.1f %9s %s\n", r.id.c_str(), r.published, estimate, 100 * error,
+                gib, reserved_gib, r.published_gib > 0 ? std::to_string(r.published_gib).substr(0, 4).c_str() : "-",
+                r.published_gib > 0 ? (std::to_string(100 * memory_error).substr(0, 5) + "%").c_str() : "");
     if (r.exact) {
-      EXPECT_TRUE(e.fits()) << "the run was trained, but the planner says it needs " << gib << " GiB";
+      EXPECT_TRUE(e.fits()) << "the run was trained, but the planner says it needs "
+                            << static_cast<double>(e.needed_bytes()) / (1ull << 30) << " GiB";
+    }
+    if (r.published_gib > 0) {
+      const auto memory_miss = kKnownMemoryMisses.find(r.id);
+      if (memory_miss == kKnownMemoryMisses.end()) {
+        EXPECT_LT(std::fabs(memory_error), 0.10) << "reserved " << reserved_gib << " GiB, outside issue #37's 10% of the published "
+                                                 << r.published_gib << " GiB";
+      } else {
+        EXPECT_GE(std::fabs(memory_error), 0.10) << "within 10% now: drop it from kKnownMemoryMisses (" << memory_miss->second << ")";
+      }
     }
     EXPECT_NEAR(estimate, r.pinned, 0.01 * r.pinned)
         << "the estimate moved from the pinned " << r.pinned << " tokens/s/GPU; if on purpose, update runs.txt";
