@@ -74,7 +74,7 @@ SweepResult sweep_plans(const StepProgram& program, const ModelConfig& model, co
   }
   std::stable_sort(r.ranked.begin(), r.ranked.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
     if (a.fits() != b.fits()) return a.fits();
-    return a.fits() ? a.step_us_overlap < b.step_us_overlap : a.total_bytes < b.total_bytes;
+    return a.fits() ? a.step_us_overlap < b.step_us_overlap : a.needed_bytes() < b.needed_bytes();
   });
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
@@ -87,7 +87,8 @@ std::string sweep_report_text(const SweepResult& r, int64_t top) {
       << format_bytes(static_cast<double>(r.topology.memory_cap_bytes()), 2) << "\n";
   out << "evaluated  " << r.ranked.size() << " plans in " << std::to_string(r.seconds).substr(0, 5) << " s ("
       << r.fitting() << " fit, " << r.skipped.size() << " skipped: the model cannot run them)\n\n";
-  std::snprintf(line, sizeof(line), "  %-4s %-38s %12s %12s %12s %14s\n", "rank", "plan", "peak/rank", "step",
+  // Memory: the device total, as nvidia-smi would show it (Note [Device memory]).
+  std::snprintf(line, sizeof(line), "  %-4s %-38s %12s %12s %12s %14s\n", "rank", "plan", "device/rank", "step",
                 "serial", "comm/rank");
   out << line;
   int64_t shown = 0;
@@ -97,7 +98,8 @@ std::string sweep_report_text(const SweepResult& r, int64_t top) {
     int64_t ring = 0;
     for (const CommRow& c : e.totals.comm) ring += c.ring_bytes;
     std::snprintf(line, sizeof(line), "  %-4lld %-38s %12s %9.1f ms %9.1f ms %14s\n", static_cast<long long>(shown),
-                  e.plan.to_string().c_str(), format_bytes(static_cast<double>(e.total_bytes), 2).c_str(),
+                  e.plan.to_string().c_str(),
+                  format_bytes(static_cast<double>(e.device ? e.device->total() : e.total_bytes), 2).c_str(),
                   e.step_us_overlap / 1e3, e.step_us_serial / 1e3, format_bytes(static_cast<double>(ring), 2).c_str());
     out << line;
   }

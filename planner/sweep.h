@@ -42,7 +42,7 @@ struct SweepResult {
   Topology topology;
   int64_t world_size = 0;
   /// Every plan evaluated: the ones that fit first, by step_us_overlap; then
-  /// the others by total bytes.
+  /// the others by the memory they need (PlanEstimate::needed_bytes).
   std::vector<PlanEstimate> ranked;
   /// Plans the model cannot run ("tp=16 does not divide kv_heads=8"), with why.
   std::vector<std::pair<std::string, std::string>> skipped;
@@ -55,7 +55,7 @@ struct SweepResult {
 SweepResult sweep_plans(const StepProgram& program, const ModelConfig& model, const Topology& topology,
                         const SweepOptions& options);
 
-/// The best `top` plans that fit (rank, plan, peak per rank, step time, comm
+/// The best `top` plans that fit (rank, plan, device memory per rank, step time, comm
 /// per step), then how many did not fit and were skipped, and the time taken.
 std::string sweep_report_text(const SweepResult& r, int64_t top = 10);
 

@@ -48,6 +48,14 @@ PlanSummary summary(const json& p, const std::string& path) {
   if (!activations.is_null()) s.memory.push_back({"activations", number(m, "activations", mpath)});
   s.total_bytes = number(m, "total", mpath);
   s.cap_bytes = number(m, "cap", mpath);
+  if (m.contains("device")) {  // reports of 2026-12-01 on
+    const json& d = field(m, "device", mpath);
+    const std::string dpath = mpath + ".device";
+    s.memory.push_back({"allocator cache", std::max(0.0, number(d, "reserved", dpath) - s.total_bytes)});
+    s.memory.push_back({"NCCL buffers", number(d, "nccl", dpath)});
+    s.memory.push_back({"CUDA context", number(d, "cuda_context", dpath)});
+    s.total_bytes = number(d, "total", dpath);
+  }
   const json& fits = field(p, "fits", path);
   if (!fits.is_boolean()) throw BadField(path + ".fits: expected a bool, got " + std::string(fits.type_name()));
   s.fits = fits.get<bool>();

@@ -29,8 +29,12 @@ struct PlanSummary {
   std::string spec;      // "pp=4,dp=256,tp=4,sp,micro=1,adam,zero1"
   int64_t world_size = 0;
   // parameters, gradients, optimizer state, activations and transients at
-  // the peak (the last absent when the world counted no memory).
+  // the peak (the last absent when the world counted no memory); then, in
+  // reports that have memory.device (planner Note [Device memory]), the
+  // allocator's cache over the live peak, NCCL buffers and the CUDA context.
   std::vector<PlanSlice> memory;
+  // The device total (what nvidia-smi would show) where the report has it,
+  // else the live peak.
   double total_bytes = 0, cap_bytes = 0;
   bool fits = false;
   std::string verdict;

@@ -2,6 +2,7 @@
 #include "gui/panels/plan_panel.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,10 @@ namespace dtensor::gui {
 namespace {
 
 // Slice colours, in order (memory: parameters, gradients, optimizer state,
-// activations; time: compute, exposed comm, bubble).
-const Rgb kSliceColors[] = {{78, 121, 167}, {242, 142, 43}, {89, 161, 79}, {225, 87, 89}};
+// activations, allocator cache, NCCL buffers, CUDA context; time: compute,
+// exposed comm, bubble).
+const Rgb kSliceColors[] = {{78, 121, 167}, {242, 142, 43}, {89, 161, 79}, {225, 87, 89},
+                            {176, 122, 161}, {118, 183, 178}, {186, 176, 172}};
 const Rgb kCapColor{255, 255, 255};
 
 // One horizontal bar of `slices` scaled so that `full` spans the width; a
@@ -30,7 +33,7 @@ void stacked_bar(const char* id, const std::vector<PlanSlice>& slices, double fu
     const float w = static_cast<float>(slices[i].value * scale);
     if (w <= 0) continue;
     const ImVec2 min(x, origin.y), max(std::min(x + w, origin.x + width), origin.y + height);
-    draw->AddRectFilled(min, max, to_imu32(kSliceColors[i % 4]));
+    draw->AddRectFilled(min, max, to_imu32(kSliceColors[i % std::size(kSliceColors)]));
     draw_fitted_lines(draw, min, max, {format(slices[i].value)}, IM_COL32(255, 255, 255, 255), false);
     x += w;
   }
@@ -43,7 +46,7 @@ void stacked_bar(const char* id, const std::vector<PlanSlice>& slices, double fu
   for (size_t i = 0; i < slices.size(); ++i) {
     const std::string label = slices[i].name + " " + format(slices[i].value);
     flow_item(i == 0, ImGui::GetTextLineHeight() + ImGui::CalcTextSize(label.c_str()).x + 4.0f);
-    color_swatch(kSliceColors[i % 4], label.c_str());
+    color_swatch(kSliceColors[i % std::size(kSliceColors)], label.c_str());
   }
   ImGui::PopID();
 }

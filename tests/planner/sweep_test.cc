@@ -6,6 +6,7 @@
 
 #include "planner/llama_step.h"
 #include "planner/report.h"
+#include "planner/verdict_changes.h"
 
 namespace dtensor::planner {
 namespace {
@@ -41,6 +42,41 @@ TEST(SweepTest, RanksFittingPlansByStepTimeAndMatchesSingleEstimates) {
   const nlohmann::json j = sweep_report_json(r);
   EXPECT_EQ(j["dtensor_plan_version"], kPlanJsonVersion);
   EXPECT_EQ(j["plans"].size(), r.ranked.size());
+}
+
+// What would change the verdict (issue #37 item 5): with a cap just below
+// what a plan needs, every change listed fits and differs from the plan by
+// one option, best tokens/s first; with room to spare, every change listed
+// fits and is faster.
+TEST(SweepTest, VerdictChangesFitWhereThePlanDoesNotOrAreFaster) {
+  // Large enough that activations, not the allocator's 20 MiB pages, decide.
+  const ModelConfig m = parse_model("llama:layers=4,dim=1024,ffn=4096,heads=8,kv_heads=4,vocab=32000,seq=2048,batch=16");
+  Topology topo = default_topology();
+  topo.cuda_context_gib = 0, topo.nccl_gib_per_communicator = 0;
+  const PlanConfig plan = parse_plan(parse_mesh("dp=4,tp=2"), "adam,micro=4");
+  const PlanEstimate roomy = estimate_plan(llama_step_program(), m, plan, topo);
+  ASSERT_TRUE(roomy.fits());
+  topo.memory_gib = static_cast<double>(roomy.needed_bytes() - (1 << 20)) / (1 << 30);
+  const PlanEstimate tight = estimate_plan(llama_step_program(), m, plan, topo);
+  ASSERT_FALSE(tight.fits());
+  const std::vector<VerdictChange> changes = verdict_changes(llama_step_program(), tight);
+  ASSERT_FALSE(changes.empty());
+  for (size_t i = 0; i < changes.size(); ++i) {
+    SCOPED_TRACE(changes[i].change);
+    EXPECT_TRUE(changes[i].estimate.fits());
+    EXPECT_NE(changes[i].estimate.plan.to_string(), plan.to_string());
+    if (i > 0) {
+      EXPECT_GE(changes[i - 1].estimate.tokens_per_second_per_gpu(), changes[i].estimate.tokens_per_second_per_gpu());
+    }
+  }
+  EXPECT_EQ(verdict_changes_text(tight, changes).rfind("fits with " + changes[0].change + " (", 0), 0u)
+      << verdict_changes_text(tight, changes);
+  EXPECT_EQ(verdict_changes_json(changes).size(), changes.size());
+  for (const VerdictChange& c : verdict_changes(llama_step_program(), roomy)) {
+    SCOPED_TRACE(c.change);
+    EXPECT_TRUE(c.estimate.fits());
+    EXPECT_GT(c.estimate.tokens_per_second_per_gpu(), roomy.tokens_per_second_per_gpu());
+  }
 }
 
 TEST(SweepTest, ZeroOneShardsOptimizerStateOverDp) {

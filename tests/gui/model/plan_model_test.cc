@@ -64,6 +64,25 @@ TEST(PlanModelTest, SinglePlanReportWithAPipeline) {
   EXPECT_LT(p.mfu, 1.0);
 }
 
+// A report with memory as the GPU sees it (dtensor_plan since 2026-12-01:
+// Llama 3 8B, FSDP over 64 A100s, mp=bf16, ac=op): the allocator's cache,
+// NCCL's buffers and the CUDA context are slices of the bar, and the total
+// is the device's.
+TEST(PlanModelTest, DeviceMemoryRowsAreSlices) {
+  PlanLoadResult r = parse_plan_json(read_all(testdata("plan_llama8b_fsdp64.json")), "8b.json");
+  ASSERT_TRUE(r.report) << r.error;
+  const PlanSummary& p = r.report->plans[0];
+  ASSERT_EQ(p.memory.size(), 7u);
+  EXPECT_EQ(p.memory[4].name, "allocator cache");
+  EXPECT_EQ(p.memory[5].name, "NCCL buffers");
+  EXPECT_EQ(p.memory[6].name, "CUDA context");
+  EXPECT_DOUBLE_EQ(p.memory[5].value, 512.0 * (1 << 20));
+  double sum = 0;
+  for (const PlanSlice& s : p.memory) sum += s.value;
+  EXPECT_NEAR(sum, p.total_bytes, 1.0) << "the slices add up to the device total";
+  EXPECT_TRUE(p.fits);
+}
+
 TEST(PlanModelTest, MalformedReportsNameThePath) {
   const std::string good = read_all(testdata("plan_llama70b_pp8.json"));
   std::string bad = good;
