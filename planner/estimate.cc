@@ -337,6 +337,9 @@ StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w) {
 //   the rank communicates over (one process group each, as DeviceMesh makes
 //   them), plus the pipeline's send/recv group;
 // - the CUDA context: Topology::cuda_context_gib.
+// The allocator's figures are at least the live peak (their per-layer
+// extrapolation steps in pages and segments, so a slope can come out below
+// the live bytes' one).
 // The plan fits when the least (pinned + NCCL + context) fits the device.
 // When the reserve would not fit beside NCCL and the context, PyTorch frees
 // its cache and retries the cudaMalloc: the run fits but pays for it

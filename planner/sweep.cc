@@ -92,18 +92,23 @@ std::string sweep_report_text(const SweepResult& r, int64_t top) {
                 "serial", "comm/rank");
   out << line;
   int64_t shown = 0;
+  bool flushed = false;
   for (const PlanEstimate& e : r.ranked) {
     if (!e.fits() || shown >= top) break;
     ++shown;
     int64_t ring = 0;
     for (const CommRow& c : e.totals.comm) ring += c.ring_bytes;
+    const bool flush = e.device && e.device->cache_flushed;
+    flushed = flushed || flush;
+    const std::string memory =
+        format_bytes(static_cast<double>(e.device ? e.device->total() : e.total_bytes), 2) + (flush ? "*" : "");
     std::snprintf(line, sizeof(line), "  %-4lld %-38s %12s %9.1f ms %9.1f ms %14s\n", static_cast<long long>(shown),
-                  e.plan.to_string().c_str(),
-                  format_bytes(static_cast<double>(e.device ? e.device->total() : e.total_bytes), 2).c_str(),
-                  e.step_us_overlap / 1e3, e.step_us_serial / 1e3, format_bytes(static_cast<double>(ring), 2).c_str());
+                  e.plan.to_string().c_str(), memory.c_str(), e.step_us_overlap / 1e3, e.step_us_serial / 1e3,
+                  format_bytes(static_cast<double>(ring), 2).c_str());
     out << line;
   }
   if (shown == 0) out << "  (no plan fits)\n";
+  if (flushed) out << "  * the caching allocator must free its cache to fit (cudaMalloc retries: slower than estimated)\n";
   const int64_t over = static_cast<int64_t>(r.ranked.size()) - r.fitting();
   if (over > 0) {
     const PlanEstimate& closest = r.ranked[static_cast<size_t>(r.fitting())];
