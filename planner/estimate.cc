@@ -344,8 +344,9 @@ StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w) {
 // When the reserve would not fit beside NCCL and the context, PyTorch frees
 // its cache and retries the cudaMalloc: the run fits but pays for it
 // (DeviceMemory::cache_flushed), and its reserve is what room there is.
-// Streams are not modelled (Note [Caching allocator model]), so a real
-// FSDP run can reserve more.
+// Streams are modelled as far as the allocation log names them (FSDP's
+// collective buffers); cross-stream waits are not (Note [Caching allocator
+// model]), so a real run can reserve more.
 
 namespace {
 

@@ -108,7 +108,10 @@ debug::CommDebugMode::Guard StepRecorder::trace_update() { return update_.enter(
 StepMeasure StepRecorder::finish() {
   measure_.forward_backward = forward_backward_.trace();
   measure_.update = update_.trace();
-  if (world_.memory_account()) measure_.allocations = world_.memory_account()->take_allocation_log();
+  // CUDA ranks' allocations are not logged (their caching allocator is real).
+  if (world_.memory_account() && !world_.device().is_cuda()) {
+    measure_.allocations = world_.memory_account()->take_allocation_log();
+  }
   // Each session's peak (CommDebugMode resets it at enter, See Note [Memory
   // location]); the step's is the larger.
   for (const trace::CommTrace* t : {&measure_.forward_backward, &measure_.update}) {

@@ -52,7 +52,8 @@ struct StepMeasure {
   /// of the update, in order (Note [Allocation log] in
   /// backends/rank_memory.cc): replayed through
   /// planner/caching_allocator_model.h, what PyTorch's CUDA caching allocator
-  /// would hold (step_totals). Unset when the world does not count memory.
+  /// would hold (step_totals). Unset when the world does not count memory
+  /// and on CUDA ranks (their own caching allocator is the real thing).
   std::optional<std::vector<AllocationEvent>> allocations;
 };
 

@@ -81,7 +81,7 @@ void draw_sweep_table(ViewerState& state) {
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn("#", ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("plan", ImGuiTableColumnFlags_WidthStretch);
-  ImGui::TableSetupColumn("peak/rank", ImGuiTableColumnFlags_WidthFixed);
+  ImGui::TableSetupColumn("memory/rank", ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("step", ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("tokens/s/GPU", ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("MFU", ImGuiTableColumnFlags_WidthFixed);
