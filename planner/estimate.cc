@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "layout/collective_origin.h"
 #include "trace/comm_estimate.h"
 
 namespace dtensor::planner {
@@ -42,13 +43,21 @@ namespace dtensor::planner {
 // parallelism feed the very next op and stay on the critical path; FSDP's
 // (the micro-step collectives over dp: each layer's all_gather, prefetched
 // while the previous layer computes, and its reduce_scatter, issued while the
-// next layer's backward runs) hide behind the micro-steps' compute, so only
-// max(0, their time - that compute) is exposed; the update's collectives
-// (the dp gradient all_reduce) can hide behind the last micro-step's
-// backward, as DDP's bucketed all_reduce does, so only max(0, update comm -
-// backward compute) is exposed. Both are lower bounds
-// (100% of peak or of the calibrated rates, perfect links, no launch gaps):
-// they rank plans, they do not promise times.
+// next layer's backward runs) hide behind the micro-steps' compute but for
+// what none can hide: each micro-step's first all-gather (no op runs before
+// the parameters it gathers: the root's) and its last gradient reduction on
+// each mesh dim (no op runs after it; the root's; HSDP's all_reduce over rep
+// after it), the ends; so max(ends, their time - that compute) is exposed.
+// The update's collectives (the dp gradient all_reduce) can hide behind the
+// last micro-step's backward, as DDP's bucketed all_reduce does, so only
+// max(0, update comm - backward compute) is exposed. What is hidden is not
+// free: NCCL's kernels take SMs and memory bandwidth, and compute overlapped
+// by a collective runs 1 + s times slower (s = Topology::overlap_slowdown, a
+// published mean); over hidden time H the step grows by H s / (1 + s) (the
+// compute done in H is H / (1 + s)). The longer compute this makes could hide
+// more of a collective; that is not counted. The estimates stay lower bounds
+// (the calibrated rates, perfect links, no launch gaps): they rank plans,
+// they do not promise times.
 
 // Note [Per-layer scaling]
 // Tracing a step costs time proportional to the layers traced (~10 ms per
@@ -208,6 +217,27 @@ void add_ops(const trace::CommTrace& trace, int64_t element_size, const Topology
   }
 }
 
+// One micro-step's FSDP collectives no compute can hide (StepTotals::fsdp_ends_us).
+double fsdp_ends_us(const trace::CommTrace& trace, const Topology& topology) {
+  const trace::CollectiveRecord* first_gather = nullptr;
+  std::map<std::string, const trace::CollectiveRecord*> last_reduction;  // per mesh dim
+  for (const trace::CollectiveRecord& r : trace.collectives) {
+    if (!r.origin) continue;
+    if (r.origin->cause == origin_cause::kFsdpUnshard && r.phase == trace::Phase::kForward) {
+      if (!first_gather || r.seq < first_gather->seq) first_gather = &r;
+    } else if (r.origin->cause == origin_cause::kFsdpReduceGrad && r.phase == trace::Phase::kBackward) {
+      const trace::CollectiveRecord*& last = last_reduction[r.mesh_dim_name];
+      if (!last || r.seq > last->seq) last = &r;
+    }
+  }
+  auto time = [&](const trace::CollectiveRecord& r) {
+    return trace::estimate_collective_us(r, topology.link(r.mesh_dim_name.empty() ? "?" : r.mesh_dim_name));
+  };
+  double us = first_gather ? time(*first_gather) : 0;
+  for (const auto& [dim, r] : last_reduction) us += time(*r);
+  return us;
+}
+
 void add_comm(const trace::CommTrace& trace, const char* phase, int64_t times, const Topology& topology,
               std::map<std::tuple<std::string, std::string, std::string>, CommRow>* rows) {
   for (const trace::CollectiveRecord& r : trace.collectives) {
@@ -247,6 +277,7 @@ StepTotals step_totals(const StepMeasure& m, const ModelConfig& model, const Pla
   t.forward_pointwise_bytes = forward.bytes, t.backward_pointwise_bytes = backward.bytes;
   t.update_pointwise_bytes = update.bytes;
   t.forward_compute_us = forward.us, t.backward_compute_us = backward.us, t.update_compute_us = update.us;
+  t.fsdp_ends_us = fsdp_ends_us(m.forward_backward, topology);
   t.kept_bytes = m.kept_bytes;
   if (m.allocations) {
     CachingAllocatorModel allocator(topology.expandable_segments);
@@ -313,6 +344,7 @@ StepTotals blend_totals(const StepTotals& a, const StepTotals& b, double w) {
   t.forward_compute_us = mix(a.forward_compute_us, b.forward_compute_us);
   t.backward_compute_us = mix(a.backward_compute_us, b.backward_compute_us);
   t.update_compute_us = mix(a.update_compute_us, b.update_compute_us);
+  t.fsdp_ends_us = mix(a.fsdp_ends_us, b.fsdp_ends_us);
   if (a.kept_bytes && b.kept_bytes) t.kept_bytes = mixi(*a.kept_bytes, *b.kept_bytes);
   auto mix_peaks = [&](const std::optional<AllocatorPeaks>& x, const std::optional<AllocatorPeaks>& y) {
     std::optional<AllocatorPeaks> p;
@@ -387,6 +419,22 @@ std::optional<DeviceMemory> device_of(const StepTotals& totals, int64_t live_byt
 
 }  // namespace
 
+namespace {
+
+// What of FSDP's `comm_us` (its `ends_us` among it) `compute_us` does not
+// hide (Note [Step time estimate]).
+double exposed_fsdp_us(double comm_us, double ends_us, double compute_us) {
+  return std::min(comm_us, std::max(ends_us, comm_us - compute_us));
+}
+
+// How much longer compute takes for hiding `hidden_us` of collectives.
+double slowed_by_overlap_us(double hidden_us, const Topology& topology) {
+  const double s = topology.overlap_slowdown;
+  return std::max(0.0, hidden_us) * s / (1 + s);
+}
+
+}  // namespace
+
 PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layers, const ModelConfig& model,
                                   const PlanConfig& plan, const Topology& topology) {
   PlanEstimate e;
@@ -410,8 +458,12 @@ PlanEstimate estimate_from_totals(const StepTotals& totals, int64_t traced_layer
   }
   const double micro_compute_us = n * (totals.forward_compute_us + backward_us);
   e.step_us_serial = e.compute_us + e.blocking_comm_us + e.prefetched_comm_us + e.update_comm_us;
-  e.step_us_overlap = e.compute_us + e.blocking_comm_us + std::max(0.0, e.prefetched_comm_us - micro_compute_us) +
-                      std::max(0.0, e.update_comm_us - backward_us);
+  e.exposed_fsdp_comm_us = exposed_fsdp_us(e.prefetched_comm_us, n * totals.fsdp_ends_us, micro_compute_us);
+  e.exposed_update_comm_us = std::max(0.0, e.update_comm_us - backward_us);
+  e.overlap_slowdown_us = slowed_by_overlap_us(e.prefetched_comm_us - e.exposed_fsdp_comm_us, topology) +
+                          slowed_by_overlap_us(e.update_comm_us - e.exposed_update_comm_us, topology);
+  e.step_us_overlap = e.compute_us + e.blocking_comm_us + e.exposed_fsdp_comm_us + e.exposed_update_comm_us +
+                      e.overlap_slowdown_us;
   return e;
 }
 
@@ -502,7 +554,9 @@ PlanEstimate estimate_pipeline(const StepProgram& program, const ModelConfig& mo
   pipe.last_bytes = held(last, pipe.in_flight_last);
   auto compute_of = [](const PlanEstimate& s) { return s.totals.forward_compute_us + s.totals.backward_compute_us; };
   auto micro_us = [&](const PlanEstimate& s) {
-    return compute_of(s) + s.blocking_comm_us / m + std::max(0.0, s.prefetched_comm_us / m - compute_of(s));
+    const double exposed = exposed_fsdp_us(s.prefetched_comm_us / m, s.totals.fsdp_ends_us, compute_of(s));
+    return compute_of(s) + s.blocking_comm_us / m + exposed +
+           slowed_by_overlap_us(s.prefetched_comm_us / m - exposed, topology);
   };
   pipe.first_micro_us = micro_us(first), pipe.last_micro_us = micro_us(last);
   pipe.send_bytes = plan.micro_batch * model.seq * model.dim * model.element_size() /
@@ -510,8 +564,9 @@ PlanEstimate estimate_pipeline(const StepProgram& program, const ModelConfig& mo
   pipe.send_us = topology.link("pp").collective_us(pipe.send_bytes, /*ring_steps=*/1);
   const double per_micro = std::max(pipe.first_micro_us, pipe.last_micro_us) + 2 * vs * pipe.send_us;
   pipe.bubble_us = (p - 1) / vs * per_micro;
-  auto update_us = [](const PlanEstimate& s) {
-    return s.totals.update_compute_us + std::max(0.0, s.update_comm_us - s.totals.backward_compute_us);
+  auto update_us = [&](const PlanEstimate& s) {
+    return s.totals.update_compute_us + s.exposed_update_comm_us +
+           slowed_by_overlap_us(s.update_comm_us - s.exposed_update_comm_us, topology);
   };
   auto serial_micro = [&](const PlanEstimate& s) {
     return compute_of(s) + (s.blocking_comm_us + s.prefetched_comm_us) / m + 2 * vs * pipe.send_us;

@@ -41,6 +41,10 @@ struct StepTotals {
   /// Those FLOPs and bytes in microseconds on the topology's accelerator:
   /// per op at its calibrated rate, else at the peaks.
   double forward_compute_us = 0, backward_compute_us = 0, update_compute_us = 0;
+  /// One micro-step's FSDP collectives no compute can hide (Note [Step time
+  /// estimate]): the forward's first all-gather and the backward's last
+  /// gradient reduction over each mesh dim.
+  double fsdp_ends_us = 0;
   /// Bytes one micro-step's forward keeps for its backward (StepMeasure::kept_bytes).
   std::optional<int64_t> kept_bytes;
   /// The caching allocator's peaks over the step, in the topology's mode
@@ -120,6 +124,10 @@ struct PlanEstimate {
   double blocking_comm_us = 0;   // micro-step collectives (tp/sp): on the critical path
   double prefetched_comm_us = 0; // micro-step collectives over dp (FSDP's gathers and reduce-scatters): overlappable
   double update_comm_us = 0;     // gradient averaging + optimizer collectives
+  double exposed_fsdp_comm_us = 0;    // of prefetched_comm_us, what compute does not hide
+  double exposed_update_comm_us = 0;  // of update_comm_us, what the last backward does not hide
+  /// Compute slowed by the collectives it hides (Topology::overlap_slowdown).
+  double overlap_slowdown_us = 0;
   double step_us_serial = 0;     // compute + every collective
   double step_us_overlap = 0;    // update comm hidden behind the last backward (Note [Step time estimate])
   double trace_seconds = 0;      // wall time of the tracing

@@ -63,6 +63,12 @@ int64_t ModelConfig::element_size() const {
   throw std::invalid_argument("dtype " + dtype + ": expected float32, bfloat16, float16 or float64");
 }
 
+std::string mixed_precision_name(const std::string& model_dtype) {
+  return model_dtype == "bfloat16" ? "bf16" : model_dtype == "float16" ? "fp16" : "";
+}
+
+std::string mixed_precision_dtype(const std::string& name) { return name == "bf16" ? "bfloat16" : "float16"; }
+
 int64_t ModelConfig::parameter_count() const {
   if (kind == ModelKind::kExampleTransformer) {
     const int64_t block = 4 * dim * dim + 2 * (4 * dim * dim) + 4 * dim + dim + 4 * dim;  // attn, ffn + biases, 2 norms
@@ -252,7 +258,7 @@ std::string plan_problem(const ModelConfig& m, const PlanConfig& p) {
   if (p.sequence_parallel && tp > 1 && m.seq % tp != 0) return "sp: tp=" + std::to_string(tp) + " does not divide seq=" + std::to_string(m.seq);
   if (p.fsdp && p.zero1) return "fsdp shards the optimizer state already: drop zero1";
   if (!p.mixed_precision.empty()) {
-    const std::string dtype = p.mixed_precision == "bf16" ? "bfloat16" : "float16";
+    const std::string dtype = mixed_precision_dtype(p.mixed_precision);
     if (!p.fsdp) return "mp=" + p.mixed_precision + ": mixed precision is fully_shard's policy: add fsdp";
     if (m.kind != ModelKind::kLlama) return "mp=" + p.mixed_precision + ": only the Llama step program trains in mixed precision";
     if (m.dtype != dtype) {

@@ -131,6 +131,13 @@ struct PlanConfig {
   }
 };
 
+/// PlanConfig::mixed_precision's name of a model dtype: "bf16" for
+/// "bfloat16", "fp16" for "float16", "" for a dtype mixed precision does not
+/// compute in.
+std::string mixed_precision_name(const std::string& model_dtype);
+/// The model dtype mixed precision `name` ("bf16", "fp16") computes in.
+std::string mixed_precision_dtype(const std::string& name);
+
 /// Plan options over `mesh`: a comma list of "sp" / "nosp", "adam" /
 /// "sgd-momentum" / "sgd", "micro=N", "zero1" / "nozero", "fsdp" / "nofsdp",
 /// "ac=none" / "ac=full" / "ac=op" / "ac=N" (every N-th layer), "v=N"

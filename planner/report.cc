@@ -89,6 +89,13 @@ std::string plan_report_text(const PlanEstimate& e) {
   out << "comm       " << ms(e.blocking_comm_us + e.prefetched_comm_us) << " in micro-steps";
   if (e.prefetched_comm_us > 0) out << " (" << ms(e.prefetched_comm_us) << " of them FSDP's, overlapping compute)";
   out << ", " << ms(e.update_comm_us) << " in the update\n";
+  if (e.prefetched_comm_us > 0 || e.update_comm_us > 0) {
+    out << "overlap    exposed: " << ms(e.exposed_fsdp_comm_us)
+        << " of FSDP's (each micro-step's first all-gather and last reduction, and what compute is too short to hide), "
+        << ms(e.exposed_update_comm_us) << " of the update's; compute " << ms(e.overlap_slowdown_us)
+        << " slower for the collectives it hides (overlap_slowdown " << fmt("%.3g", e.topology.overlap_slowdown)
+        << ")\n";
+  }
   if (e.pipeline) {
     const PipelineEstimate& p = *e.pipeline;
     out << "pipeline   " << p.stages << " stages, "
@@ -105,11 +112,13 @@ std::string plan_report_text(const PlanEstimate& e) {
   // What the step (with overlap) is made of: compute, the collectives it does
   // not hide, the pipeline's fill and drain.
   const double bubble = e.pipeline ? e.pipeline->bubble_us : 0;
-  const double exposed = std::max(0.0, e.step_us_overlap - bubble - e.compute_us);
+  const double slowdown = e.pipeline ? 0 : e.overlap_slowdown_us;
+  const double exposed = std::max(0.0, e.step_us_overlap - bubble - slowdown - e.compute_us);
   out << "throughput " << fmt("%.0f", e.tokens_per_second_per_gpu()) << " tokens/s per GPU, MFU "
       << fmt("%.1f", 100 * e.mfu()) << "% of " << fmt("%.0f", e.topology.peak_tflops) << " TFLOP/s; the step is "
       << fmt("%.0f", 100 * e.compute_us / e.step_us_overlap) << "% compute, " << fmt("%.0f", 100 * exposed / e.step_us_overlap)
-      << "% exposed comm" << (e.pipeline ? ", " + fmt("%.0f", 100 * bubble / e.step_us_overlap) + "% pipeline bubble" : "")
+      << "% exposed comm" << (slowdown > 0 ? ", " + fmt("%.0f", 100 * slowdown / e.step_us_overlap) + "% overlap slowdown" : "")
+      << (e.pipeline ? ", " + fmt("%.0f", 100 * bubble / e.step_us_overlap) + "% pipeline bubble" : "")
       << "\n";
   out << "verdict    " << e.verdict() << "\n";
   return out.str();
@@ -132,7 +141,8 @@ nlohmann::json plan_report_json(const PlanEstimate& e) {
   j["topology"] = {{"peak_tflops", e.topology.peak_tflops}, {"hbm_gbps", e.topology.hbm_gbps},
                    {"memory_gib", e.topology.memory_gib}, {"cuda_context_gib", e.topology.cuda_context_gib},
                    {"nccl_gib_per_communicator", e.topology.nccl_gib_per_communicator},
-                   {"allocator", e.topology.expandable_segments ? "expandable" : "segments"}};
+                   {"allocator", allocator_mode_name(e.topology.expandable_segments)},
+                   {"overlap_slowdown", e.topology.overlap_slowdown}};
   if (e.topology.calibration) {
     j["topology"]["calibration"] = {{"gpu", e.topology.calibration->gpu}, {"source", e.topology.calibration->source}};
   }
@@ -150,7 +160,7 @@ nlohmann::json plan_report_json(const PlanEstimate& e) {
   j["memory"]["peak_location"] = e.totals.peak_location;
   if (e.device) {
     const DeviceMemory& d = *e.device;
-    j["memory"]["device"] = {{"allocator", d.expandable_segments ? "expandable" : "segments"},
+    j["memory"]["device"] = {{"allocator", allocator_mode_name(d.expandable_segments)},
                              {"allocated", d.allocated}, {"reserved", d.reserved}, {"pinned", d.pinned},
                              {"cache_flushed", d.cache_flushed}, {"communicators", d.communicators},
                              {"nccl", d.nccl}, {"cuda_context", d.cuda_context}, {"total", d.total()},
@@ -168,6 +178,9 @@ nlohmann::json plan_report_json(const PlanEstimate& e) {
                   {"update_pointwise_bytes", e.totals.update_pointwise_bytes}};
   j["time"] = {{"compute_us", e.compute_us}, {"micro_step_comm_us", e.blocking_comm_us + e.prefetched_comm_us},
                {"micro_step_fsdp_comm_us", e.prefetched_comm_us},
+               {"exposed_fsdp_comm_us", e.exposed_fsdp_comm_us},
+               {"exposed_update_comm_us", e.exposed_update_comm_us},
+               {"overlap_slowdown_us", e.overlap_slowdown_us},
                {"update_comm_us", e.update_comm_us}, {"step_us_serial", e.step_us_serial},
                {"step_us_overlap", e.step_us_overlap}};
   if (e.pipeline) {

@@ -20,6 +20,8 @@ int64_t Topology::memory_cap_bytes() const { return static_cast<int64_t>(std::ll
 
 Topology default_topology() { return Topology{}; }
 
+const char* allocator_mode_name(bool expandable_segments) { return expandable_segments ? "expandable" : "segments"; }
+
 namespace {
 
 double positive_number(const std::string& word, int line_no, const std::string& line) {
@@ -78,11 +80,14 @@ Topology parse_topology(const std::string& text) {
       t.nccl_gib_per_communicator = non_negative_number(w[1], line_no, raw);
     } else if (w[0] == "allocator") {
       expect(2, "allocator expandable|segments");
-      if (w[1] != "expandable" && w[1] != "segments") {
+      if (w[1] != allocator_mode_name(true) && w[1] != allocator_mode_name(false)) {
         throw std::invalid_argument("topology line " + std::to_string(line_no) + " '" + raw +
                                     "': the allocator is 'expandable' (expandable_segments:True) or 'segments'");
       }
-      t.expandable_segments = w[1] == "expandable";
+      t.expandable_segments = w[1] == allocator_mode_name(true);
+    } else if (w[0] == "overlap_slowdown") {
+      expect(2, "overlap_slowdown X");
+      t.overlap_slowdown = non_negative_number(w[1], line_no, raw);
     } else if (w[0] == "link") {
       if (w.size() != 5) expect(4, "link DIM LATENCY_US GBPS [STEP_LATENCY_US]");
       CommCostModel link{positive_number(w[2], line_no, raw), positive_number(w[3], line_no, raw)};
@@ -90,7 +95,7 @@ Topology parse_topology(const std::string& text) {
       t.links[w[1]] = link;
     } else {
       throw std::invalid_argument("topology line " + std::to_string(line_no) + " '" + raw + "': unknown key '" +
-                                  w[0] + "' (known: peak_tflops, hbm_gbps, memory_gib, link, cuda_context_gib, nccl_gib_per_communicator, allocator)");
+                                  w[0] + "' (known: peak_tflops, hbm_gbps, memory_gib, link, cuda_context_gib, nccl_gib_per_communicator, allocator, overlap_slowdown)");
     }
   }
   return t;
@@ -101,7 +106,8 @@ std::string topology_text(const Topology& t) {
   out.precision(17);
   out << "peak_tflops " << t.peak_tflops << "\nhbm_gbps " << t.hbm_gbps << "\nmemory_gib " << t.memory_gib << "\n";
   out << "cuda_context_gib " << t.cuda_context_gib << "\nnccl_gib_per_communicator " << t.nccl_gib_per_communicator
-      << "\nallocator " << (t.expandable_segments ? "expandable" : "segments") << "\n";
+      << "\nallocator " << allocator_mode_name(t.expandable_segments) << "\noverlap_slowdown " << t.overlap_slowdown
+      << "\n";
   for (const auto& [name, link] : t.links) {
     out << "link " << name << " " << link.latency_us << " " << link.bandwidth_gbytes_per_s << " "
         << link.step_latency_us << "\n";

@@ -32,6 +32,8 @@ namespace dtensor::planner {
 //   allocator expandable     # PYTORCH_CUDA_ALLOC_CONF of the runs: "expandable"
 //                            # (expandable_segments:True, the default here) or
 //                            # "segments" (PyTorch's own default)
+//   overlap_slowdown 0.189   # compute runs this much slower while a collective
+//                            # overlaps it (0: not at all)
 // The last three give memory as the GPU sees it (Note [Device memory] in
 // planner/estimate.cc); 0 is allowed for the two sizes.
 // Lines may come in any order; what a file leaves out keeps the default.
@@ -49,6 +51,13 @@ namespace dtensor::planner {
 // finds FSDP runs of deep models fragmenting into many partly used segments
 // (Llama 3 70B with full AC on 64 ranks: 138 GiB reserved for 48 GiB live),
 // which a real run would meet with cache flushes or run out of memory.
+// The overlap slowdown: NCCL's kernels take SMs and memory bandwidth from the
+// compute they overlap; 0.189 is the mean slowdown of overlapped compute Lee
+// et al. measured on A100 and H100 (and MI250, MI210) training GPT and Llama
+// models ("Characterizing Compute-Communication Overlap in GPU-Accelerated
+// Distributed Deep Learning", arXiv 2507.03114, 2025: mean 18.9%, at most
+// 40%), one figure for every GPU kind (Note [Step time estimate] in
+// planner/estimate.cc).
 // GB means 1e9 bytes, GiB 2^30.
 
 struct Topology {
@@ -60,6 +69,8 @@ struct Topology {
   double nccl_gib_per_communicator = 0.5;
   /// PyTorch's caching allocator with expandable_segments:True.
   bool expandable_segments = true;
+  /// Compute is 1 + this times slower while a collective overlaps it.
+  double overlap_slowdown = 0.189;
   /// Mesh dim name -> its link; "*" is the link of dims not listed.
   std::map<std::string, CommCostModel> links = {{"tp", CommCostModel{3.0, 450.0}},
                                                 {"*", CommCostModel{10.0, 50.0}}};
@@ -78,6 +89,10 @@ struct Topology {
 
 /// The defaults of Note [Topology file format].
 Topology default_topology();
+
+/// The allocator mode as the topology file and the report's JSON spell it:
+/// "expandable" (expandable_segments:True) or "segments".
+const char* allocator_mode_name(bool expandable_segments);
 
 /// Parses Note [Topology file format] over the defaults. Throws
 /// std::invalid_argument naming the line and what is wrong (unknown key,

@@ -49,7 +49,7 @@ std::vector<std::pair<std::string, PlanConfig>> neighbours(const ModelConfig& mo
   }
   if (plan.fsdp) {
     PlanConfig p = plan;
-    const std::string mp = model.dtype == "bfloat16" ? "bf16" : model.dtype == "float16" ? "fp16" : "";
+    const std::string mp = mixed_precision_name(model.dtype);
     p.mixed_precision = plan.mixed_precision.empty() ? mp : "";
     if (p.mixed_precision != plan.mixed_precision) add(p.mixed_precision.empty() ? "mp=none" : "mp=" + mp, p);
   }

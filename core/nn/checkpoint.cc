@@ -139,7 +139,10 @@ at::Tensor checkpoint_with(const std::function<at::Tensor(const TensorList&)>& f
 // version counter tells: at::linear adds a 3-D input's bias in place to the
 // _unsafe_view of its matmul's output (a new version counter), where
 // PyTorch, under its Python mode, adds out of place. The copy is memory
-// traffic PyTorch does not have (the planner's traces count it).
+// traffic and memory PyTorch does not have; meta tensors (the planner's solo
+// traces) hold no values to overwrite, so there the outputs are kept as
+// aliases (variable_data()), as PyTorch keeps them, and the planner counts
+// neither the copy nor its bytes.
 // Borrowing a backend slot has two more consequences: the key also selects
 // the autograd kernel, so the DTensor autograd overrides register an
 // AutogradPrivateUse3 kernel that drops the key and goes to them
@@ -190,12 +193,18 @@ struct SelectiveRun : collectives::ResultKeeper {
   // Asks the policy for the next call of `name`: true when its result is (to be) kept.
   bool keeps(const std::string& name) { return save(name, calls[name]++); }
 
-  // Forward: keeps copies of this call's outputs (Note [Selective checkpoint]).
+  // Forward: keeps copies of this call's outputs, or on meta tensors aliases
+  // (Note [Selective checkpoint]).
   void keep(const std::string& name, std::string arguments, c10::ArrayRef<c10::IValue> outputs) {
     KeptOutputs::Call call;
     call.arguments = std::move(arguments);
     for (const c10::IValue& out : outputs) {
-      call.outputs.push_back(out.isTensor() && out.toTensor().defined() ? c10::IValue(out.toTensor().clone()) : out);
+      if (!out.isTensor() || !out.toTensor().defined()) {
+        call.outputs.push_back(out);
+        continue;
+      }
+      const at::Tensor& t = out.toTensor();
+      call.outputs.push_back(t.device().is_meta() ? t.variable_data() : t.clone());
     }
     kept->by_op[name].push_back(std::move(call));
   }

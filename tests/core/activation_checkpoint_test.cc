@@ -4,10 +4,12 @@
 // runs in backward. Selective checkpoints (a SavePolicy): the same
 // gradients, the kept outputs are the forward's (not recomputed), the policy
 // sees each operator with its per-name index in both runs, and a
-// recomputation that dispatches differently fails naming the operator.
+// recomputation that dispatches differently fails naming the operator; kept
+// outputs are copies on real tensors and aliases on meta ones.
 #include "core/nn/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "backends/fake/fake_world.h"
+#include "backends/solo/solo_world.h"
 #include "core/dtensor.h"
 #include "testing/collective_counter.h"
 
@@ -243,6 +246,69 @@ TEST(SelectiveCheckpointTest, DTensorOperatorsAreKeptWhole) {
     EXPECT_EQ(backward["full"]["all_gather_into_tensor"], backward["none"]["all_gather_into_tensor"] + 1);
     EXPECT_EQ(backward["keep mm"], backward["none"]);
   });
+}
+
+// aten::clone calls on this thread while a ClonesSeen lives.
+thread_local int64_t t_clones = 0;
+
+class ClonesSeen {
+ public:
+  ClonesSeen()
+      : handle_(at::addThreadLocalCallback(
+            at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+              if (std::string(fn.name()) == "aten::clone") ++t_clones;
+              return nullptr;
+            }).needsInputs(false))) {
+    t_clones = 0;
+  }
+  ~ClonesSeen() { at::removeCallback(handle_); }
+  ClonesSeen(const ClonesSeen&) = delete;
+  ClonesSeen& operator=(const ClonesSeen&) = delete;
+  int64_t count() const { return t_clones; }
+
+ private:
+  at::CallbackHandle handle_;
+};
+
+// What a kept output costs: a copy where the forward could write to it later
+// (real tensors: AKeptOutputWrittenLaterInTheForward), nothing on meta
+// tensors, which hold no values (the planner's solo traces count no copy
+// PyTorch does not make). The backward runs on both.
+TEST(SelectiveCheckpointTest, KeptOutputsAreCopiesOnRealTensorsAndAliasesOnMeta) {
+  for (c10::DeviceType device : {c10::kCPU, c10::kMeta}) {
+    SoloOptions options;
+    options.device = device;
+    run_solo_world(
+        2, 0,
+        [&](World&) {
+          auto mesh = DeviceMesh::init(device, {2});
+          const at::TensorOptions o = at::TensorOptions(device).dtype(at::kFloat);
+          DTensor x = distribute_tensor(at::ones({4, 6}, o), mesh, {Shard(0)});
+          DTensor w = distribute_tensor(at::ones({6, 5}, o), mesh, {Replicate()});
+          x.requires_grad_(true);
+          w.requires_grad_(true);
+          const auto fn = [](const nn::TensorList& in) { return at::tanh(at::mm(in[0], in[1])); };
+          const nn::SavePolicy keep_mm = [](const std::string& op, int64_t) { return op == "aten::mm"; };
+          int64_t clones = 0;
+          at::Tensor y;
+          {
+            ClonesSeen seen;
+            y = nn::checkpoint(fn, {x, w}, keep_mm);
+            clones = seen.count();
+          }
+          // CPU: the DTensor's clone and its local shard's.
+          if (device == c10::kMeta) {
+            EXPECT_EQ(clones, 0);
+          } else {
+            EXPECT_EQ(clones, 2);
+          }
+          y.sum().backward();
+          ASSERT_TRUE(x.grad().defined()) << c10::DeviceTypeName(device);
+          EXPECT_EQ(DTensor(x.grad()).to_local().sizes(), (std::vector<int64_t>{2, 6}));
+          EXPECT_EQ(DTensor(w.grad()).to_local().sizes(), (std::vector<int64_t>{6, 5}));
+        },
+        options);
+  }
 }
 
 }  // namespace

@@ -14,9 +14,11 @@
 #include <memory>
 #include <sstream>
 
+#include "layout/collective_origin.h"
 #include "layout/text.h"
 #include "planner/estimate.h"
 #include "planner/report.h"
+#include "trace/comm_estimate.h"
 
 namespace dtensor::planner {
 namespace {
@@ -104,14 +106,64 @@ TEST(LlamaStepTest, FullyShardedPlans) {
   EXPECT_FALSE(without.fits());
   EXPECT_TRUE(with.fits());
   // FSDP's dp collectives hide behind the micro-steps' compute up to its
-  // length (Note [Step time estimate]); the rest of the comm does not move.
+  // length but for their ends, and slow the compute they hide behind (Note
+  // [Step time estimate]); the rest of the comm does not move.
   EXPECT_GT(with.prefetched_comm_us, 0);
   EXPECT_EQ(without.prefetched_comm_us, 0);
   const double micro_compute = with.compute_us - with.totals.update_compute_us;
+  const double exposed = std::min(with.prefetched_comm_us,
+                                  std::max(static_cast<double>(with.micro_steps) * with.totals.fsdp_ends_us,
+                                           with.prefetched_comm_us - micro_compute));
+  EXPECT_NEAR(with.exposed_fsdp_comm_us, exposed, 1e-6 * exposed);
+  const double s = topo.overlap_slowdown;
   EXPECT_NEAR(with.step_us_overlap,
-              with.compute_us + with.blocking_comm_us + std::max(0.0, with.prefetched_comm_us - micro_compute),
+              with.compute_us + with.blocking_comm_us + exposed + (with.prefetched_comm_us - exposed) * s / (1 + s),
               1e-6 * with.step_us_overlap);
   EXPECT_NEAR(with.step_us_serial, with.compute_us + with.blocking_comm_us + with.prefetched_comm_us, 1e-6 * with.step_us_serial);
+}
+
+// What no compute can hide of FSDP's collectives, each micro-step: the
+// forward's first all-gather (the root's parameters: embedding, final norm,
+// output) and the backward's last reduction on each mesh dim (the root's
+// reduce-scatter over dp; with HSDP, its all_reduce over rep too).
+TEST(LlamaStepTest, FsdpEndsAreTheRootsGatherAndReductions) {
+  const ModelConfig m = parse_model(kSmall);
+  const Topology topo = default_topology();
+  const int64_t root_bytes = (2 * m.vocab * m.dim + m.dim) * m.element_size();
+  for (const char* mesh : {"dp=4", "rep=2,dp=2"}) {
+    SCOPED_TRACE(mesh);
+    const PlanConfig p = parse_plan(parse_mesh(mesh), "adam,fsdp");
+    const StepMeasure measure = trace_solo_step(llama_step_program(), m, p);
+    std::vector<const trace::CollectiveRecord*> gathers;
+    std::map<std::string, const trace::CollectiveRecord*> last;
+    for (const trace::CollectiveRecord& r : measure.forward_backward.collectives) {
+      ASSERT_TRUE(r.origin.has_value()) << r.kind;
+      if (r.phase == trace::Phase::kForward && r.origin->cause == origin_cause::kFsdpUnshard) gathers.push_back(&r);
+      if (r.phase == trace::Phase::kBackward && r.origin->cause == origin_cause::kFsdpReduceGrad) last[r.mesh_dim_name] = &r;
+    }
+    ASSERT_FALSE(gathers.empty());
+    EXPECT_EQ(gathers.front()->output_bytes, root_bytes);
+    EXPECT_EQ(gathers.front()->mesh_dim_name, "dp");
+    ASSERT_EQ(last.count("dp"), 1u);
+    EXPECT_EQ(last["dp"]->kind, "reduce_scatter_tensor");
+    EXPECT_EQ(last["dp"]->bytes, root_bytes);
+    EXPECT_EQ(last.size(), p.mesh.size_of("rep") > 1 ? 2u : 1u);
+    double ends = trace::estimate_collective_us(*gathers.front(), topo.link("dp"));
+    for (const auto& [dim, r] : last) ends += trace::estimate_collective_us(*r, topo.link(dim));
+    const StepTotals totals = step_totals(measure, m, p, topo);
+    EXPECT_NEAR(totals.fsdp_ends_us, ends, 1e-9 * ends);
+    // A small model: the ends and more are exposed; without the overlap
+    // slowdown the step is compute plus what is exposed.
+    Topology plain = topo;
+    plain.overlap_slowdown = 0;
+    const PlanEstimate e = estimate_from_totals(step_totals(measure, m, p, plain), m.layers, m, p, plain);
+    EXPECT_GE(e.exposed_fsdp_comm_us, static_cast<double>(e.micro_steps) * ends * (1 - 1e-9));
+    EXPECT_EQ(e.overlap_slowdown_us, 0);
+    EXPECT_NEAR(e.step_us_overlap, e.compute_us + e.blocking_comm_us + e.exposed_fsdp_comm_us, 1e-9 * e.step_us_overlap);
+  }
+  const StepTotals tp_only = step_totals(trace_solo_step(llama_step_program(), m, parse_plan(parse_mesh("dp=2,tp=4"), "sp")),
+                                         m, parse_plan(parse_mesh("dp=2,tp=4"), "sp"), topo);
+  EXPECT_EQ(tp_only.fsdp_ends_us, 0);
 }
 
 // mp=bf16 (torchtitan's mixed precision): float32 parameters, gradients and
