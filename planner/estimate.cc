@@ -553,10 +553,16 @@ PlanEstimate estimate_pipeline(const StepProgram& program, const ModelConfig& mo
   pipe.first_bytes = held(first, pipe.in_flight_first);
   pipe.last_bytes = held(last, pipe.in_flight_last);
   auto compute_of = [](const PlanEstimate& s) { return s.totals.forward_compute_us + s.totals.backward_compute_us; };
+  // A micro-batch's FSDP collectives: what its compute does not hide, and
+  // how much slower the compute is for hiding the rest.
+  auto exposed_fsdp_of = [&](const PlanEstimate& s) {
+    return exposed_fsdp_us(s.prefetched_comm_us / m, s.totals.fsdp_ends_us, compute_of(s));
+  };
+  auto fsdp_slowdown_of = [&](const PlanEstimate& s) {
+    return slowed_by_overlap_us(s.prefetched_comm_us / m - exposed_fsdp_of(s), topology);
+  };
   auto micro_us = [&](const PlanEstimate& s) {
-    const double exposed = exposed_fsdp_us(s.prefetched_comm_us / m, s.totals.fsdp_ends_us, compute_of(s));
-    return compute_of(s) + s.blocking_comm_us / m + exposed +
-           slowed_by_overlap_us(s.prefetched_comm_us / m - exposed, topology);
+    return compute_of(s) + s.blocking_comm_us / m + exposed_fsdp_of(s) + fsdp_slowdown_of(s);
   };
   pipe.first_micro_us = micro_us(first), pipe.last_micro_us = micro_us(last);
   pipe.send_bytes = plan.micro_batch * model.seq * model.dim * model.element_size() /
@@ -564,9 +570,11 @@ PlanEstimate estimate_pipeline(const StepProgram& program, const ModelConfig& mo
   pipe.send_us = topology.link("pp").collective_us(pipe.send_bytes, /*ring_steps=*/1);
   const double per_micro = std::max(pipe.first_micro_us, pipe.last_micro_us) + 2 * vs * pipe.send_us;
   pipe.bubble_us = (p - 1) / vs * per_micro;
+  auto update_slowdown_of = [&](const PlanEstimate& s) {
+    return slowed_by_overlap_us(s.update_comm_us - s.exposed_update_comm_us, topology);
+  };
   auto update_us = [&](const PlanEstimate& s) {
-    return s.totals.update_compute_us + s.exposed_update_comm_us +
-           slowed_by_overlap_us(s.update_comm_us - s.exposed_update_comm_us, topology);
+    return s.totals.update_compute_us + s.exposed_update_comm_us + update_slowdown_of(s);
   };
   auto serial_micro = [&](const PlanEstimate& s) {
     return compute_of(s) + (s.blocking_comm_us + s.prefetched_comm_us) / m + 2 * vs * pipe.send_us;
@@ -583,6 +591,13 @@ PlanEstimate estimate_pipeline(const StepProgram& program, const ModelConfig& mo
   e.compute_us = m * std::max(compute_of(first), compute_of(last)) +
                  std::max(first.totals.update_compute_us, last.totals.update_compute_us);
   e.step_us_overlap = m * per_micro + pipe.bubble_us + std::max(update_us(first), update_us(last));
+  // The step's exposed collectives and slowdown: the pacing stage's m
+  // micro-batches (the bubble's share is the bubble's) and the slower update.
+  const PlanEstimate& pace = pipe.first_micro_us >= pipe.last_micro_us ? first : last;
+  const PlanEstimate& updating = update_us(first) >= update_us(last) ? first : last;
+  e.exposed_fsdp_comm_us = m * exposed_fsdp_of(pace);
+  e.exposed_update_comm_us = updating.exposed_update_comm_us;
+  e.overlap_slowdown_us = m * fsdp_slowdown_of(pace) + update_slowdown_of(updating);
   e.step_us_serial = (m + (p - 1) / vs) * std::max(serial_micro(first), serial_micro(last)) +
                      std::max(first.totals.update_compute_us + first.update_comm_us,
                               last.totals.update_compute_us + last.update_comm_us);

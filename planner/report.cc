@@ -112,7 +112,7 @@ std::string plan_report_text(const PlanEstimate& e) {
   // What the step (with overlap) is made of: compute, the collectives it does
   // not hide, the pipeline's fill and drain.
   const double bubble = e.pipeline ? e.pipeline->bubble_us : 0;
-  const double slowdown = e.pipeline ? 0 : e.overlap_slowdown_us;
+  const double slowdown = e.overlap_slowdown_us;
   const double exposed = std::max(0.0, e.step_us_overlap - bubble - slowdown - e.compute_us);
   out << "throughput " << fmt("%.0f", e.tokens_per_second_per_gpu()) << " tokens/s per GPU, MFU "
       << fmt("%.1f", 100 * e.mfu()) << "% of " << fmt("%.0f", e.topology.peak_tflops) << " TFLOP/s; the step is "

@@ -66,7 +66,10 @@ PlanSummary summary(const json& p, const std::string& path) {
   s.serial_us = number(t, "step_us_serial", tpath);
   const double compute = number(t, "compute_us", tpath);
   const double bubble = p.contains("pipeline") ? number(field(p, "pipeline", path), "bubble_us", path + ".pipeline") : 0;
-  s.time = {{"compute", compute}, {"exposed comm", std::max(0.0, s.step_us - compute - bubble)}};
+  // Reports of 2026-12-01 (second) on: compute slowed by the collectives it hides.
+  const double slowdown = t.contains("overlap_slowdown_us") ? number(t, "overlap_slowdown_us", tpath) : 0;
+  s.time = {{"compute", compute}, {"exposed comm", std::max(0.0, s.step_us - compute - bubble - slowdown)}};
+  if (slowdown > 0) s.time.push_back({"overlap slowdown", slowdown});
   if (bubble > 0) s.time.push_back({"pipeline bubble", bubble});
   if (p.contains("throughput")) {  // reports of 2026-11-29 on
     const json& th = field(p, "throughput", path);

@@ -83,6 +83,25 @@ TEST(PlanModelTest, DeviceMemoryRowsAreSlices) {
   EXPECT_TRUE(p.fits);
 }
 
+// The same report's time (dtensor_plan since the second run of 2026-12-01):
+// compute, the collectives it does not hide, and the compute slowed by those
+// it hides, adding up to the step; older reports (plan_sweep.json) have no
+// slowdown slice.
+TEST(PlanModelTest, OverlapSlowdownIsASliceOfTheStep) {
+  PlanLoadResult r = parse_plan_json(read_all(testdata("plan_llama8b_fsdp64.json")), "8b.json");
+  ASSERT_TRUE(r.report) << r.error;
+  const PlanSummary& p = r.report->plans[0];
+  ASSERT_EQ(p.time.size(), 3u);
+  EXPECT_EQ(p.time[1].name, "exposed comm");
+  EXPECT_EQ(p.time[2].name, "overlap slowdown");
+  EXPECT_GT(p.time[1].value, 0) << "FSDP's first all-gather and last reduce-scatter";
+  EXPECT_GT(p.time[2].value, 0);
+  EXPECT_NEAR(sum(p.time), p.step_us, 1e-6 * p.step_us);
+  PlanLoadResult old = parse_plan_json(read_all(testdata("plan_sweep.json")), "sweep.json");
+  ASSERT_TRUE(old.report) << old.error;
+  for (const PlanSlice& s : old.report->plans[0].time) EXPECT_NE(s.name, "overlap slowdown");
+}
+
 TEST(PlanModelTest, MalformedReportsNameThePath) {
   const std::string good = read_all(testdata("plan_llama70b_pp8.json"));
   std::string bad = good;
