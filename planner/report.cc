@@ -90,11 +90,16 @@ std::string plan_report_text(const PlanEstimate& e) {
   if (e.prefetched_comm_us > 0) out << " (" << ms(e.prefetched_comm_us) << " of them FSDP's, overlapping compute)";
   out << ", " << ms(e.update_comm_us) << " in the update\n";
   if (e.prefetched_comm_us > 0 || e.update_comm_us > 0) {
-    out << "overlap    exposed: " << ms(e.exposed_fsdp_comm_us)
-        << " of FSDP's (each micro-step's first all-gather and last reduction, and what compute is too short to hide), "
-        << ms(e.exposed_update_comm_us) << " of the update's; compute " << ms(e.overlap_slowdown_us)
-        << " slower for the collectives it hides (overlap_slowdown " << fmt("%.3g", e.topology.overlap_slowdown)
-        << ")\n";
+    // What of the overlappable collectives is exposed, and what hiding the rest costs.
+    out << "overlap    exposed:";
+    if (e.prefetched_comm_us > 0) {
+      out << " " << ms(e.exposed_fsdp_comm_us)
+          << " of FSDP's (each micro-step's first all-gather and last reduction, and what compute is too short to hide)"
+          << (e.update_comm_us > 0 ? "," : "");
+    }
+    if (e.update_comm_us > 0) out << " " << ms(e.exposed_update_comm_us) << " of the update's";
+    out << "; compute " << ms(e.overlap_slowdown_us) << " slower for the collectives it hides (overlap_slowdown "
+        << fmt("%.3g", e.topology.overlap_slowdown) << ")\n";
   }
   if (e.pipeline) {
     const PipelineEstimate& p = *e.pipeline;
