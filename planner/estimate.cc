@@ -417,10 +417,6 @@ std::optional<DeviceMemory> device_of(const StepTotals& totals, int64_t live_byt
                        topology);
 }
 
-}  // namespace
-
-namespace {
-
 // What of FSDP's `comm_us` (its `ends_us` among it) `compute_us` does not
 // hide (Note [Step time estimate]).
 double exposed_fsdp_us(double comm_us, double ends_us, double compute_us) {

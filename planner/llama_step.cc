@@ -276,11 +276,8 @@ StepProgram llama_step_program() {
         logits = scope.output(DTensor(at::matmul(xo, param(l.output, "weight"))).redistribute({Replicate()}));
       }
       if (root) logits = root->output(logits);
-      // torchtitan's loss upcasts the logits. As a same-placements
-      // redistribute (a local cast, no collective; its backward casts the
-      // gradient back): on meta tensors, at::Tensor::to's backward handed a
-      // plain gradient to the redistribute before it.
-      if (mixed) logits = DTensor(logits).redistribute(DTensor(logits).placements(), {false, at::kFloat, std::nullopt});
+      // torchtitan's loss upcasts the logits.
+      if (mixed) logits = logits.to(at::kFloat);
       at::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({b * s, m.vocab}), targets);
       recorder.forward_done();
       loss.backward();

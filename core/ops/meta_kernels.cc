@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <ATen/ops/_to_copy_native.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "core/compat/torch_compat.h"
+#include "core/dtensor_impl.h"
 #include "core/ops/builtin_rules.h"
 
 namespace dtensor {
@@ -180,6 +182,29 @@ void multinomial_meta(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   torch::jit::push(*stack, at::empty(shape, probs.options().dtype(at::kLong)));
 }
 
+// Note [Device arguments on meta DTensors]
+// An operator with a device argument dispatches on that device's backend key
+// as well as on its tensors' keys, and Meta outranks DTensor's PrivateUse1.
+// So on meta tensors (solo mode) aten::_to_copy of a DTensor with the device
+// given reached the composite kernel, which returned a plain meta tensor:
+// ToCopyBackward does grad.to(self.options()), device included, so
+// x.to(dtype)'s backward handed the node before it a plain gradient. This
+// Meta kernel sends a DTensor to DTensor's kernel (PrivateUse1) and a plain
+// meta tensor to the composite kernel it had.
+// (self, *, dtype, layout, device, pin_memory, non_blocking, memory_format) -> Tensor
+void to_copy_meta(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t n = op.schema().arguments().size();
+  if (is_dtensor((*stack)[stack->size() - n].toTensor())) {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), stack);
+    return;
+  }
+  auto args = take_arguments(op, stack);
+  torch::jit::push(*stack, at::native::_to_copy(args[0].toTensor(), args[1].toOptional<at::ScalarType>(),
+                                                args[2].toOptional<at::Layout>(), args[3].toOptional<at::Device>(),
+                                                args[4].toOptional<bool>(), args[5].toBool(),
+                                                args[6].toOptional<at::MemoryFormat>()));
+}
+
 // True when aten::`name` ("multinomial.out": name.overload) exists in this
 // LibTorch and has no Meta kernel yet.
 bool lacks_meta_kernel(const std::string& name) {
@@ -214,6 +239,7 @@ void register_missing_meta_kernels() {
     add("_fused_rms_norm_backward", F::makeFromBoxedFunction<&rms_norm_backward_meta>());
     add("multinomial", F::makeFromBoxedFunction<&multinomial_meta>());
     add("multinomial.out", F::makeFromBoxedFunction<&multinomial_meta>());
+    add("_to_copy", F::makeFromBoxedFunction<&to_copy_meta>());
   });
 }
 
