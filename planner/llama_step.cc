@@ -104,15 +104,25 @@ Llama build(const ModelConfig& m, const DeviceMesh& tp, c10::ScalarType dtype, P
 // its output and logsumexp for backward, not the [s, s] scores: activation
 // memory grows with s, not s^2 (on meta tensors through the meta kernels of
 // core/ops/meta_kernels.cc).
-at::Tensor attention(const ModelConfig& m, const at::Tensor& x, const Layer& y) {
+// With ModelConfig::rope, q and k take torchtitan's rotary embedding first
+// (apply_rotary_emb: upcast to float32, one complex multiply by the
+// precomputed frequencies, back to the model's dtype). The planner needs its
+// kernels' traffic and memory, not its values: `freqs` is a float32
+// [s, 1, hd] tensor (the frequencies' hd / 2 complex numbers as pairs),
+// broadcast over the heads by one mul.
+at::Tensor attention(const ModelConfig& m, const at::Tensor& x, const Layer& y, const at::Tensor& freqs) {
   const int64_t b = x.size(0), s = x.size(1), hd = m.dim / m.heads, kvh = m.kv_heads, rep = m.heads / m.kv_heads;
   auto heads_first = [&](const at::Tensor& t, int64_t heads) { return t.view({b, s, heads, hd}).transpose(1, 2); };
   auto repeat_kv = [&](const at::Tensor& t) {
     if (rep == 1) return t;
     return t.view({b, s, kvh, 1, hd}).expand({b, s, kvh, rep, hd}).reshape({b, s, kvh * rep * hd});
   };
-  const at::Tensor q = heads_first(at::matmul(x, param(y.attention, "wq")), m.heads);
-  const at::Tensor k = heads_first(repeat_kv(at::matmul(x, param(y.attention, "wk"))), m.heads);
+  auto rotary = [&](const at::Tensor& t, int64_t heads) {
+    if (!freqs.defined()) return t;
+    return (t.view({b, s, heads, hd}).to(at::kFloat) * freqs).to(t.scalar_type()).view({b, s, heads * hd});
+  };
+  const at::Tensor q = heads_first(rotary(at::matmul(x, param(y.attention, "wq")), m.heads), m.heads);
+  const at::Tensor k = heads_first(repeat_kv(rotary(at::matmul(x, param(y.attention, "wk")), kvh)), m.heads);
   const at::Tensor v = heads_first(repeat_kv(at::matmul(x, param(y.attention, "wv"))), m.heads);
   // The CPU's flash kernel is its own op (a solo world on CPU tensors runs it).
   const at::Tensor out = DTensor(q).local_tensor().device().is_cpu()
@@ -192,6 +202,9 @@ StepProgram llama_step_program() {
     const Placement stream = sp ? Placement(Shard(1)) : Placement(Replicate());
     const int64_t b = plan.micro_batch, s = m.seq;
     const at::TensorOptions longs = at::TensorOptions().dtype(at::kLong);
+    // The rotary embedding's frequencies: one buffer for every layer, as torchtitan's freqs_cis.
+    const at::Tensor freqs =
+        m.rope ? ones({s, 1, m.dim / m.heads}, tp_mesh, {Replicate()}, at::TensorOptions().dtype(at::kFloat)) : at::Tensor();
     // One forward + backward (gradients accumulate; See Note [Planner step]).
     auto micro_step = [&] {
       at::Tensor tokens = zeros({b, s}, tp_mesh, {Replicate()}, longs);
@@ -227,7 +240,7 @@ StepProgram llama_step_program() {
           {
             nn::ModuleScope scope(*y.attention, {x});
             at::Tensor xa = region_input(x, sp);
-            h = h + scope.output(DTensor(attention(m, xa, y)).redistribute({stream}));
+            h = h + scope.output(DTensor(attention(m, xa, y, freqs)).redistribute({stream}));
           }
           {
             nn::ModuleScope scope(*y.ffn_norm, {h});

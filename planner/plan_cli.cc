@@ -32,7 +32,7 @@ plan from a solo-mode trace of one step (one rank of the world, meta tensors).
   --model SPEC          a preset with optional overrides: llama-70b, llama-8b,
                         llama, transformer (the example Transformer), e.g.
                         llama-70b:layers=40,seq=8192 or transformer:dim=32
-                        keys: layers dim ffn heads kv_heads vocab seq batch dtype
+                        keys: layers dim ffn heads kv_heads vocab seq batch dtype rope (0|1)
   --mesh MESH           dp=1024,tp=8 or pp=8,dp=128,tp=8 (dim names pp, rep, dp, tp,
                         outermost first; pp: pipeline stages; rep: HSDP's
                         replicas of the fsdp shards over dp)

@@ -86,6 +86,7 @@ std::string ModelConfig::to_string() const {
   out << ",heads=" << heads;
   if (kind == ModelKind::kLlama) out << ",kv_heads=" << kv_heads;
   out << ",vocab=" << vocab << ",seq=" << seq << ",batch=" << batch << ",dtype=" << dtype;
+  if (kind == ModelKind::kLlama && !rope) out << ",rope=0";
   return out.str();
 }
 
@@ -116,9 +117,12 @@ ModelConfig parse_model(const std::string& text) {
       m.seq = positive_int(key, v);
     } else if (key == "batch") {
       m.batch = positive_int(key, v);
+    } else if (key == "rope") {
+      if (v != "0" && v != "1") throw std::invalid_argument("model key rope=" + v + ": expected 0 or 1");
+      m.rope = v == "1";
     } else {
       throw std::invalid_argument("model key '" + key +
-                                  "' unknown (keys: layers, dim, ffn, heads, kv_heads, vocab, seq, batch, dtype)");
+                                  "' unknown (keys: layers, dim, ffn, heads, kv_heads, vocab, seq, batch, dtype, rope)");
     }
   }
   if (m.kind == ModelKind::kExampleTransformer) m.ffn = 4 * m.dim, m.kv_heads = m.heads;

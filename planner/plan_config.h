@@ -33,6 +33,10 @@ struct ModelConfig {
   int64_t seq = 8;       // tokens per sequence
   int64_t batch = 8;     // global batch, sequences per optimizer step
   std::string dtype = "float32";  // "float32", "bfloat16", "float16", "float64"
+  /// Llama only: the rotary position embedding of q and k, as torchtitan
+  /// computes it (in float32); false for models written as Llama ones that
+  /// have none (MPT's ALiBi, GPT's learned positions).
+  bool rope = true;
 
   /// Parameters of the whole model (closed form, for the report header).
   int64_t parameter_count() const;
@@ -47,7 +51,7 @@ struct ModelConfig {
 /// "transformer" (the example Transformer's defaults: 2 layers, dim 16,
 /// 4 heads, vocab 8, seq 8, batch 8, float32); a preset may be followed by
 /// ":key=value,..." overrides, e.g. "llama-70b:layers=40". Keys: layers, dim,
-/// ffn, heads, kv_heads, vocab, seq, batch, dtype. Throws
+/// ffn, heads, kv_heads, vocab, seq, batch, dtype, rope (0 or 1). Throws
 /// std::invalid_argument naming the key and what is wrong.
 ModelConfig parse_model(const std::string& text);
 

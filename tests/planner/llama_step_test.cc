@@ -166,6 +166,35 @@ TEST(LlamaStepTest, FsdpEndsAreTheRootsGatherAndReductions) {
   EXPECT_EQ(tp_only.fsdp_ends_us, 0);
 }
 
+// The rotary embedding (ModelConfig::rope, on by default) is memory-bound
+// traffic on q and k: the same matmul FLOPs and collectives without it, less
+// pointwise traffic, and "rope=0" in the model's spec.
+TEST(LlamaStepTest, RotaryEmbeddingIsTrafficOnQueriesAndKeys) {
+  const ModelConfig with = parse_model(kSmall);
+  const ModelConfig without = parse_model(std::string(kSmall) + ",rope=0");
+  EXPECT_TRUE(with.rope);
+  EXPECT_FALSE(without.rope);
+  EXPECT_EQ(with.to_string().find("rope"), std::string::npos);
+  EXPECT_EQ(parse_model(without.to_string()).to_string(), without.to_string());
+  EXPECT_NE(without.to_string().find(",rope=0"), std::string::npos);
+  const PlanConfig p = parse_plan(parse_mesh("dp=2,tp=4"), "sp,adam");
+  const Topology topo = default_topology();
+  const StepTotals a = step_totals(trace_solo_step(llama_step_program(), with, p), with, p, topo);
+  const StepTotals b = step_totals(trace_solo_step(llama_step_program(), without, p), without, p, topo);
+  EXPECT_EQ(a.forward_flops, b.forward_flops);
+  EXPECT_EQ(a.backward_flops, b.backward_flops);
+  expect_same_comm(a, b);
+  // q and k cast to float32, multiplied and cast back, forward and backward.
+  EXPECT_GT(a.forward_pointwise_bytes, b.forward_pointwise_bytes);
+  EXPECT_GT(a.backward_pointwise_bytes, b.backward_pointwise_bytes);
+  try {
+    parse_model(std::string(kSmall) + ",rope=2");
+    FAIL() << "expected a throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("rope=2: expected 0 or 1"), std::string::npos) << e.what();
+  }
+}
+
 // mp=bf16 (torchtitan's mixed precision): float32 parameters, gradients and
 // Adam state (twice the bf16 plan's bytes), all-gathered in bf16 (the same
 // all_gather bytes) and reduce-scattered in float32 (twice the
