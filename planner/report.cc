@@ -115,7 +115,8 @@ std::string plan_report_text(const PlanEstimate& e) {
   out << "step time  " << ms(e.step_us_serial) << " serial, " << ms(e.step_us_overlap)
       << " with overlap (FSDP's collectives behind compute, the update's behind the last backward)\n";
   // What the step (with overlap) is made of: compute, the collectives it does
-  // not hide, the pipeline's fill and drain.
+  // not hide, the compute's slowdown for those it hides, the pipeline's fill
+  // and drain.
   const double bubble = e.pipeline ? e.pipeline->bubble_us : 0;
   const double slowdown = e.overlap_slowdown_us;
   const double exposed = std::max(0.0, e.step_us_overlap - bubble - slowdown - e.compute_us);
