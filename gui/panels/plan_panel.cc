@@ -13,7 +13,7 @@ namespace {
 
 // Slice colours, in order (memory: parameters, gradients, optimizer state,
 // activations, allocator cache, NCCL buffers, CUDA context; time: compute,
-// exposed comm, bubble).
+// exposed comm, overlap slowdown, bubble).
 const Rgb kSliceColors[] = {{78, 121, 167}, {242, 142, 43}, {89, 161, 79}, {225, 87, 89},
                             {176, 122, 161}, {118, 183, 178}, {186, 176, 172}};
 const Rgb kCapColor{255, 255, 255};
