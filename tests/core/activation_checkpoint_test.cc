@@ -9,7 +9,6 @@
 #include "core/nn/checkpoint.h"
 
 #include <gtest/gtest.h>
-#include <ATen/record_function.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
@@ -22,6 +21,7 @@
 #include "backends/fake/fake_world.h"
 #include "backends/solo/solo_world.h"
 #include "core/dtensor.h"
+#include "debug/comm_debug_mode.h"
 #include "testing/collective_counter.h"
 
 namespace dtensor {
@@ -248,28 +248,6 @@ TEST(SelectiveCheckpointTest, DTensorOperatorsAreKeptWhole) {
   });
 }
 
-// aten::clone calls on this thread while a ClonesSeen lives.
-thread_local int64_t t_clones = 0;
-
-class ClonesSeen {
- public:
-  ClonesSeen()
-      : handle_(at::addThreadLocalCallback(
-            at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-              if (std::string(fn.name()) == "aten::clone") ++t_clones;
-              return nullptr;
-            }).needsInputs(false))) {
-    t_clones = 0;
-  }
-  ~ClonesSeen() { at::removeCallback(handle_); }
-  ClonesSeen(const ClonesSeen&) = delete;
-  ClonesSeen& operator=(const ClonesSeen&) = delete;
-  int64_t count() const { return t_clones; }
-
- private:
-  at::CallbackHandle handle_;
-};
-
 // What a kept output costs: a copy where the forward could write to it later
 // (real tensors: AKeptOutputWrittenLaterInTheForward), nothing on meta
 // tensors, which hold no values (the planner's solo traces count no copy
@@ -289,13 +267,19 @@ TEST(SelectiveCheckpointTest, KeptOutputsAreCopiesOnRealTensorsAndAliasesOnMeta)
           w.requires_grad_(true);
           const auto fn = [](const nn::TensorList& in) { return at::tanh(at::mm(in[0], in[1])); };
           const nn::SavePolicy keep_mm = [](const std::string& op, int64_t) { return op == "aten::mm"; };
-          int64_t clones = 0;
+          // The operators the planner's traces see (CommDebugMode with local ops).
+          debug::CommDebugMode comm(debug::CommDebugModeOptions{/*record_local_ops=*/true});
           at::Tensor y;
           {
-            ClonesSeen seen;
+            auto guard = comm.enter();
             y = nn::checkpoint(fn, {x, w}, keep_mm);
-            clones = seen.count();
           }
+          int64_t clones = 0, mms = 0;
+          for (const trace::OpRecord& op : comm.trace().operations) {
+            clones += op.name == "aten::clone" ? 1 : 0;
+            mms += op.name == "aten::mm" ? 1 : 0;
+          }
+          EXPECT_GT(mms, 0) << "the trace sees the function's operators";
           // CPU: the DTensor's clone and its local shard's.
           if (device == c10::kMeta) {
             EXPECT_EQ(clones, 0);
