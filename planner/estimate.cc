@@ -279,18 +279,20 @@ StepTotals step_totals(const StepMeasure& m, const ModelConfig& model, const Pla
   t.forward_compute_us = forward.us, t.backward_compute_us = backward.us, t.update_compute_us = update.us;
   t.fsdp_ends_us = fsdp_ends_us(m.forward_backward, topology);
   t.kept_bytes = m.kept_bytes;
-  if (m.allocations) {
-    CachingAllocatorModel allocator(topology.expandable_segments);
-    for (const AllocationEvent& event : *m.allocations) {
-      if (event.is_free) {
-        allocator.free(event.id);
-      } else {
-        allocator.allocate(event.id, event.bytes, event.stream);
-      }
-    }
-    t.allocator = allocator.peaks();
-  }
+  if (m.allocations) t.allocator = replay_allocations(*m.allocations, topology.expandable_segments);
   return t;
+}
+
+AllocatorPeaks replay_allocations(const std::vector<AllocationEvent>& log, bool expandable_segments) {
+  CachingAllocatorModel allocator(expandable_segments);
+  for (const AllocationEvent& event : log) {
+    if (event.is_free) {
+      allocator.free(event.id);
+    } else {
+      allocator.allocate(event.id, event.bytes, event.stream);
+    }
+  }
+  return allocator.peaks();
 }
 
 StepTotals extrapolate_layers(const StepTotals& a, const StepTotals& b, int64_t layers) {

@@ -84,6 +84,10 @@ struct PipelineEstimate {
   double bubble_us = 0;    // the schedule's fill and drain
 };
 
+/// What PyTorch's CUDA caching allocator would hold for an allocation log
+/// (StepMeasure::allocations) replayed in order through CachingAllocatorModel.
+AllocatorPeaks replay_allocations(const std::vector<AllocationEvent>& log, bool expandable_segments);
+
 /// Totals of a measured step: comm rows from its CommDebugMode traces
 /// (micro-step rows multiplied by micro_steps), FLOPs of its local matmuls.
 StepTotals step_totals(const StepMeasure& measure, const ModelConfig& model, const PlanConfig& plan,

@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "examples/plan/transformer_step.h"
-#include "planner/caching_allocator_model.h"
 #include "planner/estimate.h"
 #include "planner/llama_step.h"
 #include "tests/backends/nccl/mini_test.h"
@@ -95,14 +94,7 @@ TEST(CudaPlanner, TheAllocatorModelReservesWhatTheCachingAllocatorDoes) {
     const StepMeasure m = trace_solo_step(llama_step_program(), model, plan);
     ASSERT_TRUE(m.allocations.has_value());
     for (bool expandable : {true, false}) {
-      CachingAllocatorModel expected(expandable);
-      for (const AllocationEvent& e : *m.allocations) {
-        if (e.is_free) {
-          expected.free(e.id);
-        } else {
-          expected.allocate(e.id, e.bytes, e.stream);
-        }
-      }
+      const AllocatorPeaks model_peaks = replay_allocations(*m.allocations, expandable);
       cca::emptyCache();
       c10::CachingAllocator::setAllocatorSettings(expandable ? "expandable_segments:True" : "expandable_segments:False");
       const c10::CachingDeviceAllocator::DeviceStats before = cca::getDeviceStats(device);
@@ -126,7 +118,6 @@ TEST(CudaPlanner, TheAllocatorModelReservesWhatTheCachingAllocatorDoes) {
       cca::emptyCache();
       const int64_t reserved = after.reserved_bytes[kAll].peak - before.reserved_bytes[kAll].current;
       const int64_t allocated = after.allocated_bytes[kAll].peak - before.allocated_bytes[kAll].current;
-      const AllocatorPeaks& model_peaks = expected.peaks();
       const double error = std::fabs(static_cast<double>(model_peaks.reserved - reserved)) / static_cast<double>(reserved);
       std::printf("[planner] allocator %s, llama-8b:layers=2 dp=8 %s: %zu events; reserved: model %lld B, CUDA %lld B "
                   "(error %.2f%%); allocated: model %lld B, CUDA %lld B\n",
