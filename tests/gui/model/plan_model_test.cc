@@ -17,6 +17,9 @@
 namespace dtensor::gui {
 namespace {
 
+// A report of tests/gui/testdata, read as the viewer reads a file.
+PlanLoadResult load_testdata(const std::string& name) { return parse_plan_json(read_all(testdata(name)), name); }
+
 double sum(const std::vector<PlanSlice>& slices) {
   double s = 0;
   for (const PlanSlice& x : slices) s += x.value;
@@ -50,7 +53,7 @@ TEST(PlanModelTest, SweepReportHasEveryPlanFittingFirst) {
 
 // One plan: Llama 3 70B on pp=8,dp=64,tp=8 with sp.
 TEST(PlanModelTest, SinglePlanReportWithAPipeline) {
-  PlanLoadResult r = parse_plan_json(read_all(testdata("plan_llama70b_pp8.json")), "pp8.json");
+  PlanLoadResult r = load_testdata("plan_llama70b_pp8.json");
   ASSERT_TRUE(r.report) << r.error;
   EXPECT_FALSE(r.report->sweep);
   ASSERT_EQ(r.report->plans.size(), 1u);
@@ -69,7 +72,7 @@ TEST(PlanModelTest, SinglePlanReportWithAPipeline) {
 // NCCL's buffers and the CUDA context are slices of the bar, and the total
 // is the device's.
 TEST(PlanModelTest, DeviceMemoryRowsAreSlices) {
-  PlanLoadResult r = parse_plan_json(read_all(testdata("plan_llama8b_fsdp64.json")), "8b.json");
+  PlanLoadResult r = load_testdata("plan_llama8b_fsdp64.json");
   ASSERT_TRUE(r.report) << r.error;
   const PlanSummary& p = r.report->plans[0];
   ASSERT_EQ(p.memory.size(), 7u);
@@ -77,9 +80,7 @@ TEST(PlanModelTest, DeviceMemoryRowsAreSlices) {
   EXPECT_EQ(p.memory[5].name, "NCCL buffers");
   EXPECT_EQ(p.memory[6].name, "CUDA context");
   EXPECT_DOUBLE_EQ(p.memory[5].value, 512.0 * (1 << 20));
-  double sum = 0;
-  for (const PlanSlice& s : p.memory) sum += s.value;
-  EXPECT_NEAR(sum, p.total_bytes, 1.0) << "the slices add up to the device total";
+  EXPECT_NEAR(sum(p.memory), p.total_bytes, 1.0) << "the slices add up to the device total";
   EXPECT_TRUE(p.fits);
 }
 
@@ -88,7 +89,7 @@ TEST(PlanModelTest, DeviceMemoryRowsAreSlices) {
 // it hides, adding up to the step; older reports (plan_sweep.json) have no
 // slowdown slice.
 TEST(PlanModelTest, OverlapSlowdownIsASliceOfTheStep) {
-  PlanLoadResult r = parse_plan_json(read_all(testdata("plan_llama8b_fsdp64.json")), "8b.json");
+  PlanLoadResult r = load_testdata("plan_llama8b_fsdp64.json");
   ASSERT_TRUE(r.report) << r.error;
   const PlanSummary& p = r.report->plans[0];
   ASSERT_EQ(p.time.size(), 3u);
@@ -97,7 +98,7 @@ TEST(PlanModelTest, OverlapSlowdownIsASliceOfTheStep) {
   EXPECT_GT(p.time[1].value, 0) << "FSDP's first all-gather and last reduce-scatter";
   EXPECT_GT(p.time[2].value, 0);
   EXPECT_NEAR(sum(p.time), p.step_us, 1e-6 * p.step_us);
-  PlanLoadResult old = parse_plan_json(read_all(testdata("plan_sweep.json")), "sweep.json");
+  PlanLoadResult old = load_testdata("plan_sweep.json");
   ASSERT_TRUE(old.report) << old.error;
   for (const PlanSlice& s : old.report->plans[0].time) EXPECT_NE(s.name, "overlap slowdown");
 }
