@@ -97,7 +97,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
   if (a.model.empty()) error = "--model is required";
   else if (a.mesh.empty() == (a.sweep == 0)) error = "give exactly one of --mesh and --sweep";
   else if (a.cap_gib < 0) error = "--cap-gib must be positive";
-  else if (!a.allocator.empty() && a.allocator != allocator_mode_name(true) && a.allocator != allocator_mode_name(false)) {
+  else if (!a.allocator.empty() && !parse_allocator_mode(a.allocator)) {
     error = "--allocator " + a.allocator + ": expected expandable or segments";
   }
   return error.empty();
@@ -160,7 +160,7 @@ int plan_cli(int argc, char** argv, const std::map<ModelKind, ProgramEntry>& ext
     if (it == programs.end()) throw std::invalid_argument("no step program for model " + model.to_string());
     Topology topology = a.topology.empty() ? default_topology() : parse_topology(read_file(a.topology));
     if (a.cap_gib > 0) topology.memory_gib = a.cap_gib;
-    if (!a.allocator.empty()) topology.expandable_segments = a.allocator == allocator_mode_name(true);
+    if (!a.allocator.empty()) topology.expandable_segments = *parse_allocator_mode(a.allocator);
     if (!a.calibration.empty()) {
       topology.calibration = std::make_shared<const Calibration>(parse_calibration(read_file(a.calibration)));
     }

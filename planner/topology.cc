@@ -2,6 +2,7 @@
 #include "planner/topology.h"
 
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -21,6 +22,13 @@ int64_t Topology::memory_cap_bytes() const { return static_cast<int64_t>(std::ll
 Topology default_topology() { return Topology{}; }
 
 const char* allocator_mode_name(bool expandable_segments) { return expandable_segments ? "expandable" : "segments"; }
+
+std::optional<bool> parse_allocator_mode(const std::string& name) {
+  for (bool expandable : {true, false}) {
+    if (name == allocator_mode_name(expandable)) return expandable;
+  }
+  return std::nullopt;
+}
 
 namespace {
 
@@ -80,11 +88,12 @@ Topology parse_topology(const std::string& text) {
       t.nccl_gib_per_communicator = non_negative_number(w[1], line_no, raw);
     } else if (w[0] == "allocator") {
       expect(2, "allocator expandable|segments");
-      if (w[1] != allocator_mode_name(true) && w[1] != allocator_mode_name(false)) {
+      const std::optional<bool> expandable = parse_allocator_mode(w[1]);
+      if (!expandable) {
         throw std::invalid_argument("topology line " + std::to_string(line_no) + " '" + raw +
                                     "': the allocator is 'expandable' (expandable_segments:True) or 'segments'");
       }
-      t.expandable_segments = w[1] == allocator_mode_name(true);
+      t.expandable_segments = *expandable;
     } else if (w[0] == "overlap_slowdown") {
       expect(2, "overlap_slowdown X");
       t.overlap_slowdown = non_negative_number(w[1], line_no, raw);

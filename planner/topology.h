@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "layout/comm_cost.h"
@@ -93,6 +94,9 @@ Topology default_topology();
 /// The allocator mode as the topology file and the report's JSON spell it:
 /// "expandable" (expandable_segments:True) or "segments".
 const char* allocator_mode_name(bool expandable_segments);
+/// The mode allocator_mode_name spells `name` as (true: expandable
+/// segments); nullopt for any other name.
+std::optional<bool> parse_allocator_mode(const std::string& name);
 
 /// Parses Note [Topology file format] over the defaults. Throws
 /// std::invalid_argument naming the line and what is wrong (unknown key,
